@@ -1,0 +1,25 @@
+import { Column, CreateDateColumn, Entity, PrimaryGeneratedColumn } from 'typeorm';
+
+export type ArticleStatus = 'submitted' | 'summarized';
+
+@Entity('articles')
+export class Article {
+  @PrimaryGeneratedColumn()
+  id: number;
+
+  @Column({ type: 'varchar', length: 200 })
+  title: string;
+
+  @Column({ type: 'text' })
+  body: string;
+
+  @Column({ type: 'varchar', length: 20, default: 'submitted' })
+  status: ArticleStatus;
+
+  /** Written by the `summarize` step of `process_article`. */
+  @Column({ type: 'text', nullable: true })
+  summary: string | null;
+
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
+  createdAt: Date;
+}

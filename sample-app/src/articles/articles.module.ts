@@ -1,0 +1,14 @@
+import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { Article } from './article.entity';
+import { ArticlesController } from './articles.controller';
+import { CmsService } from './cms.service';
+import { ProcessArticle } from './process-article.workflow';
+
+@Module({
+  imports: [TypeOrmModule.forFeature([Article])],
+  controllers: [ArticlesController],
+  // The workflow is an ordinary provider; DurableModule discovers it.
+  providers: [CmsService, ProcessArticle],
+})
+export class ArticlesModule {}
