@@ -1,0 +1,131 @@
+import { DynamicModule, LoggerService, Provider, Type } from '@nestjs/common';
+import { Test, TestingModule } from '@nestjs/testing';
+import { DurableModule, DurableService } from '../../src';
+import { databaseUrl, freshSchema } from './db';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyOptions = Record<string, any>;
+
+export interface AppSpec {
+  /** Workflow classes, registered as providers of the root test module. */
+  workflows?: Type<unknown>[];
+  providers?: Provider[];
+  /** Extra modules (e.g. a feature module holding workflows). */
+  imports?: Array<Type<unknown> | DynamicModule>;
+  /** Defaults to a fresh schema. Pass the same schema to several apps to make them nodes of one cluster. */
+  schema?: string;
+  /** Worker concurrency (default 5). */
+  concurrency?: number;
+  /** Merged over the test defaults; `worker` is merged field by field unless it is `false`. */
+  options?: AnyOptions;
+  /** Use forRootAsync with a factory returning the options (optionally with imports/inject). */
+  async?: boolean | { imports?: Array<Type<unknown> | DynamicModule>; inject?: unknown[]; useFactory?: (...args: unknown[]) => unknown };
+  /** Replaces the DurableModule import entirely (for option-validation tests). */
+  durableModule?: DynamicModule;
+}
+
+export interface TestApp {
+  app: TestingModule;
+  durable: DurableService;
+  schema: string;
+  options: AnyOptions;
+  get<T>(token: Type<T> | string | symbol): T;
+  close(): Promise<void>;
+}
+
+const openApps: TestApp[] = [];
+
+const verbose = process.env.DURABLE_TEST_LOGS === '1';
+
+/** Nest logger for tests: silent unless DURABLE_TEST_LOGS=1. */
+class TestLogger implements LoggerService {
+  log(...args: unknown[]) {
+    if (verbose) console.log(...args);
+  }
+  error(...args: unknown[]) {
+    if (verbose) console.error(...args);
+  }
+  warn(...args: unknown[]) {
+    if (verbose) console.warn(...args);
+  }
+  debug() {}
+  verbose() {}
+}
+
+/** The options createApp passes to DurableModule (fast timings for tests). */
+export function testOptions(spec: AppSpec = {}, schema = spec.schema ?? freshSchema()): AnyOptions {
+  const base: AnyOptions = {
+    url: databaseUrl(),
+    schema,
+    worker: { pollInterval: '100ms', concurrency: spec.concurrency ?? 5 },
+    heartbeatInterval: '200ms',
+    nodeTimeout: '1s',
+    shutdownTimeout: '3s',
+  };
+  const extra = spec.options ?? {};
+  const merged: AnyOptions = { ...base, ...extra };
+  if (extra.worker === false) merged.worker = false;
+  else if (extra.worker && typeof extra.worker === 'object') merged.worker = { ...base.worker, ...extra.worker };
+  // `dataSource` given → drop the default url (exactly one of the two)
+  if ('dataSource' in extra && !('url' in extra)) delete merged.url;
+  for (const k of Object.keys(merged)) if (merged[k] === undefined) delete merged[k];
+  return merged;
+}
+
+/**
+ * Builds and initialises a Nest application context with DurableModule and the given workflows.
+ * Apps still open when a test ends are closed by test/support/setup-after-env.ts.
+ */
+export async function createApp(spec: AppSpec = {}): Promise<TestApp> {
+  const schema = spec.schema ?? freshSchema();
+  const options = testOptions(spec, schema);
+  let durableModule: DynamicModule;
+  if (spec.durableModule) durableModule = spec.durableModule;
+  else if (spec.async) {
+    const a = typeof spec.async === 'object' ? spec.async : {};
+    durableModule = DurableModule.forRootAsync({
+      imports: a.imports as never,
+      inject: a.inject as never,
+      useFactory: (a.useFactory ?? (() => options)) as never,
+    });
+  } else durableModule = DurableModule.forRoot(options as never);
+
+  let moduleRef: TestingModule | undefined;
+  try {
+    moduleRef = await Test.createTestingModule({
+      imports: [durableModule, ...(spec.imports ?? [])],
+      providers: [...(spec.workflows ?? []), ...(spec.providers ?? [])],
+    })
+      .setLogger(new TestLogger())
+      .compile();
+    await moduleRef.init();
+  } catch (err) {
+    if (moduleRef) await moduleRef.close().catch(() => undefined);
+    throw err;
+  }
+  const app = moduleRef;
+  let closed: Promise<void> | undefined;
+  const testApp: TestApp = {
+    app,
+    durable: app.get(DurableService),
+    schema,
+    options,
+    get: (token) => app.get(token as never),
+    close: () => {
+      if (!closed) {
+        closed = app.close();
+        const i = openApps.indexOf(testApp);
+        if (i >= 0) openApps.splice(i, 1);
+      }
+      return closed;
+    },
+  };
+  openApps.push(testApp);
+  return testApp;
+}
+
+/** Closes every app created by the current test that is still open (newest first). */
+export async function closeAllApps(): Promise<void> {
+  const apps = openApps.splice(0).reverse();
+  for (const a of apps) await a.close().catch(() => undefined);
+}

@@ -1,0 +1,4 @@
+export * from './app';
+export * from './child';
+export * from './db';
+export * from './wait';

@@ -1,0 +1,13 @@
+import { closeAllApps } from './app';
+import { killAllChildren } from './child';
+import { closeDb, dropSchemas } from './db';
+
+afterEach(async () => {
+  await killAllChildren();
+  await closeAllApps();
+});
+
+afterAll(async () => {
+  await dropSchemas();
+  await closeDb();
+});
