@@ -1,0 +1,70 @@
+'use strict';
+const { performance } = require('perf_hooks');
+
+const now = () => performance.now();
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const scale = () => Number(process.env.BENCH_SCALE || 1);
+const scaled = (n, min = 1) => Math.max(min, Math.round(n * scale()));
+
+function log(...args) {
+  const t = new Date().toISOString().slice(11, 19);
+  process.stderr.write(`[${t}] ${args.join(' ')}\n`);
+}
+
+function percentile(sorted, p) {
+  if (!sorted.length) return NaN;
+  const idx = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[idx];
+}
+
+function summarize(values) {
+  const v = values.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (!v.length) return null;
+  return { median: median(v), min: v[0], max: v[v.length - 1], n: v.length, all: values };
+}
+function median(sorted) {
+  const m = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[m] : (sorted[m - 1] + sorted[m]) / 2;
+}
+
+/** Resolve when cond() is truthy, polling every `every` ms; reject after timeout ms. */
+async function until(cond, { every = 5, timeout = 120000, what = 'condition' } = {}) {
+  const t0 = now();
+  for (;;) {
+    if (await cond()) return;
+    if (now() - t0 > timeout) throw new Error(`timeout after ${timeout} ms waiting for ${what}`);
+    await sleep(every);
+  }
+}
+
+/** A counter whose waiters resolve when it reaches a target. */
+class Counter {
+  constructor() { this.n = 0; this.waiters = []; }
+  inc(k = 1) {
+    this.n += k;
+    if (this.waiters.length) {
+      this.waiters = this.waiters.filter((w) => { if (this.n >= w.target) { w.resolve(); return false; } return true; });
+    }
+  }
+  reset() { this.n = 0; this.waiters = []; }
+  reach(target, timeout = 120000, what = 'counter') {
+    if (this.n >= target) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(`timeout after ${timeout} ms: ${what} at ${this.n}/${target}`)), timeout);
+      this.waiters.push({ target, resolve: () => { clearTimeout(t); resolve(); } });
+    });
+  }
+}
+
+/** A one-shot signal used for sequential latency samples. */
+class Signal {
+  constructor() { this.expect = null; this.resolve = null; this.at = 0; }
+  arm(tag) { this.expect = tag; return new Promise((r) => { this.resolve = r; }); }
+  fire(tag) {
+    if (this.expect !== null && tag === this.expect) { const r = this.resolve; this.expect = null; this.resolve = null; r(now()); }
+  }
+}
+
+const timeoutMs = () => Number(process.env.BENCH_TIMEOUT_MS || 180000);
+
+module.exports = { now, sleep, scale, scaled, log, percentile, summarize, median, until, Counter, Signal, timeoutMs };

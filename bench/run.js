@@ -1,0 +1,133 @@
+'use strict';
+// nestjs-durable vs graphile-worker vs pg-boss, on one Postgres, in one run. See bench/README.md.
+const { fork } = require('child_process');
+const fs = require('fs');
+const path = require('path');
+const { resolveUrl, stopEmbedded, envFacts } = require('./lib/db');
+const { METRICS, GROUP_OF, sizes, reps, fmt } = require('./lib/scenarios');
+const { summarize, log, scale } = require('./lib/util');
+
+const ALL_VARIANTS = ['ours', 'graphile', 'graphile-default', 'pgboss'];
+const LABEL = { ours: 'nestjs-durable', graphile: 'graphile-worker (local queue + batched completion)', 'graphile-default': 'graphile-worker (defaults)', pgboss: 'pg-boss' };
+const SHORT = { ours: 'ours', graphile: 'graphile (batched)', 'graphile-default': 'graphile (default)', pgboss: 'pg-boss' };
+const ALL_METRICS = ['drain', 'five', 'starts1', 'starts16', 'bulk', 'p50', 'p99'];
+// graphile's producer side does not depend on the worker configuration, so the default configuration
+// only repeats the worker-side scenarios (and skips the five-step chain to stay inside the time budget).
+const DEFAULT_GRAPHILE_METRICS = new Set((process.env.BENCH_GRAPHILE_DEFAULT_METRICS || 'drain,p50,p99').split(','));
+
+function selectedVariants() {
+  const only = (process.env.BENCH_ONLY || '').split(',').map((s) => s.trim()).filter(Boolean);
+  if (!only.length) return ALL_VARIANTS;
+  return ALL_VARIANTS.filter((v) => only.some((o) => v === o || (o === 'graphile' && v.startsWith('graphile'))));
+}
+function selectedMetrics() {
+  const s = (process.env.BENCH_SCENARIOS || '').split(',').map((x) => x.trim()).filter(Boolean);
+  if (!s.length) return ALL_METRICS;
+  const out = new Set();
+  for (const x of s) {
+    if (x === 'starts') { out.add('starts1'); out.add('starts16'); } else if (x === 'latency') { out.add('p50'); out.add('p99'); } else if (METRICS[x]) out.add(x);
+    else throw new Error(`unknown scenario ${x} (use drain, bulk, five, starts, latency)`);
+  }
+  return ALL_METRICS.filter((m) => out.has(m));
+}
+
+function runChild(url, variant, group, wanted) {
+  return new Promise((resolve) => {
+    const child = fork(path.join(__dirname, 'lib', 'child.js'), [variant, group, wanted.join(',')], {
+      env: { ...process.env, BENCH_URL: url }, execArgv: ['--enable-source-maps', ...(process.env.BENCH_CHILD_NODE_ARGS || '').split(' ').filter(Boolean)],
+    });
+    let msg = null;
+    const kill = setTimeout(() => { log(`  ${variant} ${group}: child timeout, killing`); child.kill('SIGKILL'); }, Number(process.env.BENCH_CHILD_TIMEOUT_MS || 300000));
+    child.on('message', (m) => { msg = m; });
+    child.on('exit', (code) => {
+      clearTimeout(kill);
+      resolve(msg || { ok: false, variant, group, error: `child exited with code ${code} before reporting` });
+    });
+  });
+}
+
+function cell(s, metric) {
+  if (!s) return 'n/a';
+  const d = METRICS[metric].unit === 'ms' ? (x) => x.toFixed(2) : fmt;
+  return `${d(s.median)} (${d(s.min)}–${d(s.max)})`;
+}
+function ratio(a, b) {
+  if (!a || !b || !b.median) return '';
+  const r = a.median / b.median;
+  return `${r >= 10 ? r.toFixed(0) : r.toFixed(2)}×`;
+}
+
+async function main() {
+  const t0 = Date.now();
+  const url = await resolveUrl({ log });
+  const env = await envFacts(url);
+  const variants = selectedVariants();
+  const metrics = selectedMetrics();
+  const sz = sizes();
+  log(`bench: scale ${scale()}, ${reps()} reps, systems ${variants.join(', ')}, metrics ${metrics.join(', ')}`);
+  log(`postgres: ${env.pgVersion.split(' on ')[0]}; node ${env.node}; ${env.cores} cores`);
+
+  const results = {}; // variant -> metric -> summary
+  const info = {}; // variant -> { describe, fiveStepModel, errors: [] }
+  const groups = [...new Set(metrics.map((m) => GROUP_OF[m]))];
+  for (const group of groups) {
+    for (const variant of variants) {
+      let wanted = metrics.filter((m) => GROUP_OF[m] === group);
+      if (variant === 'graphile-default') wanted = wanted.filter((m) => DEFAULT_GRAPHILE_METRICS.has(m));
+      if (!wanted.length) continue;
+      log(`${group} — ${LABEL[variant]} (${wanted.join(', ')})`);
+      const r = await runChild(url, variant, group, wanted);
+      info[variant] = info[variant] || { errors: [] };
+      if (r.describe) info[variant].describe = r.describe;
+      if (r.fiveStepModel) info[variant].fiveStepModel = r.fiveStepModel;
+      if (!r.ok) { info[variant].errors.push(`${group}: ${r.error}`); continue; }
+      if (r.result.samples) info[variant].latencySamples = r.result.samples;
+      for (const m of wanted) if (r.result[m]) (results[variant] = results[variant] || {})[m] = summarize(r.result[m]);
+    }
+  }
+
+  const others = variants.filter((v) => v !== 'ours');
+  const head = ['Scenario', 'target (ours)', ...variants.flatMap((v) => (v === 'ours' ? [SHORT[v]] : [SHORT[v], `ours / ${SHORT[v]}`]))];
+  const rows = metrics.map((m) => {
+    const mine = results.ours && results.ours[m];
+    return [`${METRICS[m].title}, ${METRICS[m].unit}`, METRICS[m].target,
+      ...variants.flatMap((v) => { const s = results[v] && results[v][m]; return v === 'ours' ? [cell(s, m)] : [cell(s, m), variants.includes('ours') ? ratio(mine, s) : '']; })];
+  });
+  const table = [head, head.map(() => '---'), ...rows].map((r) => `| ${r.join(' | ')} |`).join('\n');
+
+  const notes = [];
+  notes.push(`Each cell: median of ${reps()} runs (min–max). Ratios are ours ÷ theirs on the median: above 1 is better for throughput, below 1 is better for latency.`);
+  notes.push(`Sizes: drain ${fmt(sz.drain)} one-step runs; five-step ${fmt(sz.five)} runs (${fmt(sz.five * 5)} checkpoints); starts ${fmt(sz.starts)} per caller count (16 callers share them); bulk = the drain's enqueue phase (${fmt(sz.drain)} runs in batches of ${fmt(sz.batch)}); latency ${fmt(sz.latency)} sequential samples after 20 warm-up${variants.includes('pgboss') ? ` (pg-boss: ${info.pgboss && info.pgboss.latencySamples || sz.latencyPgboss}, since each sample waits for its 0.5 s poll)` : ''}.`);
+  notes.push('Drain: all runs enqueued first (bulk), `ANALYZE` on the system\'s tables, then timed from the worker-start call until the database shows every run completed (graphile deletes completed jobs: queue empty). Pickup latency: from just before the start/addJob/send call to the first line of the step handler, one run at a time on an idle worker, 3 ms apart.');
+  for (const v of variants) {
+    const i = info[v] || {};
+    notes.push(`**${LABEL[v]}**: ${i.describe || ''}${i.fiveStepModel ? `; five-step modelled as ${i.fiveStepModel}` : ''}.${i.errors && i.errors.length ? ` Errors: ${i.errors.join('; ')}` : ''}`);
+  }
+  if (variants.includes('graphile-default')) notes.push(`graphile (default) runs only ${[...DEFAULT_GRAPHILE_METRICS].join(', ')}: its producer side is identical to the batched configuration.`);
+
+  const md = [
+    `# nestjs-durable benchmark`,
+    '',
+    `- date: ${env.date}`,
+    `- Postgres: ${env.pgVersion} (${Object.entries(env.pgSettings).map(([k, v]) => `${k}=${v}`).join(', ')})`,
+    `- node ${env.node}; ${env.cores} cores (${env.cpu}), ${env.memGb} GB RAM`,
+    `- scale ${scale()}${process.env.BENCH_ONLY ? `, BENCH_ONLY=${process.env.BENCH_ONLY}` : ''}${process.env.BENCH_SCENARIOS ? `, BENCH_SCENARIOS=${process.env.BENCH_SCENARIOS}` : ''}; wall time ${Math.round((Date.now() - t0) / 1000)} s`,
+    '',
+    table,
+    '',
+    ...notes.map((n) => `- ${n}`),
+    '',
+  ].join('\n');
+
+  console.log(`\n${table}\n`);
+  for (const n of notes) console.log(`- ${n}`);
+  const full = scale() === 1 && !process.env.BENCH_ONLY && !process.env.BENCH_SCENARIOS;
+  const outFile = process.env.BENCH_OUT || path.join(__dirname, 'results', full ? 'latest.md' : 'quick.md');
+  fs.mkdirSync(path.dirname(outFile), { recursive: true });
+  fs.writeFileSync(outFile, md);
+  fs.writeFileSync(outFile.replace(/\.md$/, '.json'), JSON.stringify({ env, scale: scale(), reps: reps(), sizes: sz, info, results }, null, 2));
+  log(`wrote ${path.relative(process.cwd(), outFile)} (${Math.round((Date.now() - t0) / 1000)} s total)`);
+  await stopEmbedded();
+}
+
+main().catch(async (e) => { console.error(e); await stopEmbedded(); process.exit(1); });

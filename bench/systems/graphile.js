@@ -1,0 +1,104 @@
+'use strict';
+// graphile-worker 0.17.3. Two configurations:
+//   graphile          local queue + batched completion (the fastest documented setup)
+//   graphile-default  out of the box: each worker fetches one job and completes it in its own statement
+const { run, makeWorkerUtils } = require('graphile-worker');
+const { withClient, truncateSchema, analyzeSchema } = require('../lib/db');
+const { now, sleep, until, Counter, Signal, timeoutMs } = require('../lib/util');
+
+const SCHEMA = 'bench_graphile';
+const silentLogger = () => {};
+const { Logger } = require('graphile-worker');
+const logger = new Logger(() => silentLogger);
+
+function create(url, variant) {
+  const batched = variant === 'graphile';
+  const concurrency = Number(process.env.BENCH_GRAPHILE_CONCURRENCY || (batched ? 24 : 10));
+  const localQueueSize = Number(process.env.BENCH_GRAPHILE_LOCAL_QUEUE || 500);
+  const preset = batched
+    ? { worker: { localQueue: { size: localQueueSize }, completeJobBatchDelay: 0, failJobBatchDelay: 0 } }
+    : { worker: {} };
+  const describe = batched
+    ? `concurrency ${concurrency}, localQueue.size ${localQueueSize}, completeJobBatchDelay 0, failJobBatchDelay 0, pollInterval 1000 ms`
+    : `concurrency ${concurrency}, no local queue, unbatched completion, pollInterval 1000 ms`;
+
+  let utils = null;
+  const done = new Counter();
+  const signal = new Signal();
+  const taskList = {
+    bench_noop: async (payload) => { signal.fire(payload.i); done.inc(); },
+    bench_five: async (payload, helpers) => {
+      if (payload.s < 4) await helpers.addJob('bench_five', { i: payload.i, s: payload.s + 1 }, { maxAttempts: 1 });
+      else done.inc();
+    },
+  };
+  const workerOpts = () => ({
+    connectionString: url, schema: SCHEMA, concurrency, pollInterval: 1000, noHandleSignals: true,
+    maxPoolSize: Math.max(concurrency + 2, 20), taskList, logger, preset,
+  });
+  const countLeft = () => withClient(url, async (c) => Number((await c.query(`select count(*)::int n from ${SCHEMA}._private_jobs`)).rows[0].n));
+
+  async function drainUntil(target) {
+    done.reset();
+    const t0 = now();
+    const runner = await run(workerOpts());
+    try {
+      await done.reach(target, timeoutMs(), 'graphile handlers');
+      await until(async () => (await countLeft()) === 0, { every: 5, timeout: timeoutMs(), what: 'graphile queue empty' });
+      return now() - t0;
+    } finally { await runner.stop(); }
+  }
+
+  async function bulkAdd(n, batch, spec) {
+    const t0 = now();
+    for (let i = 0; i < n; i += batch) {
+      const jobs = [];
+      for (let j = i; j < Math.min(n, i + batch); j++) jobs.push(spec(j));
+      await utils.addJobs(jobs);
+    }
+    return now() - t0;
+  }
+
+  return {
+    name: variant, describe, fiveStepModel: '5 chained jobs (each job adds the next from its handler)',
+    async setup() {
+      utils = await makeWorkerUtils({ connectionString: url, schema: SCHEMA, logger, maxPoolSize: 20 });
+      await utils.migrate();
+      await utils.addJob('bench_noop', { i: -1 }); // registers the task identifiers once
+      await utils.addJob('bench_five', { i: -1, s: 4 });
+    },
+    async reset() { await withClient(url, (c) => truncateSchema(c, SCHEMA, /^(migrations|_private_tasks|_private_known_crontabs)$/)); },
+    async analyze() { await withClient(url, (c) => analyzeSchema(c, SCHEMA)); },
+    enqueueNoop(n, batch) { return bulkAdd(n, batch, (i) => ({ identifier: 'bench_noop', payload: { i }, maxAttempts: 1 })); },
+    drainNoop(n) { return drainUntil(n); },
+    enqueueFive(n, batch) { return bulkAdd(n, batch, (i) => ({ identifier: 'bench_five', payload: { i, s: 0 }, maxAttempts: 1 })); },
+    drainFive(n) { return drainUntil(n); },
+    async starts(n, callers) {
+      let next = 0;
+      const t0 = now();
+      await Promise.all(Array.from({ length: callers }, async () => {
+        while (next < n) { const i = next++; await utils.addJob('bench_noop', { i }, { maxAttempts: 1 }); }
+      }));
+      return now() - t0;
+    },
+    async latency(samples, warmup, gapMs) {
+      const runner = await run(workerOpts());
+      try {
+        await sleep(200);
+        const out = [];
+        for (let k = -warmup; k < samples; k++) {
+          const p = signal.arm(k);
+          const t0 = now();
+          await utils.addJob('bench_noop', { i: k }, { maxAttempts: 1 });
+          const at = await Promise.race([p, sleep(5000).then(() => { throw new Error('pickup timeout'); })]);
+          if (k >= 0) out.push(at - t0);
+          await sleep(gapMs);
+        }
+        return out;
+      } finally { await runner.stop(); }
+    },
+    async teardown() { if (utils) await utils.release(); },
+  };
+}
+
+module.exports = { create, variants: ['graphile', 'graphile-default'] };

@@ -1,0 +1,107 @@
+'use strict';
+// pg-boss 10.4.2: `work` with batchSize and the minimum polling interval (0.5 s). A pg-boss worker is a
+// fetch -> handler -> complete loop that sleeps for the rest of its polling interval, so throughput
+// comes from several workers and large batches.
+const PgBoss = require('pg-boss');
+const { withClient, truncateSchema, analyzeSchema } = require('../lib/db');
+const { now, sleep, until, Counter, Signal, timeoutMs } = require('../lib/util');
+
+const SCHEMA = 'bench_pgboss';
+
+function create(url) {
+  const workers = Number(process.env.BENCH_PGBOSS_WORKERS || 4);
+  const batchSize = Number(process.env.BENCH_PGBOSS_BATCH || 500);
+  const polling = Number(process.env.BENCH_PGBOSS_POLL || 0.5);
+  const describe = `${workers} workers x batchSize ${batchSize}, pollingIntervalSeconds ${polling}`;
+  const bossOpts = { connectionString: url, schema: SCHEMA, max: 20, supervise: false, schedule: false, migrate: true };
+  let producer = null;
+  const done = new Counter();
+  const signal = new Signal();
+
+  const countNotDone = (queue) => withClient(url, async (c) =>
+    Number((await c.query(`select count(*)::int n from ${SCHEMA}.job where name = $1 and state <> 'completed'`, [queue])).rows[0].n));
+
+  async function startWorker(queue, handler, opts = {}) {
+    const boss = new PgBoss(bossOpts);
+    boss.on('error', (e) => process.stderr.write(`pg-boss error: ${e.message}\n`));
+    await boss.start();
+    for (let w = 0; w < (opts.workers || workers); w++) {
+      await boss.work(queue, { batchSize: opts.batchSize || batchSize, pollingIntervalSeconds: polling }, handler);
+    }
+    return boss;
+  }
+
+  async function drain(queue, target, handler) {
+    done.reset();
+    const t0 = now();
+    const boss = await startWorker(queue, handler);
+    try {
+      await done.reach(target, timeoutMs(), 'pg-boss handlers');
+      await until(async () => (await countNotDone(queue)) === 0, { every: 5, timeout: timeoutMs(), what: 'pg-boss all completed' });
+      return now() - t0;
+    } finally { await boss.stop({ graceful: false, wait: true, close: true }).catch(() => {}); }
+  }
+
+  async function bulkInsert(n, batch, spec) {
+    const t0 = now();
+    for (let i = 0; i < n; i += batch) {
+      const jobs = [];
+      for (let j = i; j < Math.min(n, i + batch); j++) jobs.push(spec(j));
+      await producer.insert(jobs);
+    }
+    return now() - t0;
+  }
+
+  return {
+    name: 'pgboss', describe, fiveStepModel: '5 chained jobs (each batch inserts the next jobs with one insert)',
+    async setup() {
+      producer = new PgBoss(bossOpts);
+      producer.on('error', (e) => process.stderr.write(`pg-boss error: ${e.message}\n`));
+      await producer.start();
+      for (const q of ['bench_noop', 'bench_five']) {
+        if (!(await producer.getQueue(q))) await producer.createQueue(q, { retryLimit: 0 });
+      }
+    },
+    async reset() { await withClient(url, (c) => truncateSchema(c, SCHEMA, /^(version|queue|schedule|subscription)$/)); },
+    async analyze() { await withClient(url, (c) => analyzeSchema(c, SCHEMA)); },
+    enqueueNoop(n, batch) { return bulkInsert(n, batch, (i) => ({ name: 'bench_noop', data: { i } })); },
+    drainNoop(n) { return drain('bench_noop', n, async (jobs) => { done.inc(jobs.length); }); },
+    enqueueFive(n, batch) { return bulkInsert(n, batch, (i) => ({ name: 'bench_five', data: { i, s: 0 } })); },
+    drainFive(n) {
+      return drain('bench_five', n, async (jobs) => {
+        const next = [];
+        let finished = 0;
+        for (const j of jobs) { if (j.data.s < 4) next.push({ name: 'bench_five', data: { i: j.data.i, s: j.data.s + 1 } }); else finished++; }
+        if (next.length) await producer.insert(next);
+        done.inc(finished);
+      });
+    },
+    async starts(n, callers) {
+      let next = 0;
+      const t0 = now();
+      await Promise.all(Array.from({ length: callers }, async () => {
+        while (next < n) { const i = next++; await producer.send('bench_noop', { i }); }
+      }));
+      return now() - t0;
+    },
+    async latency(samples, warmup, gapMs) {
+      const boss = await startWorker('bench_noop', async (jobs) => { for (const j of jobs) signal.fire(j.data.i); }, { workers: 1, batchSize: 1 });
+      try {
+        await sleep(200);
+        const out = [];
+        for (let k = -warmup; k < samples; k++) {
+          const p = signal.arm(k);
+          const t0 = now();
+          await producer.send('bench_noop', { i: k });
+          const at = await Promise.race([p, sleep(10000).then(() => { throw new Error('pickup timeout'); })]);
+          if (k >= 0) out.push(at - t0);
+          await sleep(gapMs);
+        }
+        return out;
+      } finally { await boss.stop({ graceful: false, wait: true, close: true }).catch(() => {}); }
+    },
+    async teardown() { if (producer) await producer.stop({ graceful: false, wait: true, close: true }).catch(() => {}); },
+  };
+}
+
+module.exports = { create, variants: ['pgboss'] };
