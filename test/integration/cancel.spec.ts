@@ -1,0 +1,93 @@
+import { randomUUID } from 'crypto';
+import { RunContext, RunNotFoundError, Step, Workflow } from '../../src';
+import { createApp, waitFor } from '../support';
+
+const seen: { step: string; abortedAtEnd?: boolean; heartbeatThrew?: boolean }[] = [];
+let inFirst = 0;
+
+@Workflow('cancel_quick')
+class Quick {
+  @Step()
+  async only() {
+    return 'done';
+  }
+}
+
+@Workflow('cancel_long')
+class Long {
+  @Step()
+  async first(ctx: RunContext) {
+    inFirst++;
+    // a long step that only ends when its signal aborts (or after 20 s, failing the test)
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, 20_000);
+      ctx.signal.addEventListener('abort', () => {
+        clearTimeout(t);
+        resolve();
+      });
+    });
+    let heartbeatThrew = false;
+    try {
+      await ctx.heartbeat();
+    } catch {
+      heartbeatThrew = true;
+    }
+    seen.push({ step: 'first', abortedAtEnd: ctx.signal.aborted, heartbeatThrew });
+  }
+
+  @Step()
+  async second() {
+    seen.push({ step: 'second' });
+  }
+}
+
+describe('cancel', () => {
+  beforeEach(() => {
+    seen.length = 0;
+    inFirst = 0;
+  });
+
+  it('cancels a pending run: it becomes cancelled and never runs', async () => {
+    const { durable } = await createApp({ workflows: [Long, Quick] });
+    const { runId } = await durable.start('cancel_long', {}, { delay: '1h' });
+    expect((await durable.getRun(runId))!.status).toBe('pending');
+    await durable.cancel(runId, { reason: 'not needed' });
+    const run = await durable.waitForRun(runId, { timeout: 5_000 });
+    expect(run.status).toBe('cancelled');
+    expect(run.finishedAt).toBeInstanceOf(Date);
+    expect(inFirst).toBe(0);
+  });
+
+  it('a running step sees ctx.signal.aborted at the next heartbeat, and no later step runs', async () => {
+    const { durable } = await createApp({ workflows: [Long, Quick] });
+    const { runId } = await durable.start('cancel_long');
+    await waitFor(() => inFirst === 1);
+    const t0 = Date.now();
+    await durable.cancel(runId);
+    const run = await durable.waitForRun(runId, { timeout: 10_000 });
+    // heartbeatInterval is 200ms in the tests: the abort is seen well within a few heartbeats
+    await waitFor(() => seen.length >= 1, { timeout: 5_000 });
+    expect(Date.now() - t0).toBeLessThan(5_000);
+    expect(run.status).toBe('cancelled');
+    expect(seen[0]).toEqual({ step: 'first', abortedAtEnd: true, heartbeatThrew: true });
+    // the run is final: the second step never starts, even after the worker has gone on working
+    const barrier = await durable.start('cancel_quick');
+    await durable.waitForRun(barrier.runId, { timeout: 10_000 });
+    expect(seen.filter((s) => s.step === 'second')).toEqual([]);
+    expect((await durable.getRun(runId))!.status).toBe('cancelled');
+  });
+
+  it('cancelling a finished run leaves it as it was', async () => {
+    const { durable } = await createApp({ workflows: [Quick] });
+    const { runId } = await durable.start('cancel_quick');
+    await durable.waitForRun(runId, { timeout: 10_000 });
+    await durable.cancel(runId).catch(() => undefined);
+    expect((await durable.getRun(runId))!).toMatchObject({ status: 'completed', result: 'done' });
+  });
+
+  it('rejects an unknown run id with RunNotFoundError', async () => {
+    const { durable } = await createApp({ workflows: [Long, Quick] });
+    const err = await durable.cancel(randomUUID()).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RunNotFoundError);
+  });
+});

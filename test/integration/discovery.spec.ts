@@ -1,0 +1,127 @@
+import { Injectable, Module } from '@nestjs/common';
+import { DurableService, RunContext, Step, Workflow } from '../../src';
+import { createApp } from '../support';
+
+const order: string[] = [];
+
+@Injectable()
+class Greeter {
+  greet(name: string) {
+    return `hello ${name}`;
+  }
+}
+
+// Steps declared in an order that is neither alphabetical nor by length.
+@Workflow('discovery_ordered')
+class Ordered {
+  constructor(private readonly greeter: Greeter) {}
+
+  @Step()
+  async zulu(ctx: RunContext<{ name: string }>) {
+    order.push(`zulu:${ctx.stepName}`);
+    return 1;
+  }
+
+  @Step()
+  async alpha(ctx: RunContext<{ name: string }>) {
+    order.push(`alpha:${ctx.stepName}`);
+    return 2;
+  }
+
+  @Step()
+  async mike(ctx: RunContext<{ name: string }>) {
+    order.push(`mike:${ctx.stepName}`);
+    return 3;
+  }
+
+  @Step()
+  async bravo(ctx: RunContext<{ name: string }>) {
+    order.push(`bravo:${ctx.stepName}`);
+    return { greeting: this.greeter.greet(ctx.input.name) };
+  }
+}
+
+@Module({ providers: [Greeter, Ordered], exports: [Greeter] })
+class InnerModule {}
+
+@Module({ imports: [InnerModule] })
+class FeatureModule {}
+
+/** An ordinary service in another module, injecting DurableService without importing DurableModule. */
+@Injectable()
+class Starter {
+  constructor(readonly durable: DurableService) {}
+}
+@Module({ providers: [Starter] })
+class StarterModule {}
+
+@Workflow('discovery_dup')
+class DupA {
+  @Step()
+  async a() {
+    return 'a';
+  }
+}
+
+@Workflow('discovery_dup')
+class DupB {
+  @Step()
+  async b() {
+    return 'b';
+  }
+}
+
+@Workflow('discovery_empty')
+class Empty {
+  notAStep() {
+    return 1;
+  }
+}
+
+describe('workflow discovery', () => {
+  beforeEach(() => {
+    order.length = 0;
+  });
+
+  it('discovers a workflow provided in a nested module and runs its steps in declaration order', async () => {
+    const { app } = await createApp({ imports: [FeatureModule, StarterModule] });
+    const durable = app.get(Starter).durable; // global module: injectable in any module
+    const { runId } = await durable.start('discovery_ordered', { name: 'ada' });
+    const run = await durable.waitForRun(runId, { timeout: 10_000 });
+    expect(run.status).toBe('completed');
+    expect(order).toEqual(['zulu:zulu', 'alpha:alpha', 'mike:mike', 'bravo:bravo']);
+    // the last step's return value is the run's result, and the class got its Nest dependency
+    expect(run.result).toEqual({ greeting: 'hello ada' });
+  });
+
+  it('accepts the workflow class as well as its name', async () => {
+    const { durable } = await createApp({ imports: [FeatureModule] });
+    const { runId } = await durable.start(Ordered, { name: 'bob' });
+    const run = await durable.waitForRun(runId, { timeout: 10_000 });
+    expect(run.workflow).toBe('discovery_ordered');
+    expect(run.result).toEqual({ greeting: 'hello bob' });
+  });
+
+  it('fails startup when two workflows share one name', async () => {
+    await expect(createApp({ workflows: [DupA, DupB] })).rejects.toThrow(/discovery_dup/);
+  });
+
+  it('fails startup when a workflow has no steps', async () => {
+    await expect(createApp({ workflows: [Empty] })).rejects.toThrow(/discovery_empty/);
+  });
+
+  it("refuses reuse: 'never' with onDuplicate: 'runAgain' when the class is defined", () => {
+    expect(() => {
+      // types bypassed on purpose
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+      @Workflow('discovery_bad_policy', { reuse: 'never', onDuplicate: 'runAgain' } as any)
+      class Bad {
+        @Step()
+        async s() {
+          return 1;
+        }
+      }
+      return Bad;
+    }).toThrow(/runAgain|never/);
+  });
+});

@@ -1,0 +1,92 @@
+import { DataSource } from 'typeorm';
+import { durableMigrations } from '../../migrations';
+import { RunContext, Step, Workflow } from '../../src';
+import { createApp, databaseUrl, freshSchema, spawnNode, sql, tableExists } from '../support';
+
+@Workflow('migrations_echo')
+class Echo {
+  @Step()
+  async echo(ctx: RunContext<string>) {
+    return ctx.input;
+  }
+}
+
+async function migrationRows(schema: string): Promise<{ name: string }[]> {
+  return sql(`select name from "${schema}".migrations order by name`);
+}
+
+describe('migrations', () => {
+  it('migrationsRun (the default) creates the schema and its tables and records each migration', async () => {
+    const schema = freshSchema();
+    expect(await tableExists(schema, 'runs')).toBe(false);
+    const { durable } = await createApp({ schema, workflows: [Echo] });
+    for (const table of ['runs', 'nodes', 'memos', 'migrations']) expect(await tableExists(schema, table)).toBe(true);
+    const rows = await migrationRows(schema);
+    expect(rows.length).toBeGreaterThanOrEqual(1);
+    expect(new Set(rows.map((r) => r.name)).size).toBe(rows.length);
+    // the key invariant is a database rule: a partial unique index on (workflow, key) where holds_key
+    const idx = await sql<{ indexdef: string }>(`select indexdef from pg_indexes where schemaname = $1 and tablename = 'runs'`, [
+      schema,
+    ]);
+    expect(idx.some((i) => /UNIQUE/i.test(i.indexdef) && /\(workflow, key\)/.test(i.indexdef) && /WHERE holds_key/i.test(i.indexdef))).toBe(true);
+    const { runId } = await durable.start('migrations_echo', 'hi');
+    expect((await durable.waitForRun(runId, { timeout: 10_000 })).result).toBe('hi');
+  });
+
+  it('booting again on a migrated schema applies nothing twice', async () => {
+    const schema = freshSchema();
+    const first = await createApp({ schema, workflows: [Echo] });
+    const before = await migrationRows(schema);
+    await first.close();
+    await createApp({ schema, workflows: [Echo] });
+    expect(await migrationRows(schema)).toEqual(before);
+  });
+
+  it('the exported migration classes run under the app\'s own TypeORM runner (migrationsRun: false)', async () => {
+    const schema = freshSchema();
+    const ds = new DataSource({
+      type: 'postgres',
+      url: databaseUrl(),
+      migrations: durableMigrations(schema),
+      migrationsTableName: `typeorm_migrations_${schema}`,
+    });
+    await ds.initialize();
+    try {
+      const applied = await ds.runMigrations();
+      expect(applied.length).toBeGreaterThanOrEqual(1);
+      expect(await tableExists(schema, 'runs')).toBe(true);
+      const { durable } = await createApp({ schema, workflows: [Echo], options: { migrationsRun: false } });
+      const { runId } = await durable.start('migrations_echo', 'own runner');
+      expect((await durable.waitForRun(runId, { timeout: 10_000 })).result).toBe('own runner');
+    } finally {
+      await ds.query(`drop table if exists "typeorm_migrations_${schema}"`).catch(() => undefined);
+      await ds.destroy();
+    }
+  });
+
+  it('10 nodes (processes) booting at once on a fresh schema all start, and each migration is recorded once', async () => {
+    // the reference: what one node records
+    const reference = freshSchema();
+    await createApp({ schema: reference, workflows: [Echo], options: { worker: false } });
+    const expected = await migrationRows(reference);
+
+    const schema = freshSchema();
+    const nodes = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        spawnNode({ schema, nodeId: `boot-${i}`, env: { DURABLE_WORKER: i % 2 ? '0' : '1' }, waitReady: false }),
+      ),
+    );
+    const lines = await Promise.all(nodes.map((n) => n.waitForLine(/^(READY|BOOT_FAILED)\b/, 45_000)));
+    expect(lines.filter((l) => !l.startsWith('READY'))).toEqual([]);
+    expect(await migrationRows(schema)).toEqual(expected);
+    // and the cluster works: a start is run by one of the worker nodes
+    nodes[1].send('start barrier {}');
+    const started = await nodes[1].waitForLine(/^(STARTED|ERROR)\b/);
+    expect(started).toMatch(/^STARTED /);
+    const runId = started.split(' ')[1];
+    const observer = await createApp({ schema, workflows: [Echo], options: { worker: false } });
+    // the observer does not know `barrier`, but getRun/waitForRun work on any run id
+    const run = await observer.durable.waitForRun(runId, { timeout: 15_000 });
+    expect(run.status).toBe('completed');
+  }, 90_000);
+});

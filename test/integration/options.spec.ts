@@ -1,0 +1,131 @@
+import { DataSource } from 'typeorm';
+import { DurableModule, Step, Workflow, RunContext } from '../../src';
+import { createApp, databaseUrl, freshSchema, testOptions } from '../support';
+
+@Workflow('options_echo')
+class Echo {
+  @Step()
+  async echo(ctx: RunContext<{ n: number }>) {
+    return { n: ctx.input.n * 2 };
+  }
+}
+
+/** Boots with `options` merged over the test defaults and expects startup to fail naming `name`. */
+async function expectStartupFailure(options: Record<string, unknown>, name: RegExp, asAsync = false) {
+  const schema = freshSchema();
+  const opts = { ...testOptions({ schema }), ...options };
+  for (const k of Object.keys(opts)) if (opts[k] === undefined) delete opts[k];
+  const durableModule = asAsync
+    ? DurableModule.forRootAsync({ useFactory: () => opts as never })
+    : DurableModule.forRoot(opts as never);
+  let error: unknown;
+  try {
+    await createApp({ workflows: [Echo], durableModule });
+  } catch (err) {
+    error = err;
+  }
+  expect(error).toBeInstanceOf(Error);
+  expect(String((error as Error).message)).toMatch(name);
+}
+
+describe('DurableModule options', () => {
+  describe('are validated at startup, naming the bad option', () => {
+    it('worker.concurrency: 0', async () => {
+      await expectStartupFailure({ worker: { concurrency: 0, pollInterval: '100ms' } }, /concurrency/);
+    });
+
+    it('worker.concurrency: 1.5 and negative', async () => {
+      await expectStartupFailure({ worker: { concurrency: 1.5 } }, /concurrency/);
+      await expectStartupFailure({ worker: { concurrency: -3 } }, /concurrency/);
+    });
+
+    it("heartbeatInterval: 'abc'", async () => {
+      await expectStartupFailure({ heartbeatInterval: 'abc' }, /heartbeatInterval/);
+    });
+
+    it('nodeTimeout, pollInterval, shutdownTimeout and retention.runs that are not durations', async () => {
+      await expectStartupFailure({ nodeTimeout: 'soon' }, /nodeTimeout/);
+      await expectStartupFailure({ worker: { pollInterval: '5 parsecs' } }, /pollInterval/);
+      await expectStartupFailure({ shutdownTimeout: -1 }, /shutdownTimeout/);
+      await expectStartupFailure({ retention: { runs: 'forever' } }, /runs/);
+    });
+
+    it('schema that is not an identifier', async () => {
+      await expectStartupFailure({ schema: 'bad schema"; drop table x; --' }, /schema/);
+    });
+
+    it('migrationsRun that is not a boolean', async () => {
+      await expectStartupFailure({ migrationsRun: 'yes' }, /migrationsRun/);
+    });
+
+    it('neither url nor dataSource', async () => {
+      await expectStartupFailure({ url: undefined }, /url|dataSource/);
+    });
+
+    it('both url and dataSource', async () => {
+      const ds = new DataSource({ type: 'postgres', url: databaseUrl() });
+      await ds.initialize();
+      try {
+        await expectStartupFailure({ dataSource: ds }, /url|dataSource/);
+      } finally {
+        await ds.destroy();
+      }
+    });
+
+    it('through forRootAsync too', async () => {
+      await expectStartupFailure({ worker: { concurrency: 0 } }, /concurrency/, true);
+      await expectStartupFailure({ heartbeatInterval: 'abc' }, /heartbeatInterval/, true);
+    });
+  });
+
+  it("accepts every Duration form: ms numbers and '500ms', '30s', '5m', '2h', '7d'", async () => {
+    const { durable } = await createApp({
+      workflows: [Echo],
+      options: {
+        heartbeatInterval: '500ms',
+        nodeTimeout: '30s',
+        shutdownTimeout: '5m',
+        retention: { runs: '7d', activity: '2h' },
+        worker: { pollInterval: 200 },
+      },
+    });
+    const { runId } = await durable.start('options_echo', { n: 1 });
+    const run = await durable.waitForRun(runId, { timeout: 10_000 });
+    expect(run.status).toBe('completed');
+  });
+
+  it('works with a bare url: the module makes its own DataSource', async () => {
+    const { durable } = await createApp({ workflows: [Echo] });
+    const { runId, outcome } = await durable.start(Echo, { n: 21 });
+    expect(outcome).toBe('created');
+    const run = await durable.waitForRun(runId, { timeout: 10_000 });
+    expect(run).toMatchObject({ status: 'completed', result: { n: 42 } });
+  });
+
+  it("works with the app's own TypeORM DataSource passed through forRootAsync", async () => {
+    const ds = new DataSource({ type: 'postgres', url: databaseUrl() });
+    await ds.initialize();
+    try {
+      const schema = freshSchema();
+      const { durable, close } = await createApp({
+        workflows: [Echo],
+        schema,
+        async: {
+          useFactory: async () => ({ ...testOptions({ schema }), url: undefined, dataSource: ds }),
+        },
+      });
+      const { runId } = await durable.start('options_echo', { n: 5 });
+      const run = await durable.waitForRun(runId, { timeout: 10_000 });
+      expect(run).toMatchObject({ status: 'completed', result: { n: 10 } });
+      // the module's tables live in that database, in the configured schema
+      const rows = await ds.query(`select status from "${schema}".runs where id = $1`, [runId]);
+      expect(rows).toEqual([{ status: 'completed' }]);
+      await close();
+      // the app owns its DataSource: closing the Nest app must not destroy it
+      expect(ds.isInitialized).toBe(true);
+      await expect(ds.query('select 1 as one')).resolves.toEqual([{ one: 1 }]);
+    } finally {
+      if (ds.isInitialized) await ds.destroy();
+    }
+  });
+});

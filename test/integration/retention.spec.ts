@@ -1,0 +1,85 @@
+import { RunContext, Step, Workflow } from '../../src';
+import { countRuns, createApp, freshSchema, Gate, waitFor } from '../support';
+
+let gate = new Gate();
+
+@Workflow('retention_quick')
+class Quick {
+  @Step({ retry: { attempts: 1 } })
+  async only(ctx: RunContext<{ fail?: boolean }>) {
+    if (ctx.input?.fail) throw new Error('failing on purpose');
+    return 'ok';
+  }
+}
+
+@Workflow('retention_gated')
+class Gated {
+  @Step()
+  async hold(ctx: RunContext) {
+    await gate.wait(ctx.signal);
+  }
+}
+
+describe('prune and retention', () => {
+  beforeEach(() => {
+    gate = new Gate();
+  });
+  afterEach(() => gate.open());
+
+  it('prune({ olderThan }) deletes finished runs older than that, and nothing else', async () => {
+    const { durable, schema } = await createApp({ workflows: [Quick, Gated] });
+    const done = await durable.start('retention_quick', {});
+    const failed = await durable.start('retention_quick', { fail: true });
+    await durable.waitForRun(done.runId, { timeout: 10_000 });
+    await durable.waitForRun(failed.runId, { timeout: 10_000 });
+    const running = await durable.start('retention_gated');
+    const pending = await durable.start('retention_gated', {}, { delay: '1h' });
+    await waitFor(async () => (await durable.getRun(running.runId))?.status === 'running');
+
+    // nothing is an hour old yet
+    await expect(durable.prune({ olderThan: '1h' })).resolves.toMatchObject({ runs: 0 });
+    expect(await countRuns(schema)).toBe(4);
+
+    // finished runs older than 0ms: the two finished ones, never the running or pending ones
+    const res = await durable.prune({ olderThan: 0 });
+    expect(res.runs).toBe(2);
+    expect(typeof res.activity).toBe('number');
+    expect(await durable.getRun(done.runId)).toBeNull();
+    expect(await durable.getRun(failed.runId)).toBeNull();
+    expect((await durable.getRun(running.runId))!.status).toBe('running');
+    expect((await durable.getRun(pending.runId))!.status).toBe('pending');
+
+    gate.open();
+    await durable.waitForRun(running.runId, { timeout: 10_000 });
+    await expect(durable.prune({ olderThan: 0 })).resolves.toMatchObject({ runs: 1 });
+    expect(await countRuns(schema)).toBe(1);
+  });
+
+  it('the maintenance loop prunes finished runs past retention.runs', async () => {
+    const schema = freshSchema();
+    const { durable } = await createApp({
+      schema,
+      workflows: [Quick, Gated],
+      options: { retention: { runs: '1s', activity: '1s' } },
+    });
+    const done = await durable.start('retention_quick', {});
+    await durable.waitForRun(done.runId, { timeout: 10_000 });
+    const pending = await durable.start('retention_gated', {}, { delay: '1h' });
+    await waitFor(async () => (await durable.getRun(done.runId)) === null, {
+      timeout: 20_000,
+      message: 'the finished run is pruned by the maintenance loop',
+    });
+    expect((await durable.getRun(pending.runId))!.status).toBe('pending');
+  });
+
+  it('retention.runs: false keeps finished runs', async () => {
+    const schema = freshSchema();
+    const { durable } = await createApp({ schema, workflows: [Quick], options: { retention: { runs: false } } });
+    const done = await durable.start('retention_quick', {});
+    await durable.waitForRun(done.runId, { timeout: 10_000 });
+    // a later run goes through several maintenance passes while it is pending, then completes
+    const later = await durable.start('retention_quick', {}, { delay: '2s' });
+    await durable.waitForRun(later.runId, { timeout: 10_000 });
+    expect(await durable.getRun(done.runId)).not.toBeNull();
+  });
+});

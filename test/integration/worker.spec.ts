@@ -1,0 +1,251 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { RunContext, Step, Workflow } from '../../src';
+import { ConcurrencyTracker, createApp, freshSchema, Gate, waitFor } from '../support';
+
+// ---- retry with backoff -------------------------------------------------------------------------
+const attemptsAt: { runId: string; attempt: number; at: number }[] = [];
+
+@Workflow('worker_flaky')
+class Flaky {
+  @Step({ retry: { attempts: 3, backoff: 'exponential', initialDelay: '300ms', maxDelay: '5s' } })
+  async flaky(ctx: RunContext<{ succeedOn: number }>) {
+    attemptsAt.push({ runId: ctx.runId, attempt: ctx.attempt, at: Date.now() });
+    if (ctx.attempt < ctx.input.succeedOn) throw new Error(`attempt ${ctx.attempt} failed`);
+    return { attempt: ctx.attempt };
+  }
+}
+
+// ---- timeouts -----------------------------------------------------------------------------------
+const timeoutSeen: { runId: string; attempt: number; aborted: boolean; elapsed: number }[] = [];
+
+function untilAborted(signal: AbortSignal, maxMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, maxMs);
+    signal.addEventListener('abort', () => {
+      clearTimeout(t);
+      resolve();
+    });
+  });
+}
+
+@Workflow('worker_step_timeout')
+class StepTimeout {
+  @Step({ timeout: '300ms', retry: { attempts: 2, initialDelay: '50ms', backoff: 'fixed' } })
+  async slow(ctx: RunContext) {
+    const t0 = Date.now();
+    await untilAborted(ctx.signal, 15_000);
+    timeoutSeen.push({ runId: ctx.runId, attempt: ctx.attempt, aborted: ctx.signal.aborted, elapsed: Date.now() - t0 });
+    return 'should not complete';
+  }
+}
+
+const runTimeoutSteps: string[] = [];
+@Workflow('worker_run_timeout', { timeout: '800ms' })
+class RunTimeout {
+  @Step()
+  async a(ctx: RunContext) {
+    runTimeoutSteps.push('a');
+    await untilAborted(ctx.signal, 15_000);
+    runTimeoutSteps.push(`a-end:${ctx.signal.aborted}`);
+  }
+
+  @Step()
+  async b() {
+    runTimeoutSteps.push('b');
+  }
+}
+
+// ---- concurrency / multi-node -------------------------------------------------------------------
+const NODE = 'NODE_TAG';
+const tracker = new ConcurrencyTracker();
+const executions: { runId: string; node: string }[] = [];
+
+@Injectable()
+@Workflow('worker_busy')
+class Busy {
+  constructor(@Inject(NODE) private readonly node: string) {}
+
+  @Step()
+  async work(ctx: RunContext<{ ms: number }>) {
+    tracker.enter();
+    executions.push({ runId: ctx.runId, node: this.node });
+    try {
+      await new Promise((r) => setTimeout(r, ctx.input.ms)); // the step's own work, not test synchronisation
+    } finally {
+      tracker.exit();
+    }
+    return this.node;
+  }
+}
+
+// ---- drain --------------------------------------------------------------------------------------
+let drainGate = new Gate();
+const drainLog: string[] = [];
+@Workflow('worker_drain')
+class Drain {
+  @Step()
+  async slow() {
+    drainLog.push('started');
+    await drainGate.wait();
+    drainLog.push('finished');
+    return 'drained';
+  }
+}
+
+describe('worker', () => {
+  beforeEach(() => {
+    attemptsAt.length = 0;
+    timeoutSeen.length = 0;
+    runTimeoutSteps.length = 0;
+    executions.length = 0;
+    drainLog.length = 0;
+    drainGate = new Gate();
+    Object.assign(tracker, { active: 0, max: 0, total: 0 });
+  });
+  afterEach(() => drainGate.open());
+
+  it('retries a failing step with backoff; the run stays unfinished between attempts', async () => {
+    const { durable } = await createApp({ workflows: [Flaky] });
+    const { runId } = await durable.start('worker_flaky', { succeedOn: 3 });
+    await waitFor(() => attemptsAt.length >= 1);
+    // between attempt 1 and 2 (300ms backoff) the run is not final
+    const between = await durable.getRun(runId);
+    expect(['pending', 'running']).toContain(between!.status);
+    expect(between!.finishedAt).toBeNull();
+    const run = await durable.waitForRun(runId, { timeout: 15_000 });
+    expect(run.status).toBe('completed');
+    expect(run.result).toEqual({ attempt: 3 });
+    expect(attemptsAt.map((a) => a.attempt)).toEqual([1, 2, 3]);
+    const gap1 = attemptsAt[1].at - attemptsAt[0].at;
+    const gap2 = attemptsAt[2].at - attemptsAt[1].at;
+    expect(gap1).toBeGreaterThanOrEqual(250); // initialDelay 300ms (a little slack for clock granularity)
+    expect(gap2).toBeGreaterThanOrEqual(500); // exponential: ~600ms
+  });
+
+  it('fails the run after the last attempt, recording the error', async () => {
+    const { durable } = await createApp({ workflows: [Flaky] });
+    const { runId } = await durable.start('worker_flaky', { succeedOn: 99 });
+    const run = await durable.waitForRun(runId, { timeout: 15_000 });
+    expect(run.status).toBe('failed');
+    expect(attemptsAt.map((a) => a.attempt)).toEqual([1, 2, 3]);
+    expect(JSON.stringify(run.error)).toMatch(/attempt 3 failed/);
+    expect(run.finishedAt).toBeInstanceOf(Date);
+  });
+
+  it("a step timeout aborts the step's signal and fails the attempt", async () => {
+    const { durable } = await createApp({ workflows: [StepTimeout] });
+    const { runId } = await durable.start('worker_step_timeout');
+    const run = await durable.waitForRun(runId, { timeout: 15_000 });
+    expect(run.status).toBe('failed');
+    await waitFor(() => timeoutSeen.length === 2, { timeout: 5_000 });
+    expect(timeoutSeen.map((s) => [s.attempt, s.aborted])).toEqual([
+      [1, true],
+      [2, true],
+    ]);
+    for (const s of timeoutSeen) expect(s.elapsed).toBeLessThan(5_000);
+    expect(JSON.stringify(run.error)).toMatch(/time/i);
+  });
+
+  it('a workflow timeout fails the whole run and no later step runs', async () => {
+    const { durable } = await createApp({ workflows: [RunTimeout, Flaky] });
+    const t0 = Date.now();
+    const { runId } = await durable.start('worker_run_timeout');
+    const run = await durable.waitForRun(runId, { timeout: 15_000 });
+    expect(run.status).toBe('failed');
+    expect(Date.now() - t0).toBeLessThan(8_000);
+    await waitFor(() => runTimeoutSteps.includes('a-end:true'), { timeout: 5_000 });
+    // the worker keeps working (barrier), and step b of the timed-out run never ran
+    const barrier = await durable.start('worker_flaky', { succeedOn: 1 });
+    await durable.waitForRun(barrier.runId, { timeout: 10_000 });
+    expect(runTimeoutSteps).not.toContain('b');
+  });
+
+  it('respects worker.concurrency', async () => {
+    const { durable } = await createApp({
+      workflows: [Busy],
+      providers: [{ provide: NODE, useValue: 'solo' }],
+      concurrency: 3,
+    });
+    const started = await durable.startMany(
+      'worker_busy',
+      Array.from({ length: 12 }, () => ({ input: { ms: 250 } })),
+    );
+    await Promise.all(started.map((r) => durable.waitForRun((r as { runId: string }).runId, { timeout: 20_000 })));
+    expect(tracker.total).toBe(12);
+    expect(tracker.max).toBe(3);
+  });
+
+  it('two nodes share the work and no run executes twice', async () => {
+    const schema = freshSchema();
+    const a = await createApp({ schema, workflows: [Busy], providers: [{ provide: NODE, useValue: 'a' }], concurrency: 3 });
+    const b = await createApp({ schema, workflows: [Busy], providers: [{ provide: NODE, useValue: 'b' }], concurrency: 3 });
+    const started = await a.durable.startMany(
+      'worker_busy',
+      Array.from({ length: 30 }, () => ({ input: { ms: 100 } })),
+    );
+    const ids = started.map((r) => (r as { runId: string }).runId);
+    const runs = await Promise.all(ids.map((id) => b.durable.waitForRun(id, { timeout: 30_000 })));
+    expect(runs.every((r) => r.status === 'completed')).toBe(true);
+    expect(executions).toHaveLength(30);
+    expect(new Set(executions.map((e) => e.runId)).size).toBe(30);
+    const byNode = new Set(executions.map((e) => e.node));
+    expect(byNode).toEqual(new Set(['a', 'b']));
+    // each run's result names the node that executed it
+    for (const r of runs) expect(r.result).toBe(executions.find((e) => e.runId === r.id)!.node);
+  });
+
+  it('LISTEN/NOTIFY wakes an idle worker long before its 10s poll', async () => {
+    const { durable } = await createApp({
+      workflows: [Busy],
+      providers: [{ provide: NODE, useValue: 'n' }],
+      options: { worker: { pollInterval: '10s' } },
+    });
+    // the first run may be found by the startup poll; the next ones can only come from notifications
+    const warm = await durable.start('worker_busy', { ms: 1 });
+    await durable.waitForRun(warm.runId, { timeout: 15_000 });
+    for (let i = 0; i < 3; i++) {
+      const t0 = Date.now();
+      const { runId } = await durable.start('worker_busy', { ms: 1 });
+      const run = await durable.waitForRun(runId, { timeout: 9_000 });
+      expect(run.status).toBe('completed');
+      expect(Date.now() - t0).toBeLessThan(2_000);
+    }
+  });
+
+  it('drains on app.close(): a running step finishes and its run completes', async () => {
+    const schema = freshSchema();
+    const node = await createApp({ schema, workflows: [Drain], options: { shutdownTimeout: '10s' } });
+    const { runId } = await node.durable.start('worker_drain');
+    await waitFor(() => drainLog.includes('started'));
+    const closing = node.close();
+    let closed = false;
+    void closing.then(() => (closed = true));
+    // an absence window (not synchronisation): close() must still be waiting for the held step
+    await new Promise((r) => setTimeout(r, 300));
+    expect(closed).toBe(false);
+    drainGate.open();
+    await closing;
+    expect(drainLog).toEqual(['started', 'finished']);
+    const observer = await createApp({ schema, workflows: [Drain], options: { worker: false } });
+    const run = await observer.durable.getRun(runId);
+    expect(run).toMatchObject({ status: 'completed', result: 'drained' });
+  });
+
+  it('worker: false never runs anything; a worker node picks the runs up', async () => {
+    const schema = freshSchema();
+    const starter = await createApp({
+      schema,
+      workflows: [Busy],
+      providers: [{ provide: NODE, useValue: 'starter' }],
+      options: { worker: false },
+    });
+    const ids = (
+      await starter.durable.startMany('worker_busy', Array.from({ length: 5 }, () => ({ input: { ms: 1 } })))
+    ).map((r) => (r as { runId: string }).runId);
+    for (const id of ids) expect((await starter.durable.getRun(id))!.status).toBe('pending');
+    await createApp({ schema, workflows: [Busy], providers: [{ provide: NODE, useValue: 'worker' }] });
+    const runs = await Promise.all(ids.map((id) => starter.durable.waitForRun(id, { timeout: 15_000 })));
+    expect(runs.every((r) => r.status === 'completed')).toBe(true);
+    expect(executions.map((e) => e.node)).toEqual(Array(5).fill('worker'));
+  });
+});
