@@ -1,0 +1,23 @@
+import type { MigrationInterface } from 'typeorm';
+import { DurableInit1733040000000 } from './1733040000000-durable-init';
+
+export { DurableInit1733040000000 };
+
+/** The module's migration classes in order, for schema `durable` (TypeORM `migrations: [...]`). */
+export const DURABLE_MIGRATIONS = [DurableInit1733040000000];
+
+/**
+ * The module's migration classes bound to another schema, for users who run migrations with their
+ * own TypeORM runner (`migrations: durableMigrations('jobs')`, `migrationsRun: false` in forRoot).
+ */
+export function durableMigrations(schema = 'durable'): (new () => MigrationInterface)[] {
+  return DURABLE_MIGRATIONS.map((Base) => {
+    const Bound = class extends Base {
+      constructor() {
+        super(schema);
+      }
+    };
+    Object.defineProperty(Bound, 'name', { value: `${Base.name}_${schema}` });
+    return Bound;
+  });
+}

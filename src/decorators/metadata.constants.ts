@@ -1,0 +1,4 @@
+/** Metadata key of `@Workflow` on a class. */
+export const WORKFLOW_METADATA = 'nestjs-durable:workflow';
+/** Metadata key of the ordered `@Step` list on a class. */
+export const STEPS_METADATA = 'nestjs-durable:steps';

@@ -1,0 +1,26 @@
+import { SetMetadata } from '@nestjs/common';
+import { DurableValidationError } from '../errors';
+import type { WorkflowOptions } from '../options/workflow-options.interface';
+import { WORKFLOW_METADATA } from './metadata.constants';
+
+/** What `@Workflow` records on its class. */
+export interface WorkflowMetadata {
+  name: string;
+  options: WorkflowOptions;
+}
+
+/**
+ * Marks a provider class as a durable workflow named `name`; its `@Step` methods run in the order
+ * they are declared. Metadata only: the module's explorer discovers it.
+ */
+export function Workflow(name: string, options: WorkflowOptions = {}): ClassDecorator {
+  if (typeof name !== 'string' || name.length < 1 || name.length > 200) {
+    throw new DurableValidationError(`@Workflow name must be a string of 1 to 200 characters, got ${String(name)}`);
+  }
+  if (options.reuse === 'never' && (options.onDuplicate as string) === 'runAgain') {
+    throw new DurableValidationError(
+      `@Workflow('${name}'): onDuplicate 'runAgain' cannot be combined with reuse 'never' (the waiting run could never take the key)`,
+    );
+  }
+  return SetMetadata<string, WorkflowMetadata>(WORKFLOW_METADATA, { name, options });
+}

@@ -1,0 +1,2 @@
+/** Logger context of everything this module logs. */
+export const LOG_CONTEXT = 'Durable';

@@ -1,0 +1,23 @@
+import { Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
+import { TerminusModule } from '@nestjs/terminus';
+import { DurableConfigurableModule } from './durable.module-definition';
+import { DurableService } from './durable.service';
+import { WorkflowExplorer } from './discovery/workflow.explorer';
+import { WorkflowRegistry } from './discovery/workflow.registry';
+import { DurableCore } from './engine/durable.core';
+import { Maintenance } from './engine/maintenance';
+import { Starter } from './engine/start';
+import { Worker } from './engine/worker';
+import { DurableHealthIndicator } from './observe/durable.health';
+
+/**
+ * Durable, Postgres-backed workflows. `DurableModule.forRoot({ url })` or
+ * `forRootAsync({ inject: [DataSource], useFactory: (dataSource) => ({ dataSource }) })`; global.
+ */
+@Module({
+  imports: [DiscoveryModule, TerminusModule],
+  providers: [WorkflowRegistry, WorkflowExplorer, DurableCore, Starter, Maintenance, Worker, DurableService, DurableHealthIndicator],
+  exports: [DurableService, DurableHealthIndicator],
+})
+export class DurableModule extends DurableConfigurableModule {}

@@ -1,0 +1,138 @@
+import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import { KeyTakenError, NotFailedError, NotFinishedError, RunNotFoundError, TimeoutError } from './errors';
+import { toMs, type Duration } from './options/duration';
+import type { WorkflowRef } from './discovery/workflow.registry';
+import { DurableCore } from './engine/durable.core';
+import { Maintenance } from './engine/maintenance';
+import { Starter, type StartManyItem, type StartManyResult, type StartOptions } from './engine/start';
+import { isFinished, type RunInfo, type RunStatus, type StartResult } from './engine/run-info';
+import { isUuid } from './engine/uuid';
+import { decideStart } from './engine/keys.policy';
+import { assertValid, jsonProblem } from './engine/input.validation';
+
+/** Filters of {@link DurableService.listRuns}. */
+export interface ListRunsOptions {
+  workflow?: WorkflowRef;
+  key?: string;
+  status?: RunStatus | RunStatus[];
+  flowId?: string;
+  parentId?: string;
+  /** At most this many (default 50, max 1000). */
+  limit?: number;
+  /** The `id` of the last run of the previous page. */
+  cursor?: string;
+}
+
+/** How often `waitForRun` looks at the run. */
+const WAIT_POLL_MS = 25;
+
+/**
+ * The facade users inject: starts runs and reads, cancels, retries and prunes them. Thin: it
+ * validates, then calls the engine.
+ */
+@Injectable()
+export class DurableService {
+  constructor(
+    private readonly core: DurableCore,
+    private readonly starter: Starter,
+    private readonly maintenance: Maintenance,
+  ) {}
+
+  /** Starts a run of `workflow` (see API.md for keys and `onDuplicate`). */
+  start<TInput = unknown>(workflow: WorkflowRef, input?: TInput, options?: StartOptions): Promise<StartResult> {
+    return this.starter.start(workflow, input, options);
+  }
+
+  /** Starts many runs in one round trip per batch; results in the order of `items`. */
+  startMany(workflow: WorkflowRef, items: StartManyItem[], options?: { manager?: EntityManager }): Promise<StartManyResult[]> {
+    return this.starter.startMany(workflow, items, options);
+  }
+
+  /** The run, or null. */
+  async getRun(runId: string): Promise<RunInfo | null> {
+    if (!isUuid(runId)) return null;
+    const row = await this.core.runs.get(this.core.db, runId);
+    return row ? this.core.info(row) : null;
+  }
+
+  /** Resolves once the run has finished; rejects with `TimeoutError` after `timeout`. */
+  async waitForRun(runId: string, options: { timeout?: Duration } = {}): Promise<RunInfo> {
+    const timeoutMs = options.timeout === undefined ? undefined : toMs(options.timeout, 'timeout');
+    const until = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs;
+    for (;;) {
+      const run = await this.getRun(runId);
+      if (!run) throw new RunNotFoundError(runId);
+      if (isFinished(run.status)) return run;
+      if (Date.now() >= until) throw new TimeoutError(`run ${runId} did not finish within ${timeoutMs}ms`);
+      await new Promise((r) => setTimeout(r, Math.min(WAIT_POLL_MS, Math.max(1, until - Date.now()))));
+    }
+  }
+
+  /** Runs matching the filters, newest first; page with `cursor: lastRun.id`. */
+  async listRuns(options: ListRunsOptions = {}): Promise<RunInfo[]> {
+    const limit = Math.min(Math.max(1, Math.floor(options.limit ?? 50)), 1000);
+    if (options.cursor !== undefined && !isUuid(options.cursor)) {
+      assertValid('listRuns', [jsonProblem(Symbol(), 'cursor')]);
+    }
+    const status = options.status === undefined ? undefined : ([] as RunStatus[]).concat(options.status);
+    const rows = await this.core.runs.list(this.core.db, {
+      workflow: options.workflow === undefined ? undefined : this.core.registry.nameOf(options.workflow),
+      key: options.key,
+      status,
+      flowId: options.flowId,
+      parentId: options.parentId,
+      cursor: options.cursor,
+      limit,
+    });
+    return rows.map((r) => this.core.info(r));
+  }
+
+  /**
+   * Cancels a run that is still going: it is `cancelled` at once, a running step sees `ctx.signal`
+   * abort at the node's next heartbeat, and no later step starts. A finished run is left as it is.
+   */
+  async cancel(runId: string, options: { reason?: string } = {}): Promise<void> {
+    const { runs, db } = this.core;
+    const row = isUuid(runId) ? await runs.get(db, runId) : undefined;
+    if (!row) throw new RunNotFoundError(runId);
+    const reason = options.reason ?? null;
+    await runs.cancel(db, runId, reason, { name: 'CancelledError', code: 'cancelled', message: reason ?? 'cancelled' });
+  }
+
+  /** Resumes a failed run at its failed step (taking its key back if a newer run let it go). */
+  async retry(runId: string): Promise<void> {
+    const { runs, db, registry } = this.core;
+    await db.tx(async (q) => {
+      const row = isUuid(runId) ? await runs.get(q, runId, true) : undefined;
+      if (!row) throw new RunNotFoundError(runId);
+      if (row.status !== 'failed') throw new NotFailedError(runId, row.status);
+      if (row.key !== null && !row.holds_key) {
+        const holder = await runs.lockHolder(q, row.workflow, row.key);
+        const reuse = registry.find(row.workflow)?.reuse ?? 'afterClose';
+        const decision = decideStart(reuse, 'error', holder && { status: holder.status, pickedUp: holder.picked_up });
+        if (decision.action !== 'create') throw new KeyTakenError(holder!.id);
+        if (holder) await runs.dropKey(q, holder.id);
+        await runs.takeKey(q, runId);
+        await this.core.activity.record(q, 'key_retaken', runId, row.workflow, row.key, { from: holder?.id ?? null });
+      }
+      await runs.retry(q, runId);
+    });
+  }
+
+  /** Starts a fresh copy of a finished run (same workflow and key; `input` replaces the input). */
+  async rerun(runId: string, options: { input?: unknown } = {}): Promise<StartResult> {
+    const row = isUuid(runId) ? await this.core.runs.get(this.core.db, runId) : undefined;
+    if (!row) throw new RunNotFoundError(runId);
+    if (!isFinished(row.status)) throw new NotFinishedError(runId);
+    const input = 'input' in options ? options.input : row.input;
+    const result = await this.starter.start(row.workflow, input, { key: row.key, onDuplicate: 'error' });
+    return result;
+  }
+
+  /** Deletes finished runs (and activity) older than `olderThan` (default: the retention options). */
+  prune(options: { olderThan?: Duration } = {}): Promise<{ runs: number; activity: number }> {
+    const ms = options.olderThan === undefined ? undefined : toMs(options.olderThan, 'olderThan');
+    return this.maintenance.prune(this.core.db, ms);
+  }
+}

@@ -1,0 +1,73 @@
+import { ValidationError } from 'class-validator';
+import { DurableValidationError } from '../errors';
+
+/** Largest input or payload accepted, as JSON text (1 MiB). */
+export const MAX_JSON_BYTES = 1 << 20;
+
+function problem(property: string, value: unknown, constraint: string, message: string): ValidationError {
+  const e = new ValidationError();
+  e.property = property;
+  e.value = value;
+  e.constraints = { [constraint]: message };
+  e.children = [];
+  return e;
+}
+
+/** Why `key` is not a valid key (a string of 1 to 255 bytes; null/undefined = no key), or undefined. */
+export function keyProblem(key: unknown, property = 'key'): ValidationError | undefined {
+  if (key === null || key === undefined) return undefined;
+  if (typeof key !== 'string') return problem(property, key, 'isString', `${property} must be a string or null`);
+  const bytes = Buffer.byteLength(key, 'utf8');
+  if (bytes < 1 || bytes > 255) {
+    return problem(property, key, 'keyBytes', `${property} must be 1 to 255 bytes of UTF-8 (got ${bytes}); use null for no key`);
+  }
+  return undefined;
+}
+
+/** Why `value` cannot be stored as JSON (BigInt, function, symbol, cycle, non-finite number, too big), or undefined. */
+export function jsonProblem(value: unknown, property = 'input'): ValidationError | undefined {
+  const stack: unknown[] = [];
+  const walk = (v: unknown, path: string): string | undefined => {
+    switch (typeof v) {
+      case 'bigint':
+        return `${path} is a BigInt, which JSON cannot hold`;
+      case 'function':
+      case 'symbol':
+        return `${path} is a ${typeof v}, which JSON cannot hold`;
+      case 'number':
+        return Number.isFinite(v) ? undefined : `${path} is ${v}, which JSON cannot hold`;
+      case 'object': {
+        if (v === null) return undefined;
+        if (stack.includes(v)) return `${path} refers back to itself (a cycle)`;
+        if (typeof (v as { toJSON?: unknown }).toJSON === 'function') return undefined;
+        stack.push(v);
+        try {
+          for (const [k, child] of Object.entries(v as object)) {
+            if (child === undefined && !Array.isArray(v)) continue;
+            const p = walk(child, Array.isArray(v) ? `${path}[${k}]` : `${path}.${k}`);
+            if (p) return p;
+          }
+        } finally {
+          stack.pop();
+        }
+        return undefined;
+      }
+      default:
+        return undefined;
+    }
+  };
+  const why = walk(value, property);
+  if (why) return problem(property, undefined, 'isJson', `${why}; ${property} must be JSON-serialisable`);
+  if (value !== undefined && JSON.stringify(value).length > MAX_JSON_BYTES) {
+    return problem(property, undefined, 'maxSize', `${property} is larger than ${MAX_JSON_BYTES} bytes of JSON`);
+  }
+  return undefined;
+}
+
+/** Throws one `DurableValidationError` listing every problem, if there is any. */
+export function assertValid(what: string, problems: (ValidationError | undefined)[]): void {
+  const errors = problems.filter((p): p is ValidationError => !!p);
+  if (errors.length === 0) return;
+  const lines = errors.flatMap((e) => Object.values(e.constraints ?? {}));
+  throw new DurableValidationError(`${what}: ${lines.join('; ')}`, errors);
+}

@@ -1,0 +1,104 @@
+/**
+ * The key rules of spec/workflow-keys.md as data. PURE: no I/O; the start algorithm asks it what to
+ * do once it holds the lock on the key's holder. Each table below is the spec's, row for row.
+ */
+import type { OnDuplicate, ReusePolicy } from '../options/workflow-options.interface';
+import type { RunStatus } from './run-info';
+
+/** The spec's three kinds of holder status ("Choosing reuse" table rows). */
+export type HolderState = 'going' | 'completed' | 'failedOrCancelled';
+
+/** Which row of the reuse table a holder's status is in. */
+export const HOLDER_STATE: Record<RunStatus, HolderState> = {
+  pending: 'going',
+  running: 'going',
+  waiting: 'going',
+  compensating: 'going',
+  completed: 'completed',
+  failed: 'failedOrCancelled',
+  cancelled: 'failedOrCancelled',
+  compensated: 'failedOrCancelled',
+  compensation_failed: 'failedOrCancelled',
+};
+
+/** The spec's "Choosing reuse" table: is the key taken or free for a new start? */
+export const REUSE_TABLE: Record<HolderState, Record<ReusePolicy, 'taken' | 'free'>> = {
+  going: { afterClose: 'taken', afterFailure: 'taken', never: 'taken' },
+  completed: { afterClose: 'free', afterFailure: 'taken', never: 'taken' },
+  failedOrCancelled: { afterClose: 'free', afterFailure: 'free', never: 'taken' },
+};
+
+/** What a start does about the key. */
+export type KeyDecision =
+  /** No holder, or reuse frees the finished holder's key: hand it over and create the run. */
+  | { action: 'create'; handOffFrom?: string }
+  /** Return the holder (`useExisting`). */
+  | { action: 'useExisting' }
+  /** Refuse with `KeyTakenError(holder)`. */
+  | { action: 'reject' }
+  /** Cancel the going holder and create the new run with the key, in one step. */
+  | { action: 'cancelExisting' }
+  /** Leave (or update) one run waiting behind the holder. */
+  | { action: 'runAgain' }
+  /** The holder has not been picked up: it takes the newer input itself. */
+  | { action: 'replaceInput'; outcome: 'runAgain' | 'debounced' }
+  /** Send the input to the going holder as event `name`. */
+  | { action: 'sendEvent'; name: string };
+
+/** The mode of `onDuplicate` without its payload. */
+export type DuplicateMode = 'useExisting' | 'error' | 'cancelExisting' | 'runAgain' | 'sendEvent';
+
+/** The spec's "What a Duplicate Returns" table, for a holder that is still going. */
+export const GOING_HOLDER_TABLE: Record<DuplicateMode, KeyDecision['action']> = {
+  useExisting: 'useExisting',
+  error: 'reject',
+  cancelExisting: 'cancelExisting',
+  runAgain: 'runAgain',
+  sendEvent: 'sendEvent',
+};
+
+/**
+ * For a finished holder that reuse keeps: `useExisting` returns it, everything else is refused
+ * ("there's nothing to cancel or send to").
+ */
+export const KEPT_FINISHED_HOLDER_TABLE: Record<DuplicateMode, KeyDecision['action']> = {
+  useExisting: 'useExisting',
+  error: 'reject',
+  cancelExisting: 'reject',
+  runAgain: 'reject',
+  sendEvent: 'reject',
+};
+
+/** The mode of an `onDuplicate` value. */
+export const duplicateMode = (d: OnDuplicate): DuplicateMode => (typeof d === 'string' ? d : 'sendEvent');
+
+/** The holder as the policy sees it. */
+export interface HolderView {
+  status: RunStatus;
+  /** A worker has started it at least once. */
+  pickedUp: boolean;
+  /** It is a debounced run still in its debounce wait. */
+  debouncing?: boolean;
+}
+
+/** Decides a start against the current holder of its key (undefined: nobody holds it). */
+export function decideStart(
+  reuse: ReusePolicy,
+  onDuplicate: OnDuplicate,
+  holder: HolderView | undefined,
+  holderId?: string,
+): KeyDecision {
+  if (!holder) return { action: 'create' };
+  const state = HOLDER_STATE[holder.status];
+  if (REUSE_TABLE[state][reuse] === 'free') return { action: 'create', handOffFrom: holderId };
+  const mode = duplicateMode(onDuplicate);
+  if (state !== 'going') return { action: KEPT_FINISHED_HOLDER_TABLE[mode] } as KeyDecision;
+  if (holder.debouncing) return { action: 'replaceInput', outcome: 'debounced' };
+  const action = GOING_HOLDER_TABLE[mode];
+  if (action === 'cancelExisting' && holder.status === 'compensating') return { action: 'reject' };
+  if (action === 'runAgain' && holder.status === 'pending' && !holder.pickedUp) {
+    return { action: 'replaceInput', outcome: 'runAgain' };
+  }
+  if (action === 'sendEvent') return { action, name: (onDuplicate as { sendEvent: string }).sendEvent };
+  return { action } as KeyDecision;
+}

@@ -1,0 +1,49 @@
+import { Injectable } from '@nestjs/common';
+import type { Queryable } from '../store/db';
+import { DurableCore } from './durable.core';
+
+/** Rows deleted per prune statement (keeps each statement short). */
+const PRUNE_BATCH = 5_000;
+/** How often a node prunes, at most (more often when retention is shorter). */
+const PRUNE_EVERY_MS = 60_000;
+
+/**
+ * The maintenance pass every worker node runs with its heartbeat: recover the runs of dead nodes,
+ * fail runs past their workflow timeout, and prune finished runs and activity past retention.
+ * Every statement is safe to run on several nodes at once.
+ */
+@Injectable()
+export class Maintenance {
+  private lastPruneAt = 0;
+
+  constructor(private readonly core: DurableCore) {}
+
+  /** One pass. */
+  async pass(q: Queryable): Promise<void> {
+    const { nodes, runs, options, logger } = this.core;
+    const recovered = await nodes.recoverDead(q, options.nodeTimeoutMs);
+    if (recovered.runs > 0 || recovered.nodes > 0) {
+      logger.warn(`recovered ${recovered.runs} run(s) from ${recovered.nodes} dead node(s)`);
+    }
+    await runs.failTimedOut(q);
+    const every = Math.min(PRUNE_EVERY_MS, options.retention.runsMs || PRUNE_EVERY_MS, options.retention.activityMs);
+    if (Date.now() - this.lastPruneAt >= every) {
+      this.lastPruneAt = Date.now();
+      await this.prune(q);
+    }
+  }
+
+  /** Prunes finished runs older than `olderThanMs` (default: retention) and old activity. */
+  async prune(q: Queryable, olderThanMs?: number): Promise<{ runs: number; activity: number }> {
+    const { runs, activity, options } = this.core;
+    const out = { runs: 0, activity: 0 };
+    const runsMs = olderThanMs ?? options.retention.runsMs;
+    if (runsMs !== false) {
+      for (let n = PRUNE_BATCH; n === PRUNE_BATCH; out.runs += n) n = await runs.prune(q, runsMs, PRUNE_BATCH);
+    }
+    for (let n = PRUNE_BATCH; n === PRUNE_BATCH; out.activity += n) {
+      n = await activity.prune(q, olderThanMs ?? options.retention.activityMs, PRUNE_BATCH);
+    }
+    return out;
+  }
+}

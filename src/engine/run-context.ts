@@ -1,0 +1,113 @@
+import type { EntityManager } from 'typeorm';
+import { CancelledError } from '../errors';
+import { managerQueryable } from '../store/db';
+import type { DurableCore } from './durable.core';
+import { assertValid, jsonProblem } from './input.validation';
+
+/** The argument of every step: facts of this run and attempt, its context, and durable helpers. */
+export interface RunContext<TInput = unknown> {
+  /** This run's id. */
+  readonly runId: string;
+  /** The workflow's name. */
+  readonly workflow: string;
+  /** The run's key, or null. */
+  readonly key: string | null;
+  /** The run's input. */
+  readonly input: TInput;
+  /** Attempt number of this step (1 on the first try). */
+  readonly attempt: number;
+  /** The step running now. */
+  readonly stepName: string;
+  /** Aborted when the run is cancelled, times out, or this node loses it (seen at the next heartbeat). */
+  readonly signal: AbortSignal;
+  /** A value of the run's context (saved with each completed step). */
+  get<T = unknown>(name: string): T | undefined;
+  /** Sets a value of the run's context; saved when this step completes, dropped if it fails. */
+  put(name: string, value: unknown): void;
+  /** Renews the lease for long steps; throws `CancelledError` when the run was cancelled or lost. */
+  heartbeat(): Promise<void>;
+  /**
+   * Runs `fn` in a transaction that also records its result under (run, step, call): when the step
+   * runs again the recorded result is returned and `fn` is not run, so its writes happen once.
+   */
+  transaction<T>(fn: (manager: EntityManager) => Promise<T>): Promise<T>;
+}
+
+/** What an execution shares with the contexts of its steps. */
+export interface ExecutionHandle {
+  readonly runId: string;
+  readonly workflow: string;
+  readonly key: string | null;
+  readonly input: unknown;
+  readonly epoch: number;
+  /** True once the run was cancelled or this execution lost it. */
+  readonly lost: boolean;
+  /** Marks the execution lost (cancelled/fenced) and aborts its signals. */
+  lose(reason: Error): void;
+}
+
+/** Thrown inside `ctx.transaction` to roll back when this execution no longer owns the run. */
+class FencedError extends CancelledError {}
+
+/** The {@link RunContext} of one attempt of one step. */
+export class RunContextImpl<TInput = unknown> implements RunContext<TInput> {
+  private calls = 0;
+
+  constructor(
+    private readonly core: DurableCore,
+    private readonly exec: ExecutionHandle,
+    readonly stepName: string,
+    private readonly stepIndex: number,
+    readonly attempt: number,
+    readonly signal: AbortSignal,
+    /** Working copy of the run's context for this attempt. */
+    readonly context: Record<string, unknown>,
+  ) {}
+
+  get runId(): string {
+    return this.exec.runId;
+  }
+  get workflow(): string {
+    return this.exec.workflow;
+  }
+  get key(): string | null {
+    return this.exec.key;
+  }
+  get input(): TInput {
+    return this.exec.input as TInput;
+  }
+
+  get<T = unknown>(name: string): T | undefined {
+    return this.context[name] as T | undefined;
+  }
+
+  put(name: string, value: unknown): void {
+    assertValid(`ctx.put('${name}')`, [jsonProblem(value, name)]);
+    this.context[name] = value === undefined ? null : JSON.parse(JSON.stringify(value));
+  }
+
+  async heartbeat(): Promise<void> {
+    if (this.exec.lost) throw new CancelledError(`run ${this.runId} was cancelled or is no longer owned by this node`);
+    const row = await this.core.runs.get(this.core.db, this.runId);
+    if (!row || row.status !== 'running' || row.epoch !== this.exec.epoch) {
+      const err = new CancelledError(`run ${this.runId} was ${row?.status ?? 'deleted'}; this attempt stops`);
+      this.exec.lose(err);
+      throw err;
+    }
+  }
+
+  async transaction<T>(fn: (manager: EntityManager) => Promise<T>): Promise<T> {
+    const call = this.calls++;
+    const { memos, db, dataSource } = this.core;
+    const recorded = await memos.get(db, this.runId, this.stepIndex, call);
+    if (recorded) return recorded.v as T;
+    if (this.exec.lost) throw new CancelledError(`run ${this.runId} is no longer owned by this execution`);
+    return dataSource.transaction(async (manager) => {
+      const value = await fn(manager);
+      if (!(await memos.record(managerQueryable(manager), this.runId, this.stepIndex, call, value, this.exec.epoch))) {
+        throw new FencedError(`run ${this.runId} is no longer owned by this execution; its transaction was rolled back`);
+      }
+      return value;
+    });
+  }
+}

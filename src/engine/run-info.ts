@@ -1,0 +1,61 @@
+/** Every status a run can have. */
+export type RunStatus =
+  | 'pending'
+  | 'running'
+  | 'waiting'
+  | 'compensating'
+  | 'completed'
+  | 'failed'
+  | 'cancelled'
+  | 'compensated'
+  | 'compensation_failed';
+
+/** Statuses of a run that is still going (it always holds its key). */
+export const GOING_STATUSES: readonly RunStatus[] = ['pending', 'running', 'waiting', 'compensating'];
+
+/** Statuses of a finished run. */
+export const FINISHED_STATUSES: readonly RunStatus[] = ['completed', 'failed', 'cancelled', 'compensated', 'compensation_failed'];
+
+/** True when the run has finished (for good, until a retry). */
+export const isFinished = (status: RunStatus): boolean => FINISHED_STATUSES.includes(status);
+
+/** A run as `getRun`, `listRuns` and `waitForRun` return it. */
+export interface RunInfo {
+  id: string;
+  workflow: string;
+  status: RunStatus;
+  key: string | null;
+  holdsKey: boolean;
+  input: unknown;
+  context: Record<string, unknown>;
+  result: unknown;
+  /** `{ name, message, code?, stack? }` of the last failure, or null. */
+  error: unknown;
+  /** Attempt number of the current step (1-based; 0 before the first claim). */
+  attempt: number;
+  /** Name of the step the run is at (the next to run), or null once past the last. */
+  step: string | null;
+  /** Index of that step. */
+  stepIndex: number;
+  /** When the run is (or was) due. */
+  runAt: Date;
+  runsAfterId: string | null;
+  parentId: string | null;
+  flowId: string | null;
+  flowName: string | null;
+  name: string | null;
+  deps: string[];
+  /** How many starts found this run holding its key. */
+  readds: number;
+  /** The node that runs (or last ran) it. */
+  nodeId: string | null;
+  createdAt: Date;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+}
+
+/** What a start did; `runId` is the run the outcome names (see API.md). */
+export interface StartResult {
+  runId: string;
+  outcome: 'created' | 'useExisting' | 'cancelExisting' | 'runAgain' | 'sendEvent' | 'debounced';
+}

@@ -1,0 +1,199 @@
+import { Injectable, OnApplicationBootstrap, BeforeApplicationShutdown } from '@nestjs/common';
+import { Client, type Notification } from 'pg';
+import { CancelledError } from '../errors';
+import { clientQueryable, type Queryable } from '../store/db';
+import type { ClaimedRow } from '../store/runs.store';
+import { DurableCore } from './durable.core';
+import { Execution } from './executor';
+import { Maintenance } from './maintenance';
+import { TransitionBatcher } from './transition.batcher';
+
+/**
+ * This node's worker: claims due runs in batches (`FOR UPDATE SKIP LOCKED`) into free slots, wakes
+ * on LISTEN/NOTIFY with polling as the safety net, heartbeats per node (which is also where it sees
+ * cancellations and lost leases), runs the maintenance pass, and drains on shutdown.
+ */
+@Injectable()
+export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  /** Executions on this node, by run id. */
+  readonly running = new Map<string, Execution>();
+  /** When the claim loop last ran (health: a stalled loop is unhealthy). */
+  lastTickAt = 0;
+  private batcher: TransitionBatcher;
+  private claiming = false;
+  private claimAgain = false;
+  private stopping = false;
+  private started = false;
+  private timers: NodeJS.Timeout[] = [];
+  private retryTimers = new Set<NodeJS.Timeout>();
+  private listener?: Client;
+  private listenerQ?: Queryable;
+  private reconnectTimer?: NodeJS.Timeout;
+  private concurrency = 0;
+  private workflows: string[] | null = null;
+
+  constructor(
+    private readonly core: DurableCore,
+    private readonly maintenance: Maintenance,
+  ) {}
+
+  /** True when this node runs a worker. */
+  get enabled(): boolean {
+    return this.core.options.worker !== false;
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    const { options, registry, db, runs } = this.core;
+    this.batcher = new TransitionBatcher(db, runs, this.core.logger);
+    if (options.worker === false) return;
+    this.concurrency = options.worker.concurrency;
+    const names = options.worker.workflows ?? registry.names();
+    this.workflows = names.filter((n) => registry.find(n));
+    if (this.workflows.length === 0) {
+      this.core.logger.warn('worker has no registered workflows to run; it will only heartbeat');
+    }
+    this.started = true;
+    await this.beat();
+    await this.listen();
+    this.timers.push(setInterval(() => this.tick(), options.worker.pollIntervalMs));
+    this.timers.push(setInterval(() => void this.heartbeatPass(), options.heartbeatMs));
+    this.tick();
+  }
+
+  /** Stop claiming, let running steps finish within `shutdownTimeout`, then release the rest. */
+  async beforeApplicationShutdown(): Promise<void> {
+    if (!this.started || this.stopping) return;
+    this.stopping = true;
+    this.timers.forEach(clearInterval);
+    this.retryTimers.forEach(clearTimeout);
+    const { options, runs, nodes, db } = this.core;
+    const deadline = Date.now() + options.shutdownTimeoutMs;
+    while (this.running.size > 0 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const left = [...this.running.values()];
+    if (left.length) {
+      this.core.logger.warn(`shutdown: releasing ${left.length} unfinished run(s) back to pending`);
+      for (const e of left) e.lose(new CancelledError('the node is shutting down'));
+    }
+    await this.batcher.drained();
+    if (left.length) await runs.release(db, options.nodeId, left.map((e) => e.runId));
+    await nodes.remove(db, options.nodeId).catch(() => undefined);
+    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    const listener = this.listener;
+    this.listener = undefined;
+    await listener?.end().catch(() => undefined);
+  }
+
+  /** The batcher (also used by the service for transitions it makes on behalf of a run). */
+  get transitions(): TransitionBatcher {
+    return this.batcher;
+  }
+
+  /** Asks for a claim pass now (coalesced with one in flight). */
+  tick(): void {
+    this.lastTickAt = Date.now();
+    if (this.stopping || !this.started) return;
+    if (this.claiming) {
+      this.claimAgain = true;
+      return;
+    }
+    void this.claimLoop();
+  }
+
+  private async claimLoop(): Promise<void> {
+    this.claiming = true;
+    try {
+      do {
+        this.claimAgain = false;
+        const free = this.concurrency - this.running.size;
+        if (free <= 0 || this.stopping || !this.workflows?.length) break;
+        let rows: ClaimedRow[];
+        try {
+          rows = await this.core.runs.claim(this.core.db, this.core.options.nodeId, free, this.workflows);
+        } catch (err) {
+          this.core.logger.warn(`claim failed: ${(err as Error).message}`);
+          break;
+        }
+        for (const row of rows) this.launch(row);
+        if (rows.length === free) this.claimAgain = true;
+      } while (this.claimAgain && !this.stopping);
+    } finally {
+      this.claiming = false;
+    }
+  }
+
+  private launch(row: ClaimedRow): void {
+    const def = this.core.registry.find(row.workflow);
+    if (!def) return;
+    const exec = new Execution(this.core, this.batcher, def, row, (delay) => this.wakeAfter(delay));
+    this.running.set(row.id, exec);
+    void exec.run().finally(() => {
+      this.running.delete(row.id);
+      this.tick();
+    });
+  }
+
+  private wakeAfter(delayMs: number): void {
+    if (this.stopping) return;
+    const t = setTimeout(() => {
+      this.retryTimers.delete(t);
+      this.tick();
+    }, delayMs + 5);
+    this.retryTimers.add(t);
+  }
+
+  /** Heartbeat + lost-run detection + maintenance, on the dedicated connection when it is up. */
+  private async heartbeatPass(): Promise<void> {
+    if (this.stopping) return;
+    try {
+      await this.beat();
+      await this.maintenance.pass(this.listenerQ ?? this.core.db);
+    } catch (err) {
+      this.core.logger.warn(`heartbeat failed: ${(err as Error).message}`);
+    }
+  }
+
+  private async beat(): Promise<void> {
+    const { nodes, options } = this.core;
+    const owned = [...this.running.values()].map((e) => ({ id: e.runId, epoch: e.epoch }));
+    const lost = await nodes.beat(this.listenerQ ?? this.core.db, options.nodeId, { pid: process.pid, concurrency: this.concurrency }, owned);
+    for (const id of lost) this.running.get(id)?.lose(new CancelledError(`run ${id} was cancelled or recovered elsewhere`));
+  }
+
+  /** The dedicated connection: LISTEN for new runs; reconnects with backoff, polling meanwhile. */
+  private async listen(attempt = 0): Promise<void> {
+    if (this.stopping) return;
+    const client = new Client({ ...this.core.connectionConfig(), application_name: `durable-listener:${this.core.options.nodeId}` });
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      await client.query(`LISTEN "${this.core.runs.channel}"`);
+    } catch (err) {
+      await client.end().catch(() => undefined);
+      this.core.logger.warn(`LISTEN connection failed (${(err as Error).message}); polling until it is back`);
+      this.scheduleReconnect(attempt);
+      return;
+    }
+    client.on('notification', (_n: Notification) => this.tick());
+    client.once('end', () => {
+      if (this.listener !== client) return;
+      this.listener = undefined;
+      this.listenerQ = undefined;
+      if (!this.stopping) {
+        this.core.logger.warn('LISTEN connection lost; polling until it is back');
+        this.scheduleReconnect(0);
+      }
+    });
+    this.listener = client;
+    this.listenerQ = clientQueryable(client);
+    if (attempt > 0) this.tick();
+  }
+
+  private scheduleReconnect(attempt: number): void {
+    if (this.stopping) return;
+    const delay = Math.min(10_000, 100 * 2 ** attempt);
+    this.reconnectTimer = setTimeout(() => void this.listen(attempt + 1), delay);
+  }
+
+}

@@ -1,0 +1,14 @@
+export { DurableModule } from './durable.module';
+export { DurableService, type ListRunsOptions } from './durable.service';
+export { Workflow, type WorkflowMetadata } from './decorators/workflow.decorator';
+export { Step, type StepMetadata } from './decorators/step.decorator';
+export type { RunContext } from './engine/run-context';
+export type { RunInfo, RunStatus, StartResult } from './engine/run-info';
+export type { StartOptions, StartManyItem, StartManyResult } from './engine/start';
+export type { WorkflowRef } from './discovery/workflow.registry';
+export type { DurableModuleOptions, WorkerOptions, RetentionOptions } from './options/durable-options.interface';
+export type { WorkflowOptions, StepOptions, RetryPolicy, ReusePolicy, OnDuplicate, DebounceOptions } from './options/workflow-options.interface';
+export { type Duration, seconds, minutes, hours, days } from './options/duration';
+export { DurableHealthIndicator } from './observe/durable.health';
+export * from './errors';
+export { DURABLE_MIGRATIONS, durableMigrations, DurableInit1733040000000 } from '../migrations';

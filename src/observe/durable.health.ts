@@ -1,0 +1,58 @@
+import { Injectable } from '@nestjs/common';
+import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
+import { toMs, type Duration } from '../options/duration';
+import { DurableCore } from '../engine/durable.core';
+import { Worker } from '../engine/worker';
+
+/** How long the database may take to answer the health query. */
+const DB_TIMEOUT_MS = 2_000;
+
+/**
+ * Terminus indicator: down when the database does not answer in time, when this node's worker loop
+ * has not ticked within 3 poll intervals, or when the oldest due pending run waits longer than
+ * `maxLag`. Details carry the node id, pending count and lag.
+ */
+@Injectable()
+export class DurableHealthIndicator {
+  constructor(
+    private readonly health: HealthIndicatorService,
+    private readonly core: DurableCore,
+    private readonly worker: Worker,
+  ) {}
+
+  /** Checks this node; `maxLag` defaults to unlimited. */
+  async isHealthy(key = 'durable', options: { maxLag?: Duration } = {}): Promise<HealthIndicatorResult> {
+    const indicator = this.health.check(key);
+    const { options: opts, runs, db } = this.core;
+    const nodeId = opts.nodeId;
+    let backlog: { pending: number; lagMs: number };
+    try {
+      backlog = await withTimeout(runs.backlog(db), DB_TIMEOUT_MS);
+    } catch (err) {
+      return indicator.down({ nodeId, reason: `database: ${(err as Error).message}` });
+    }
+    const details: Record<string, unknown> = { nodeId, pending: backlog.pending, lagMs: Math.round(backlog.lagMs) };
+    if (opts.worker !== false) {
+      const silentMs = Date.now() - this.worker.lastTickAt;
+      details.running = this.worker.running.size;
+      if (silentMs > 3 * opts.worker.pollIntervalMs) {
+        return indicator.down({ ...details, reason: `worker loop has not ticked for ${silentMs}ms` });
+      }
+    }
+    const maxLagMs = options.maxLag === undefined ? undefined : toMs(options.maxLag, 'maxLag');
+    if (maxLagMs !== undefined && backlog.lagMs > maxLagMs) {
+      return indicator.down({ ...details, reason: `oldest due run has waited ${Math.round(backlog.lagMs)}ms (maxLag ${maxLagMs}ms)` });
+    }
+    return indicator.up(details);
+  }
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${ms}ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}

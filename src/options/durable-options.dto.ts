@@ -1,0 +1,55 @@
+import { Type } from 'class-transformer';
+import {
+  IsArray,
+  IsBoolean,
+  IsInt,
+  IsOptional,
+  IsString,
+  Matches,
+  Max,
+  MaxLength,
+  Min,
+  MinLength,
+  ValidateIf,
+  ValidateNested,
+} from 'class-validator';
+import { IsDuration } from './is-duration.validator';
+import type { Duration } from './duration';
+
+/** Validation shape of {@link WorkerOptions}. */
+export class WorkerOptionsDto {
+  @IsOptional() @IsInt() @Min(1) @Max(10_000) concurrency?: number;
+  @IsOptional() @IsDuration(1) pollInterval?: Duration;
+  @IsOptional() @IsArray() @IsString({ each: true }) @MinLength(1, { each: true }) workflows?: string[];
+}
+
+/** Validation shape of {@link RetentionOptions}. */
+export class RetentionOptionsDto {
+  @IsOptional() @ValidateIf((_, v) => v !== false) @IsDuration(1) runs?: Duration | false;
+  @IsOptional() @IsDuration(1) activity?: Duration;
+}
+
+/** Validation shape of the module options (the DataSource itself is checked by hand). */
+export class DurableOptionsDto {
+  @IsOptional() @IsString() @MinLength(1) url?: string;
+
+  @IsOptional()
+  @IsString()
+  @Matches(/^[a-z_][a-z0-9_]*$/, { message: 'schema must be a lower-case SQL identifier ([a-z_][a-z0-9_]*)' })
+  @MaxLength(48)
+  schema?: string;
+
+  @IsOptional() @IsBoolean() migrationsRun?: boolean;
+
+  @IsOptional()
+  @ValidateIf((_, v) => v !== false)
+  @ValidateNested()
+  @Type(() => WorkerOptionsDto)
+  worker?: false | WorkerOptionsDto;
+
+  @IsOptional() @IsString() @MinLength(1) @MaxLength(200) nodeId?: string;
+  @IsOptional() @IsDuration(10) heartbeatInterval?: Duration;
+  @IsOptional() @IsDuration(20) nodeTimeout?: Duration;
+  @IsOptional() @ValidateNested() @Type(() => RetentionOptionsDto) retention?: RetentionOptionsDto;
+  @IsOptional() @IsDuration(0) shutdownTimeout?: Duration;
+}

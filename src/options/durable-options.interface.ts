@@ -1,0 +1,44 @@
+import type { DataSource } from 'typeorm';
+import type { Duration } from './duration';
+
+/** Options of the node's worker; `worker: false` makes a node that only starts runs. */
+export interface WorkerOptions {
+  /** Runs executed at once on this node. Default 10. */
+  concurrency?: number;
+  /** How often an idle worker looks for due runs when no notification arrives. Default `'1s'`. */
+  pollInterval?: Duration;
+  /** Only run these workflows on this node (default: all registered). */
+  workflows?: string[];
+}
+
+/** Retention of finished runs and of the activity log. */
+export interface RetentionOptions {
+  /** Finished runs older than this are pruned; `false` keeps them. Default `'30d'`. */
+  runs?: Duration | false;
+  /** Activity events older than this are pruned. Default `'7d'`. */
+  activity?: Duration;
+}
+
+/** Options of `DurableModule.forRoot()`; see the README for each one. */
+export interface DurableModuleOptions {
+  /** The app's own TypeORM DataSource (Postgres). Exactly one of `dataSource` and `url`. */
+  dataSource?: DataSource;
+  /** A Postgres connection string; the module makes its own DataSource. */
+  url?: string;
+  /** Postgres schema holding the module's tables. Default `'durable'`. */
+  schema?: string;
+  /** Apply the module's migrations at startup (safe when several nodes boot at once). Default true. */
+  migrationsRun?: boolean;
+  /** Worker settings, or `false` for a node that only starts runs. */
+  worker?: false | WorkerOptions;
+  /** This node's id. Default `<host>-<pid>-<random>`. */
+  nodeId?: string;
+  /** How often the node proves it is alive and looks for cancelled runs. Default `'5s'`. */
+  heartbeatInterval?: Duration;
+  /** A node silent this long is dead; its runs go back to pending. Default `'30s'`. */
+  nodeTimeout?: Duration;
+  /** Pruning of finished runs and activity. */
+  retention?: RetentionOptions;
+  /** On shutdown: stop claiming, let running steps finish for this long, then release them. Default `'30s'`. */
+  shutdownTimeout?: Duration;
+}

@@ -1,0 +1,29 @@
+/** Milliseconds, or a string such as `'500ms'`, `'30s'`, `'5m'`, `'2h'`, `'7d'`. */
+export type Duration = number | string;
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+const DURATION_RE = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/;
+
+/** Parses a {@link Duration} to milliseconds; `undefined` when it is not one. */
+export function tryParseDuration(value: unknown): number | undefined {
+  if (typeof value === 'number') return Number.isFinite(value) && value >= 0 ? value : undefined;
+  if (typeof value !== 'string') return undefined;
+  const m = DURATION_RE.exec(value);
+  return m ? Math.round(Number(m[1]) * UNIT_MS[m[2]]) : undefined;
+}
+
+/** Parses a {@link Duration} to milliseconds, throwing a `RangeError` naming `what` when invalid. */
+export function toMs(value: Duration, what = 'duration'): number {
+  const ms = tryParseDuration(value);
+  if (ms === undefined) throw new RangeError(`${what} must be milliseconds or a string like '30s', got ${String(value)}`);
+  return ms;
+}
+
+/** `n` seconds in milliseconds. */
+export const seconds = (n: number): number => n * UNIT_MS.s;
+/** `n` minutes in milliseconds. */
+export const minutes = (n: number): number => n * UNIT_MS.m;
+/** `n` hours in milliseconds. */
+export const hours = (n: number): number => n * UNIT_MS.h;
+/** `n` days in milliseconds. */
+export const days = (n: number): number => n * UNIT_MS.d;

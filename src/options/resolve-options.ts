@@ -1,0 +1,72 @@
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { plainToInstance } from 'class-transformer';
+import { validateSync, ValidationError } from 'class-validator';
+import { DataSource } from 'typeorm';
+import { DurableValidationError } from '../errors';
+import { DurableModuleOptions } from './durable-options.interface';
+import { DurableOptionsDto } from './durable-options.dto';
+import { toMs } from './duration';
+
+/** Module options with every default applied and every duration in milliseconds. */
+export interface ResolvedOptions {
+  dataSource?: DataSource;
+  url?: string;
+  schema: string;
+  migrationsRun: boolean;
+  worker: false | { concurrency: number; pollIntervalMs: number; workflows?: string[] };
+  nodeId: string;
+  heartbeatMs: number;
+  nodeTimeoutMs: number;
+  retention: { runsMs: number | false; activityMs: number };
+  shutdownTimeoutMs: number;
+}
+
+/** Flattens class-validator errors to `path: message` lines. */
+export function describeValidation(errors: ValidationError[], prefix = ''): string[] {
+  return errors.flatMap((e) => {
+    const path = prefix ? `${prefix}.${e.property}` : e.property;
+    const own = Object.values(e.constraints ?? {}).map((m) => `${path}: ${m}`);
+    return [...own, ...describeValidation(e.children ?? [], path)];
+  });
+}
+
+/** Validates the module options (naming each bad option) and applies the defaults of API.md. */
+export function resolveOptions(raw: DurableModuleOptions): ResolvedOptions {
+  const { dataSource, ...plain } = raw ?? {};
+  const dto = plainToInstance(DurableOptionsDto, plain);
+  const errors = validateSync(dto, { forbidUnknownValues: false, whitelist: false });
+  const problems = describeValidation(errors);
+  if (!!dataSource === !!plain.url) problems.push('dataSource/url: give exactly one of `dataSource` and `url`');
+  if (dataSource && !(dataSource instanceof DataSource) && typeof (dataSource as DataSource).query !== 'function') {
+    problems.push('dataSource: must be a TypeORM DataSource');
+  }
+  if (dataSource && dataSource.options?.type !== 'postgres') problems.push('dataSource: must be a postgres DataSource');
+  if (problems.length) {
+    throw new DurableValidationError(`DurableModule options are invalid:\n  - ${problems.join('\n  - ')}`, errors);
+  }
+  const heartbeatMs = toMs(plain.heartbeatInterval ?? '5s');
+  const worker = plain.worker === false ? false : (plain.worker ?? {});
+  return {
+    dataSource,
+    url: plain.url,
+    schema: plain.schema ?? 'durable',
+    migrationsRun: plain.migrationsRun ?? true,
+    worker:
+      worker === false
+        ? false
+        : {
+            concurrency: worker.concurrency ?? 10,
+            pollIntervalMs: toMs(worker.pollInterval ?? '1s'),
+            workflows: worker.workflows,
+          },
+    nodeId: plain.nodeId ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
+    heartbeatMs,
+    nodeTimeoutMs: toMs(plain.nodeTimeout ?? '30s'),
+    retention: {
+      runsMs: plain.retention?.runs === false ? false : toMs(plain.retention?.runs ?? '30d'),
+      activityMs: toMs(plain.retention?.activity ?? '7d'),
+    },
+    shutdownTimeoutMs: toMs(plain.shutdownTimeout ?? '30s'),
+  };
+}

@@ -1,0 +1,61 @@
+import type { Pool, PoolClient, QueryResultRow } from 'pg';
+import type { EntityManager } from 'typeorm';
+
+/** Something that runs one parameterised statement and returns its rows. */
+export interface Queryable {
+  query<R extends QueryResultRow = QueryResultRow>(text: string, values?: unknown[], name?: string): Promise<R[]>;
+}
+
+/**
+ * The module's access to Postgres: the DataSource's own `pg` pool for the hot path (no ORM
+ * hydration), or a caller's transaction when a `manager` is given.
+ */
+export class Db implements Queryable {
+  constructor(
+    readonly pool: Pool,
+    /** Use named (prepared) statements for the hot path. */
+    private readonly prepare = true,
+  ) {}
+
+  async query<R extends QueryResultRow = QueryResultRow>(text: string, values?: unknown[], name?: string): Promise<R[]> {
+    const res = await this.pool.query<R>({ text, values, name: this.prepare ? name : undefined });
+    return res.rows;
+  }
+
+  /** Runs `fn` on one pooled connection inside BEGIN/COMMIT (ROLLBACK on error). */
+  async tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const out = await fn(clientQueryable(client));
+      await client.query('COMMIT');
+      return out;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+}
+
+/** A pg client as a {@link Queryable}. */
+export function clientQueryable(client: PoolClient | { query: PoolClient['query'] }): Queryable {
+  return {
+    async query<R extends QueryResultRow>(text: string, values?: unknown[]) {
+      const res = await (client as PoolClient).query<R>(text, values);
+      return res.rows;
+    },
+  };
+}
+
+/** A TypeORM EntityManager (inside a transaction) as a {@link Queryable}. */
+export function managerQueryable(manager: EntityManager): Queryable {
+  return {
+    async query<R extends QueryResultRow>(text: string, values?: unknown[]) {
+      const runner = manager.queryRunner!;
+      const res = await runner.query(text, values as unknown[], true);
+      return res.records as R[];
+    },
+  };
+}

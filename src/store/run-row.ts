@@ -1,0 +1,64 @@
+import type { RunInfo, RunStatus } from '../engine/run-info';
+
+/** A `runs` row as node-postgres returns it. */
+export interface RunRow {
+  id: string;
+  workflow: string;
+  key: string | null;
+  holds_key: boolean;
+  status: RunStatus;
+  input: unknown;
+  context: Record<string, unknown>;
+  result: unknown;
+  results: Record<string, unknown>;
+  error: unknown;
+  step: number;
+  attempt: number;
+  run_at: Date;
+  timeout_ms: number | null;
+  deadline_at: Date | null;
+  node_id: string | null;
+  epoch: number;
+  cancel_reason: string | null;
+  parent_id: string | null;
+  flow_id: string | null;
+  flow_name: string | null;
+  name: string | null;
+  deps: string[] | null;
+  runs_after_id: string | null;
+  readds: number;
+  trace: Record<string, string> | null;
+  created_at: Date;
+  started_at: Date | null;
+  finished_at: Date | null;
+}
+
+/** Maps a row to the public {@link RunInfo}; `stepName` turns the cursor into a step name. */
+export function toRunInfo(row: RunRow, stepName: (workflow: string, index: number) => string | null): RunInfo {
+  return {
+    id: row.id,
+    workflow: row.workflow,
+    status: row.status,
+    key: row.key,
+    holdsKey: row.holds_key,
+    input: row.input,
+    context: row.context ?? {},
+    result: row.result,
+    error: row.error,
+    attempt: row.attempt,
+    step: stepName(row.workflow, row.step),
+    stepIndex: row.step,
+    runAt: row.run_at,
+    runsAfterId: row.runs_after_id,
+    parentId: row.parent_id,
+    flowId: row.flow_id,
+    flowName: row.flow_name,
+    name: row.name,
+    deps: row.deps ?? [],
+    readds: row.readds,
+    nodeId: row.node_id,
+    createdAt: row.created_at,
+    startedAt: row.started_at,
+    finishedAt: row.finished_at,
+  };
+}

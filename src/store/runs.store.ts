@@ -1,0 +1,241 @@
+import type { Queryable } from './db';
+import type { RunRow } from './run-row';
+import type { RunStatus } from '../engine/run-info';
+
+/** A run to insert. */
+export interface NewRun {
+  id: string;
+  workflow: string;
+  key: string | null;
+  holds_key: boolean;
+  input: unknown;
+  /** ISO time; null = now. */
+  run_at: string | null;
+  timeout_ms: number | null;
+  parent_id?: string | null;
+  runs_after_id?: string | null;
+  trace?: Record<string, string> | null;
+}
+
+/** A claimed run as the executor needs it. */
+export type ClaimedRow = Pick<
+  RunRow,
+  'id' | 'workflow' | 'key' | 'input' | 'context' | 'step' | 'attempt' | 'epoch' | 'deadline_at' | 'parent_id' | 'trace' | 'created_at' | 'run_at'
+>;
+
+/** One state change of a claimed run, applied only while this execution still owns it. */
+export interface Transition {
+  id: string;
+  epoch: number;
+  status: RunStatus;
+  step?: number;
+  attempt?: number;
+  context?: Record<string, unknown>;
+  result?: unknown;
+  /** Merged into `results` (step name → return value). */
+  results?: Record<string, unknown>;
+  error?: unknown;
+  /** Due again after this many ms (retries). */
+  delay_ms?: number;
+  final?: boolean;
+}
+
+/** Filters of `listRuns`. */
+export interface RunFilter {
+  workflow?: string;
+  key?: string;
+  status?: RunStatus[];
+  flowId?: string;
+  parentId?: string;
+  cursor?: string;
+  limit: number;
+}
+
+const INSERT_COLUMNS = `id uuid, workflow text, key text, holds_key boolean, input jsonb, run_at timestamptz,
+  timeout_ms integer, parent_id uuid, runs_after_id uuid, trace jsonb`;
+
+/** Every statement on the `runs` table; `S` is the validated, quoted schema. */
+export class RunsStore {
+  private readonly sql: Record<string, string>;
+
+  constructor(
+    schema: string,
+    /** Channel the workers LISTEN on. */
+    readonly channel: string,
+  ) {
+    const S = `"${schema}"`;
+    this.sql = {
+      insert: `
+        WITH ins AS (
+          INSERT INTO ${S}.runs (id, workflow, key, holds_key, input, run_at, timeout_ms, parent_id, runs_after_id, trace)
+          SELECT id, workflow, key, holds_key, input, coalesce(run_at, now()), timeout_ms, parent_id, runs_after_id, trace
+          FROM jsonb_to_recordset($1::jsonb) AS v(${INSERT_COLUMNS})
+          ON CONFLICT (workflow, key) WHERE holds_key DO NOTHING
+          RETURNING id, run_at
+        ), note AS MATERIALIZED (
+          SELECT pg_notify($2, '') FROM ins WHERE run_at <= now() LIMIT 1
+        )
+        SELECT ins.id FROM ins LEFT JOIN note ON true`,
+      holder: `
+        SELECT id, status, started_at IS NOT NULL AS picked_up FROM ${S}.runs
+        WHERE workflow = $1 AND key = $2 AND holds_key FOR UPDATE`,
+      dropKey: `UPDATE ${S}.runs SET holds_key = false WHERE id = $1 AND holds_key RETURNING id`,
+      takeKey: `UPDATE ${S}.runs SET holds_key = true WHERE id = $1 AND NOT holds_key RETURNING id`,
+      readd: `UPDATE ${S}.runs SET readds = readds + 1 WHERE id = $1`,
+      get: `SELECT * FROM ${S}.runs WHERE id = $1`,
+      getForUpdate: `SELECT * FROM ${S}.runs WHERE id = $1 FOR UPDATE`,
+      list: `
+        SELECT * FROM ${S}.runs
+        WHERE ($1::text IS NULL OR workflow = $1)
+          AND ($2::text IS NULL OR key = $2)
+          AND ($3::text[] IS NULL OR status = ANY($3))
+          AND ($4::text IS NULL OR flow_id = $4)
+          AND ($5::uuid IS NULL OR parent_id = $5)
+          AND ($6::uuid IS NULL OR id < $6)
+        ORDER BY id DESC LIMIT $7`,
+      claim: `
+        WITH c AS (
+          SELECT id FROM ${S}.runs
+          WHERE status = 'pending' AND run_at <= now() AND ($3::text[] IS NULL OR workflow = ANY($3))
+          ORDER BY run_at LIMIT $2 FOR UPDATE SKIP LOCKED
+        )
+        UPDATE ${S}.runs r SET status = 'running', node_id = $1, epoch = r.epoch + 1, attempt = r.attempt + 1,
+          started_at = coalesce(r.started_at, now()),
+          deadline_at = coalesce(r.deadline_at, r.run_at + r.timeout_ms * interval '1 millisecond')
+        FROM c WHERE r.id = c.id
+        RETURNING r.id, r.workflow, r.key, r.input, r.context, r.step, r.attempt, r.epoch, r.deadline_at,
+          r.parent_id, r.trace, r.created_at, r.run_at`,
+      transition: `
+        UPDATE ${S}.runs r SET
+          status = v.status,
+          step = coalesce(v.step, r.step),
+          attempt = coalesce(v.attempt, r.attempt),
+          context = coalesce(v.context, r.context),
+          result = CASE WHEN v.status = 'completed' THEN v.result ELSE r.result END,
+          results = CASE WHEN v.results IS NULL THEN r.results ELSE r.results || v.results END,
+          error = v.error,
+          run_at = CASE WHEN v.delay_ms IS NULL THEN r.run_at ELSE now() + v.delay_ms * interval '1 millisecond' END,
+          node_id = CASE WHEN v.status = 'pending' THEN NULL ELSE r.node_id END,
+          finished_at = CASE WHEN v.final THEN now() END
+        FROM jsonb_to_recordset($1::jsonb) AS v(id uuid, epoch integer, status text, step integer, attempt integer,
+          context jsonb, result jsonb, results jsonb, error jsonb, delay_ms integer, final boolean)
+        WHERE r.id = v.id AND r.epoch = v.epoch AND r.status = 'running'
+        RETURNING r.id`,
+      cancel: `
+        UPDATE ${S}.runs SET status = 'cancelled', cancel_reason = $2, error = $3, finished_at = now()
+        WHERE id = $1 AND status IN ('pending', 'running', 'waiting')
+        RETURNING id`,
+      retry: `
+        UPDATE ${S}.runs SET status = 'pending', run_at = now(), attempt = 0, error = NULL, finished_at = NULL,
+          deadline_at = NULL, node_id = NULL
+        WHERE id = $1 AND status = 'failed' RETURNING id`,
+      release: `
+        UPDATE ${S}.runs SET status = 'pending', node_id = NULL, run_at = now()
+        WHERE id = ANY($1::uuid[]) AND node_id = $2 AND status = 'running'`,
+      timeouts: `
+        UPDATE ${S}.runs SET status = 'failed', finished_at = now(),
+          error = jsonb_build_object('name', 'TimeoutError', 'code', 'timeout', 'message', 'the run timed out')
+        WHERE status IN ('pending', 'waiting') AND timeout_ms IS NOT NULL
+          AND coalesce(deadline_at, run_at + timeout_ms * interval '1 millisecond') < now()
+        RETURNING id`,
+      prune: `
+        WITH d AS (
+          DELETE FROM ${S}.runs WHERE id IN (
+            SELECT id FROM ${S}.runs WHERE finished_at < now() - $1 * interval '1 millisecond' LIMIT $2)
+          RETURNING 1
+        ) SELECT count(*)::int AS n FROM d`,
+      backlog: `
+        SELECT count(*)::int AS pending, coalesce(extract(epoch FROM now() - min(run_at)) * 1000, 0)::float8 AS lag_ms
+        FROM ${S}.runs WHERE status = 'pending' AND run_at <= now()`,
+    };
+  }
+
+  /** Inserts runs (keyed ones only if the key is free) and notifies workers; returns the ids inserted. */
+  async insert(q: Queryable, runs: NewRun[]): Promise<Set<string>> {
+    const rows = await q.query<{ id: string }>(this.sql.insert, [JSON.stringify(runs), this.channel], 'durable_insert');
+    return new Set(rows.map((r) => r.id));
+  }
+
+  /** The run holding (workflow, key), locked for the rest of the transaction. */
+  async lockHolder(q: Queryable, workflow: string, key: string) {
+    const [row] = await q.query<{ id: string; status: RunStatus; picked_up: boolean }>(this.sql.holder, [workflow, key]);
+    return row as { id: string; status: RunStatus; picked_up: boolean } | undefined;
+  }
+
+  /** Makes run `id` give up its key; false when it did not hold it. */
+  async dropKey(q: Queryable, id: string): Promise<boolean> {
+    return (await q.query(this.sql.dropKey, [id])).length > 0;
+  }
+
+  /** Makes run `id` hold its key again (caller made sure it is free). */
+  async takeKey(q: Queryable, id: string): Promise<boolean> {
+    return (await q.query(this.sql.takeKey, [id])).length > 0;
+  }
+
+  /** Counts one more start that found run `id` holding its key. */
+  async countReadd(q: Queryable, id: string): Promise<void> {
+    await q.query(this.sql.readd, [id]);
+  }
+
+  /** One run, or undefined. */
+  async get(q: Queryable, id: string, forUpdate = false): Promise<RunRow | undefined> {
+    const [row] = await q.query<RunRow>(forUpdate ? this.sql.getForUpdate : this.sql.get, [id]);
+    return row;
+  }
+
+  /** Runs matching `f`, newest first, after `cursor` (a run id). */
+  list(q: Queryable, f: RunFilter): Promise<RunRow[]> {
+    return q.query<RunRow>(this.sql.list, [
+      f.workflow ?? null,
+      f.key ?? null,
+      f.status ?? null,
+      f.flowId ?? null,
+      f.parentId ?? null,
+      f.cursor ?? null,
+      f.limit,
+    ]);
+  }
+
+  /** Claims up to `limit` due runs for `nodeId` (SKIP LOCKED), bumping each one's lease epoch. */
+  claim(q: Queryable, nodeId: string, limit: number, workflows: string[] | null): Promise<ClaimedRow[]> {
+    return q.query<ClaimedRow>(this.sql.claim, [nodeId, limit, workflows], 'durable_claim');
+  }
+
+  /** Applies many transitions in one statement; returns the ids whose execution still owned them. */
+  async transition(q: Queryable, ts: Transition[]): Promise<Set<string>> {
+    const rows = await q.query<{ id: string }>(this.sql.transition, [JSON.stringify(ts)], 'durable_transition');
+    return new Set(rows.map((r) => r.id));
+  }
+
+  /** Cancels a run that is still going; false when it had finished (or is compensating). */
+  async cancel(q: Queryable, id: string, reason: string | null, error: unknown): Promise<boolean> {
+    return (await q.query(this.sql.cancel, [id, reason, JSON.stringify(error)])).length > 0;
+  }
+
+  /** Puts a failed run back to pending at its failed step; false when it is not failed. */
+  async retry(q: Queryable, id: string): Promise<boolean> {
+    return (await q.query(this.sql.retry, [id])).length > 0;
+  }
+
+  /** Hands runs this node still runs back to pending (shutdown). */
+  async release(q: Queryable, nodeId: string, ids: string[]): Promise<void> {
+    await q.query(this.sql.release, [ids, nodeId]);
+  }
+
+  /** Fails pending or waiting runs whose workflow timeout passed; returns their ids. */
+  async failTimedOut(q: Queryable): Promise<string[]> {
+    return (await q.query<{ id: string }>(this.sql.timeouts)).map((r) => r.id);
+  }
+
+  /** Deletes up to `batch` runs finished more than `olderThanMs` ago; returns how many. */
+  async prune(q: Queryable, olderThanMs: number, batch: number): Promise<number> {
+    const [row] = await q.query<{ n: number }>(this.sql.prune, [olderThanMs, batch]);
+    return row.n;
+  }
+
+  /** Due pending runs and how long the oldest has waited. */
+  async backlog(q: Queryable): Promise<{ pending: number; lagMs: number }> {
+    const [row] = await q.query<{ pending: number; lag_ms: number }>(this.sql.backlog);
+    return { pending: row.pending, lagMs: row.lag_ms };
+  }
+}
