@@ -1,10 +1,14 @@
 import type { MigrationInterface } from 'typeorm';
 import { DurableInit1733040000000 } from './1733040000000-durable-init';
+import { DurableKeys1733040001000 } from './1733040001000-durable-keys';
 
-export { DurableInit1733040000000 };
+export { DurableInit1733040000000, DurableKeys1733040001000 };
 
 /** The module's migration classes in order, for schema `durable` (TypeORM `migrations: [...]`). */
-export const DURABLE_MIGRATIONS = [DurableInit1733040000000];
+export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[] = [
+  DurableInit1733040000000,
+  DurableKeys1733040001000,
+];
 
 /**
  * The module's migration classes bound to another schema, for users who run migrations with their

@@ -10,6 +10,7 @@ import { Maintenance } from './engine/maintenance';
 import { Starter } from './engine/start';
 import { Worker } from './engine/worker';
 import { DurableHealthIndicator } from './observe/durable.health';
+import { KeyInsights } from './observe/key-insights';
 
 /**
  * Durable, Postgres-backed workflows. `DurableModule.forRoot({ url })` or
@@ -17,7 +18,7 @@ import { DurableHealthIndicator } from './observe/durable.health';
  */
 @Module({
   imports: [DiscoveryModule, TerminusModule],
-  providers: [WorkflowRegistry, WorkflowExplorer, DurableCore, Starter, Maintenance, Worker, DurableService, DurableHealthIndicator],
+  providers: [WorkflowRegistry, WorkflowExplorer, DurableCore, Starter, Maintenance, Worker, DurableService, DurableHealthIndicator, KeyInsights],
   exports: [DurableService, DurableHealthIndicator],
 })
 export class DurableModule extends DurableConfigurableModule {}

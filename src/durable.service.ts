@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { KeyTakenError, NotFailedError, NotFinishedError, RunNotFoundError, TimeoutError } from './errors';
+import { KeyTakenError, NoKeyError, NotFailedError, NotFinishedError, RunNotFoundError, TimeoutError } from './errors';
+import { KeyInsights, type ActivityEvent, type KeyInfo, type KeyStats, type ListActivityOptions } from './observe/key-insights';
 import { toMs, type Duration } from './options/duration';
 import type { WorkflowRef } from './discovery/workflow.registry';
 import { DurableCore } from './engine/durable.core';
@@ -37,6 +38,7 @@ export class DurableService {
     private readonly core: DurableCore,
     private readonly starter: Starter,
     private readonly maintenance: Maintenance,
+    private readonly insights: KeyInsights,
   ) {}
 
   /** Starts a run of `workflow` (see API.md for keys and `onDuplicate`). */
@@ -128,6 +130,37 @@ export class DurableService {
     const input = 'input' in options ? options.input : row.input;
     const result = await this.starter.start(row.workflow, input, { key: row.key, onDuplicate: 'error' });
     return result;
+  }
+
+  /**
+   * Lets a finished run's key go (even under `reuse: 'never'`), so the item can be processed again
+   * on purpose; the run keeps its history and its key value.
+   */
+  async releaseKey(runId: string, options: { by?: string } = {}): Promise<void> {
+    const { runs, db, activity } = this.core;
+    await db.tx(async (q) => {
+      const row = isUuid(runId) ? await runs.get(q, runId, true) : undefined;
+      if (!row) throw new RunNotFoundError(runId);
+      if (!isFinished(row.status)) throw new NotFinishedError(runId);
+      if (!row.holds_key) throw new NoKeyError(runId);
+      await runs.dropKey(q, runId);
+      await activity.record(q, 'key_released', runId, row.workflow, row.key, { by: options.by ?? null });
+    });
+  }
+
+  /** Activity events (key duplicates, hand-offs, releases, retakes), newest first. */
+  listActivity(options?: ListActivityOptions): Promise<ActivityEvent[]> {
+    return this.insights.listActivity(options);
+  }
+
+  /** Keys of a workflow with their holder, runs per key and re-adds in the last day. */
+  listKeys(options: { workflow: WorkflowRef; search?: string; limit?: number; cursor?: string }): Promise<KeyInfo[]> {
+    return this.insights.listKeys(options);
+  }
+
+  /** Key statistics of a workflow. */
+  keyStats(options: { workflow: WorkflowRef }): Promise<KeyStats> {
+    return this.insights.keyStats(options);
   }
 
   /** Deletes finished runs (and activity) older than `olderThan` (default: the retention options). */

@@ -10,5 +10,6 @@ export type { DurableModuleOptions, WorkerOptions, RetentionOptions } from './op
 export type { WorkflowOptions, StepOptions, RetryPolicy, ReusePolicy, OnDuplicate, DebounceOptions } from './options/workflow-options.interface';
 export { type Duration, seconds, minutes, hours, days } from './options/duration';
 export { DurableHealthIndicator } from './observe/durable.health';
+export type { ActivityEvent, KeyInfo, KeyStats, ListActivityOptions } from './observe/key-insights';
 export * from './errors';
-export { DURABLE_MIGRATIONS, durableMigrations, DurableInit1733040000000 } from '../migrations';
+export * from '../migrations';

@@ -3,7 +3,7 @@
  * do once it holds the lock on the key's holder. Each table below is the spec's, row for row.
  */
 import type { OnDuplicate, ReusePolicy } from '../options/workflow-options.interface';
-import type { RunStatus } from './run-info';
+import { FINISHED_STATUSES, type RunStatus } from './run-info';
 
 /** The spec's three kinds of holder status ("Choosing reuse" table rows). */
 export type HolderState = 'going' | 'completed' | 'failedOrCancelled';
@@ -77,7 +77,7 @@ export interface HolderView {
   status: RunStatus;
   /** A worker has started it at least once. */
   pickedUp: boolean;
-  /** It is a debounced run still in its debounce wait. */
+  /** It is a debounced run (in its debounce wait while pending and not picked up). */
   debouncing?: boolean;
 }
 
@@ -93,7 +93,7 @@ export function decideStart(
   if (REUSE_TABLE[state][reuse] === 'free') return { action: 'create', handOffFrom: holderId };
   const mode = duplicateMode(onDuplicate);
   if (state !== 'going') return { action: KEPT_FINISHED_HOLDER_TABLE[mode] } as KeyDecision;
-  if (holder.debouncing) return { action: 'replaceInput', outcome: 'debounced' };
+  if (holder.debouncing && holder.status === 'pending' && !holder.pickedUp) return { action: 'replaceInput', outcome: 'debounced' };
   const action = GOING_HOLDER_TABLE[mode];
   if (action === 'cancelExisting' && holder.status === 'compensating') return { action: 'reject' };
   if (action === 'runAgain' && holder.status === 'pending' && !holder.pickedUp) {
@@ -101,4 +101,12 @@ export function decideStart(
   }
   if (action === 'sendEvent') return { action, name: (onDuplicate as { sendEvent: string }).sendEvent };
   return { action } as KeyDecision;
+}
+
+/**
+ * The holder's final statuses after which a run waiting behind it (`runAgain`) takes the key; after
+ * the others reuse keeps the key and the waiting run is cancelled. Read off {@link REUSE_TABLE}.
+ */
+export function statusesThatFreeKey(reuse: ReusePolicy): RunStatus[] {
+  return FINISHED_STATUSES.filter((s) => REUSE_TABLE[HOLDER_STATE[s]][reuse] === 'free');
 }

@@ -6,10 +6,13 @@ import { toMs, type Duration } from '../options/duration';
 import type { WorkflowDefinition } from '../discovery/workflow-definition';
 import type { WorkflowRef } from '../discovery/workflow.registry';
 import { managerQueryable, type Queryable } from '../store/db';
-import type { NewRun } from '../store/runs.store';
+import type { HolderRow, NewRun } from '../store/runs.store';
+import type { ActivityKind } from '../store/activity.store';
+import { isDeepStrictEqual } from 'node:util';
 import { DurableCore } from './durable.core';
+import { startDone, startSpan, traceCarrier } from '../observe/telemetry';
 import { assertValid, jsonProblem, keyProblem } from './input.validation';
-import { decideStart, KeyDecision } from './keys.policy';
+import { decideStart, statusesThatFreeKey, type KeyDecision } from './keys.policy';
 import type { StartResult } from './run-info';
 import { uuidv7 } from './uuid';
 import { ValidationError } from 'class-validator';
@@ -81,18 +84,22 @@ export class Starter {
   /** Validates and starts one run. */
   async start(ref: WorkflowRef, input: unknown, options: StartOptions = {}): Promise<StartResult> {
     const def = this.core.registry.get(ref);
-    const plan = this.plan(def, { input, key: options.key, runAt: options.runAt }, options.delay, options.onDuplicate);
-    const [result] = await this.execute(def, [plan], options.manager);
-    if ('error' in result) throw result.error;
-    return result;
+    return startSpan(def.name, options.key, async (span) => { // telemetry: durable.start span (observe/telemetry.ts)
+      const plan = this.plan(def, { input, key: options.key, runAt: options.runAt }, options.delay, options.onDuplicate);
+      const [result] = await this.execute(def, [plan], options.manager);
+      if ('error' in result) throw result.error;
+      return startDone(span, result);
+    });
   }
 
   /** Validates every item first, then inserts them in one statement; duplicates resolve one by one. */
   async startMany(ref: WorkflowRef, items: StartManyItem[], options: { manager?: EntityManager } = {}): Promise<StartManyResult[]> {
     const def = this.core.registry.get(ref);
     if (!Array.isArray(items)) assertValid('startMany', [jsonProblem(Symbol(), 'items')]);
-    const plans = items.map((item, i) => this.plan(def, item ?? {}, undefined, undefined, `items[${i}].`));
-    return plans.length ? this.execute(def, plans, options.manager) : [];
+    return startSpan(def.name, undefined, async (span) => { // telemetry: durable.start span (observe/telemetry.ts)
+      const plans = items.map((item, i) => this.plan(def, item ?? {}, undefined, undefined, `items[${i}].`));
+      return startDone(span, plans.length ? await this.execute(def, plans, options.manager) : []);
+    });
   }
 
   private plan(def: WorkflowDefinition, item: StartManyItem, delay: unknown, onDuplicate: OnDuplicate | undefined, prefix = ''): Planned {
@@ -100,6 +107,8 @@ export class Starter {
     const run_at = dueAt(`start ${def.name}`, item.runAt, delay, problems);
     assertValid(`start ${def.name}`, problems);
     const key = item.key ?? null;
+    const debounce = key !== null ? def.debounce : undefined;
+    const now = Date.now();
     return {
       run: {
         id: uuidv7(),
@@ -107,8 +116,10 @@ export class Starter {
         key,
         holds_key: key !== null,
         input: item.input ?? null,
-        run_at,
+        run_at: debounce ? new Date(now + debounce.periodMs).toISOString() : run_at,
         timeout_ms: def.timeoutMs ?? null,
+        trace: traceCarrier(), // telemetry: the starter's trace context, continued by the run's spans
+        debounce_until: debounce ? (debounce.timeoutMs === undefined ? 'infinity' : new Date(now + debounce.timeoutMs).toISOString()) : null,
       },
       onDuplicate: onDuplicate ?? def.onDuplicate,
     };
@@ -130,52 +141,88 @@ export class Starter {
 
   /** Resolves a start whose key was held when it tried to insert. */
   private async resolveDuplicate(q: Queryable, def: WorkflowDefinition, p: Planned): Promise<StartManyResult> {
-    const { runs, activity } = this.core;
+    const { runs } = this.core;
     const key = p.run.key!;
     for (let handoffs = 0; handoffs < MAX_HANDOFFS; ) {
       const holder = await runs.lockHolder(q, def.name, key);
       const decision: KeyDecision = decideStart(
         def.reuse,
         p.onDuplicate,
-        holder && { status: holder.status, pickedUp: holder.picked_up },
+        holder && { status: holder.status, pickedUp: holder.picked_up, debouncing: holder.debouncing },
         holder?.id,
       );
-      switch (decision.action) {
-        case 'create': {
-          if (holder) await runs.dropKey(q, holder.id);
-          if ((await runs.insert(q, [p.run])).has(p.run.id)) {
-            if (holder) {
-              await activity.record(q, 'key_handed_off', p.run.id, def.name, key, { from: holder.id, fromStatus: holder.status });
-            }
-            return { runId: p.run.id, outcome: 'created' };
-          }
-          handoffs++;
-          continue;
+      if (decision.action === 'create') {
+        if (holder) await runs.dropKey(q, holder.id);
+        if ((await runs.insert(q, [p.run])).has(p.run.id)) {
+          if (holder) await this.keyEvent(q, 'key_handed_off', p.run.id, def, key, { from: holder.id, fromStatus: holder.status });
+          return { runId: p.run.id, outcome: 'created' };
         }
-        case 'useExisting':
-          await runs.countReadd(q, holder!.id);
-          await activity.record(q, 'key_duplicate', holder!.id, def.name, key, { outcome: 'use_existing', input: p.run.input });
-          return { runId: holder!.id, outcome: 'useExisting' };
-        case 'reject':
-          await runs.countReadd(q, holder!.id);
-          await activity.record(q, 'key_duplicate', holder!.id, def.name, key, { outcome: 'error', input: p.run.input });
-          return { error: new KeyTakenError(holder!.id) };
-        case 'cancelExisting': {
-          const error = { name: 'CancelledError', code: 'cancelled', message: `replaced by run ${p.run.id}`, replacedBy: p.run.id };
-          await runs.cancel(q, holder!.id, `replaced by run ${p.run.id}`, error);
-          await runs.dropKey(q, holder!.id);
-          if ((await runs.insert(q, [p.run])).has(p.run.id)) {
-            await activity.record(q, 'key_duplicate', holder!.id, def.name, key, { outcome: 'cancel_existing', input: p.run.input, replacedBy: p.run.id });
-            return { runId: p.run.id, outcome: 'cancelExisting' };
-          }
-          handoffs++;
-          continue;
-        }
-        default:
-          // runAgain, sendEvent and debounce belong to the keys issue and are not built yet.
-          throw new Error(`nestjs-durable: onDuplicate "${decision.action}" is not implemented yet`);
+        handoffs++;
+        continue;
       }
+      const answer = await this.answerDuplicate(q, def, p, holder!, decision);
+      if (answer) return answer;
+      handoffs++;
     }
     return { error: new KeyContendedError() };
+  }
+
+  /** Applies a decision about a held key; undefined when the key changed hands meanwhile (try again). */
+  private async answerDuplicate(
+    q: Queryable,
+    def: WorkflowDefinition,
+    p: Planned,
+    holder: HolderRow,
+    decision: Exclude<KeyDecision, { action: 'create' }>,
+  ): Promise<StartManyResult | undefined> {
+    const { runs } = this.core;
+    const key = p.run.key!;
+    const duplicate = (outcome: string, extra: object = {}) =>
+      this.keyEvent(q, 'key_duplicate', holder.id, def, key, {
+        outcome,
+        inputChanged: !isDeepStrictEqual(holder.input ?? null, JSON.parse(JSON.stringify(p.run.input ?? null))),
+        input: p.run.input,
+        ...extra,
+      });
+    switch (decision.action) {
+      case 'useExisting':
+        await runs.countReadd(q, holder.id);
+        await duplicate('use_existing');
+        return { runId: holder.id, outcome: 'useExisting' };
+      case 'reject':
+        await runs.countReadd(q, holder.id);
+        await duplicate('error');
+        return { error: new KeyTakenError(holder.id) };
+      case 'cancelExisting': {
+        const reason = `replaced by run ${p.run.id}`;
+        await runs.dropKey(q, holder.id);
+        await runs.cancel(q, holder.id, reason, { name: 'CancelledError', code: 'cancelled', message: reason, replacedBy: p.run.id });
+        if (!(await runs.insert(q, [p.run])).has(p.run.id)) return undefined;
+        await runs.repointWaiter(q, def.name, key, p.run.id);
+        await duplicate('cancel_existing', { replacedBy: p.run.id });
+        await this.keyEvent(q, 'key_handed_off', p.run.id, def, key, { from: holder.id, fromStatus: holder.status, via: 'cancel_existing' });
+        return { runId: p.run.id, outcome: 'cancelExisting' };
+      }
+      case 'replaceInput': {
+        const restart = decision.outcome === 'debounced' ? def.debounce!.periodMs : null;
+        if (!(await runs.replaceInput(q, holder.id, p.run.input, restart))) return undefined;
+        await runs.countReadd(q, holder.id);
+        await duplicate(decision.outcome === 'debounced' ? 'debounced' : 'run_again');
+        return { runId: holder.id, outcome: decision.outcome };
+      }
+      case 'runAgain': {
+        const waiterId = await runs.upsertWaiter(q, p.run, holder.id, statusesThatFreeKey(def.reuse));
+        await runs.countReadd(q, holder.id);
+        await duplicate('run_again', { runsAfter: holder.id, waitingRunId: waiterId });
+        return { runId: waiterId, outcome: 'runAgain' };
+      }
+      case 'sendEvent':
+        throw new Error(`nestjs-durable: onDuplicate { sendEvent } needs event delivery, which is not built yet`);
+    }
+  }
+
+  /** Records a key event in the activity log (in the start's transaction). */
+  private keyEvent(q: Queryable, kind: ActivityKind, runId: string, def: WorkflowDefinition, key: string, details: object): Promise<void> {
+    return this.core.activity.record(q, kind, runId, def.name, key, details);
   }
 }

@@ -1,9 +1,29 @@
 import type { Queryable } from './db';
+import { emitKeyMetric } from '../observe/telemetry';
 
 /** Kinds of activity event the module records. */
 export type ActivityKind = 'key_duplicate' | 'key_handed_off' | 'key_released' | 'key_retaken';
 
-/** Statements on the `activity` log. */
+/** An `activity` row. */
+export interface ActivityRow {
+  id: string;
+  kind: string;
+  run_id: string | null;
+  at: Date;
+  details: Record<string, unknown>;
+}
+
+/** Filters of `listActivity`. */
+export interface ActivityFilter {
+  kinds?: string[];
+  workflow?: string;
+  key?: string;
+  runId?: string;
+  since?: Date;
+  limit: number;
+}
+
+/** Statements on the `activity` log and the key statistics read from it. */
 export class ActivityStore {
   private readonly sql: Record<string, string>;
 
@@ -11,6 +31,42 @@ export class ActivityStore {
     const S = `"${schema}"`;
     this.sql = {
       record: `INSERT INTO ${S}.activity (kind, run_id, workflow, key, details) VALUES ($1, $2, $3, $4, $5)`,
+      list: `
+        SELECT id::text, kind, run_id, at, details FROM ${S}.activity
+        WHERE ($1::text[] IS NULL OR kind = ANY($1))
+          AND ($2::text IS NULL OR workflow = $2)
+          AND ($3::text IS NULL OR key = $3)
+          AND ($4::uuid IS NULL OR run_id = $4)
+          AND ($5::timestamptz IS NULL OR at >= $5)
+        ORDER BY id DESC LIMIT $6`,
+      keys: `
+        SELECT r.key,
+          count(*)::int AS runs,
+          (array_agg(r.id) FILTER (WHERE r.holds_key))[1] AS holder_id,
+          (array_agg(r.status) FILTER (WHERE r.holds_key))[1] AS holder_status,
+          (SELECT count(*) FROM ${S}.activity a
+            WHERE a.workflow = $1 AND a.key = r.key AND a.kind = 'key_duplicate' AND a.at > now() - interval '1 day')::int
+            AS readds_last_day
+        FROM ${S}.runs r
+        WHERE r.workflow = $1 AND r.key IS NOT NULL
+          AND ($2::text IS NULL OR strpos(r.key, $2) > 0)
+          AND ($3::text IS NULL OR r.key > $3)
+        GROUP BY r.key ORDER BY r.key LIMIT $4`,
+      stats: `
+        SELECT
+          (SELECT count(*) FROM ${S}.runs WHERE workflow = $1 AND holds_key)::int AS keys_held,
+          (SELECT coalesce(jsonb_object_agg(outcome, n), '{}') FROM (
+             SELECT details->>'outcome' AS outcome, count(*)::int AS n FROM ${S}.activity
+             WHERE workflow = $1 AND kind = 'key_duplicate' GROUP BY 1) o) AS by_outcome,
+          (SELECT count(*) FROM ${S}.activity WHERE workflow = $1 AND kind = 'key_duplicate'
+             AND details->>'outcome' = 'use_existing' AND (details->>'inputChanged')::boolean)::int AS dropped,
+          (SELECT count(*) FROM ${S}.activity WHERE workflow = $1 AND kind = 'key_handed_off')::int AS handoffs,
+          (SELECT coalesce(jsonb_agg(jsonb_build_object('bucket', b, 'count', n) ORDER BY b), '[]') FROM (
+             SELECT date_trunc('hour', at) AS b, count(*)::int AS n FROM ${S}.activity
+             WHERE workflow = $1 AND kind = 'key_duplicate' AND at > now() - interval '1 day' GROUP BY 1) t) AS over_time,
+          (SELECT coalesce(jsonb_agg(jsonb_build_object('key', key, 'readds', n) ORDER BY n DESC, key), '[]') FROM (
+             SELECT key, count(*)::int AS n FROM ${S}.activity
+             WHERE workflow = $1 AND kind = 'key_duplicate' GROUP BY key ORDER BY n DESC, key LIMIT 10) k) AS top_keys`,
       prune: `
         WITH d AS (
           DELETE FROM ${S}.activity WHERE id IN (
@@ -23,6 +79,33 @@ export class ActivityStore {
   /** Appends one event (in the caller's transaction when `q` is one). */
   async record(q: Queryable, kind: ActivityKind, runId: string, workflow: string, key: string | null, details: object): Promise<void> {
     await q.query(this.sql.record, [kind, runId, workflow, key, JSON.stringify({ workflow, key, ...details })]);
+    emitKeyMetric(kind, workflow, details); // telemetry: durable.key.* counters (observe/telemetry.ts)
+  }
+
+  /** Events matching `f`, newest first. */
+  list(q: Queryable, f: ActivityFilter): Promise<ActivityRow[]> {
+    return q.query<ActivityRow>(this.sql.list, [f.kinds ?? null, f.workflow ?? null, f.key ?? null, f.runId ?? null, f.since ?? null, f.limit]);
+  }
+
+  /** Keys of `workflow` (substring `search`), ordered by key, after `cursor` (a key). */
+  keys(q: Queryable, workflow: string, search: string | null, cursor: string | null, limit: number) {
+    return q.query<{ key: string; runs: number; holder_id: string | null; holder_status: string | null; readds_last_day: number }>(
+      this.sql.keys,
+      [workflow, search, cursor, limit],
+    );
+  }
+
+  /** The key statistics of `workflow`, over the activity kept. */
+  async stats(q: Queryable, workflow: string) {
+    const [row] = await q.query<{
+      keys_held: number;
+      by_outcome: Record<string, number>;
+      dropped: number;
+      handoffs: number;
+      over_time: { bucket: string; count: number }[];
+      top_keys: { key: string; readds: number }[];
+    }>(this.sql.stats, [workflow]);
+    return row;
   }
 
   /** Deletes up to `batch` events older than `olderThanMs`; returns how many. */

@@ -15,6 +15,17 @@ export interface NewRun {
   parent_id?: string | null;
   runs_after_id?: string | null;
   trace?: Record<string, string> | null;
+  /** Debounced runs: the latest time a restarted debounce wait may reach (null = no cap). */
+  debounce_until?: string | null;
+}
+
+/** The holder of a key, locked, as the key policy needs it. */
+export interface HolderRow {
+  id: string;
+  status: RunStatus;
+  picked_up: boolean;
+  debouncing: boolean;
+  input: unknown;
 }
 
 /** A claimed run as the executor needs it. */
@@ -52,7 +63,7 @@ export interface RunFilter {
 }
 
 const INSERT_COLUMNS = `id uuid, workflow text, key text, holds_key boolean, input jsonb, run_at timestamptz,
-  timeout_ms integer, parent_id uuid, runs_after_id uuid, trace jsonb`;
+  timeout_ms integer, parent_id uuid, runs_after_id uuid, trace jsonb, debounce_until timestamptz`;
 
 /** Every statement on the `runs` table; `S` is the validated, quoted schema. */
 export class RunsStore {
@@ -67,8 +78,10 @@ export class RunsStore {
     this.sql = {
       insert: `
         WITH ins AS (
-          INSERT INTO ${S}.runs (id, workflow, key, holds_key, input, run_at, timeout_ms, parent_id, runs_after_id, trace)
-          SELECT id, workflow, key, holds_key, input, coalesce(run_at, now()), timeout_ms, parent_id, runs_after_id, trace
+          INSERT INTO ${S}.runs (id, workflow, key, holds_key, input, run_at, timeout_ms, parent_id, runs_after_id, trace,
+            debounce_until)
+          SELECT id, workflow, key, holds_key, input, coalesce(run_at, now()), timeout_ms, parent_id, runs_after_id, trace,
+            debounce_until
           FROM jsonb_to_recordset($1::jsonb) AS v(${INSERT_COLUMNS})
           ON CONFLICT (workflow, key) WHERE holds_key DO NOTHING
           RETURNING id, run_at
@@ -77,8 +90,22 @@ export class RunsStore {
         )
         SELECT ins.id FROM ins LEFT JOIN note ON true`,
       holder: `
-        SELECT id, status, started_at IS NOT NULL AS picked_up FROM ${S}.runs
-        WHERE workflow = $1 AND key = $2 AND holds_key FOR UPDATE`,
+        SELECT id, status, started_at IS NOT NULL AS picked_up, debounce_until IS NOT NULL AS debouncing, input
+        FROM ${S}.runs WHERE workflow = $1 AND key = $2 AND holds_key FOR UPDATE`,
+      upsertWaiter: `
+        INSERT INTO ${S}.runs (id, workflow, key, holds_key, status, input, run_at, timeout_ms, runs_after_id, takes_key_after)
+        VALUES ($1, $2, $3, false, 'waiting', $4, 'infinity', $5, $6, $7)
+        ON CONFLICT (workflow, key) WHERE status = 'waiting' AND NOT holds_key AND takes_key_after IS NOT NULL
+        DO UPDATE SET input = EXCLUDED.input, runs_after_id = EXCLUDED.runs_after_id, takes_key_after = EXCLUDED.takes_key_after
+        RETURNING id`,
+      repointWaiter: `
+        UPDATE ${S}.runs SET runs_after_id = $3
+        WHERE workflow = $1 AND key = $2 AND status = 'waiting' AND NOT holds_key AND takes_key_after IS NOT NULL`,
+      replaceInput: `
+        UPDATE ${S}.runs SET input = $2,
+          run_at = CASE WHEN $3::integer IS NULL THEN run_at
+                        ELSE least(now() + $3 * interval '1 millisecond', coalesce(debounce_until, 'infinity')) END
+        WHERE id = $1 AND status = 'pending' AND started_at IS NULL RETURNING id`,
       dropKey: `UPDATE ${S}.runs SET holds_key = false WHERE id = $1 AND holds_key RETURNING id`,
       takeKey: `UPDATE ${S}.runs SET holds_key = true WHERE id = $1 AND NOT holds_key RETURNING id`,
       readd: `UPDATE ${S}.runs SET readds = readds + 1 WHERE id = $1`,
@@ -157,9 +184,39 @@ export class RunsStore {
   }
 
   /** The run holding (workflow, key), locked for the rest of the transaction. */
-  async lockHolder(q: Queryable, workflow: string, key: string) {
-    const [row] = await q.query<{ id: string; status: RunStatus; picked_up: boolean }>(this.sql.holder, [workflow, key]);
-    return row as { id: string; status: RunStatus; picked_up: boolean } | undefined;
+  async lockHolder(q: Queryable, workflow: string, key: string): Promise<HolderRow | undefined> {
+    const [row] = await q.query<HolderRow>(this.sql.holder, [workflow, key]);
+    return row;
+  }
+
+  /**
+   * Leaves one run waiting behind `holderId` without the key (or gives the one already waiting the
+   * newer input); it takes the key when the holder ends with one of `takesKeyAfter`. Returns its id.
+   */
+  async upsertWaiter(q: Queryable, run: NewRun, holderId: string, takesKeyAfter: RunStatus[]): Promise<string> {
+    const [row] = await q.query<{ id: string }>(this.sql.upsertWaiter, [
+      run.id,
+      run.workflow,
+      run.key,
+      JSON.stringify(run.input),
+      run.timeout_ms,
+      holderId,
+      takesKeyAfter,
+    ]);
+    return row.id;
+  }
+
+  /** Makes the run waiting behind (workflow, key) wait behind `holderId` instead. */
+  async repointWaiter(q: Queryable, workflow: string, key: string, holderId: string): Promise<void> {
+    await q.query(this.sql.repointWaiter, [workflow, key, holderId]);
+  }
+
+  /**
+   * Gives a pending run that no worker has picked up the newer input (and, for a debounce, restarts
+   * its wait, capped by its debounce limit); false when it was picked up meanwhile.
+   */
+  async replaceInput(q: Queryable, id: string, input: unknown, restartWaitMs: number | null): Promise<boolean> {
+    return (await q.query(this.sql.replaceInput, [id, JSON.stringify(input), restartWaitMs])).length > 0;
   }
 
   /** Makes run `id` give up its key; false when it did not hold it. */

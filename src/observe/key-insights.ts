@@ -1,0 +1,94 @@
+import { Injectable } from '@nestjs/common';
+import { DurableCore } from '../engine/durable.core';
+import type { RunStatus } from '../engine/run-info';
+import type { WorkflowRef } from '../discovery/workflow.registry';
+
+/** One entry of the activity log. */
+export interface ActivityEvent {
+  id: string;
+  kind: string;
+  runId: string | null;
+  at: Date;
+  /** Always has `workflow` and `key` for key events; see API.md for each kind. */
+  details: Record<string, unknown>;
+}
+
+/** A key of a workflow, with its holder. */
+export interface KeyInfo {
+  workflow: string;
+  key: string;
+  holderId: string | null;
+  holderStatus: RunStatus | null;
+  /** Runs started with this key (still stored). */
+  runs: number;
+  /** Starts that found the key held in the last 24 hours. */
+  readdsLastDay: number;
+}
+
+/** Key statistics of a workflow, over the activity kept (`retention.activity`). */
+export interface KeyStats {
+  keysHeld: number;
+  readdsByOutcome: Record<string, number>;
+  droppedInputs: number;
+  handoffs: number;
+  readdsOverTime: { bucket: Date; count: number }[];
+  topKeys: { key: string; readds: number }[];
+}
+
+/** Filters of `listActivity`. */
+export interface ListActivityOptions {
+  kinds?: string[];
+  workflow?: WorkflowRef;
+  key?: string;
+  runId?: string;
+  since?: Date;
+  limit?: number;
+}
+
+const clampLimit = (n: number | undefined, def: number) => Math.min(Math.max(1, Math.floor(n ?? def)), 1000);
+
+/** Reads of the activity log and of keys: `listActivity`, `listKeys`, `keyStats`. */
+@Injectable()
+export class KeyInsights {
+  constructor(private readonly core: DurableCore) {}
+
+  /** Activity events, newest first. */
+  async listActivity(o: ListActivityOptions = {}): Promise<ActivityEvent[]> {
+    const rows = await this.core.activity.list(this.core.db, {
+      kinds: o.kinds,
+      workflow: o.workflow === undefined ? undefined : this.core.registry.nameOf(o.workflow),
+      key: o.key,
+      runId: o.runId,
+      since: o.since,
+      limit: clampLimit(o.limit, 100),
+    });
+    return rows.map((r) => ({ id: r.id, kind: r.kind, runId: r.run_id, at: r.at, details: r.details }));
+  }
+
+  /** Keys of a workflow ordered by key; page with `cursor: last.key`. */
+  async listKeys(o: { workflow: WorkflowRef; search?: string; limit?: number; cursor?: string }): Promise<KeyInfo[]> {
+    const workflow = this.core.registry.nameOf(o.workflow);
+    const rows = await this.core.activity.keys(this.core.db, workflow, o.search ?? null, o.cursor ?? null, clampLimit(o.limit, 50));
+    return rows.map((r) => ({
+      workflow,
+      key: r.key,
+      holderId: r.holder_id,
+      holderStatus: r.holder_status as RunStatus | null,
+      runs: r.runs,
+      readdsLastDay: r.readds_last_day,
+    }));
+  }
+
+  /** The figures of API.md's `KeyStats` for one workflow. */
+  async keyStats(o: { workflow: WorkflowRef }): Promise<KeyStats> {
+    const s = await this.core.activity.stats(this.core.db, this.core.registry.nameOf(o.workflow));
+    return {
+      keysHeld: s.keys_held,
+      readdsByOutcome: s.by_outcome,
+      droppedInputs: s.dropped,
+      handoffs: s.handoffs,
+      readdsOverTime: s.over_time.map((b) => ({ bucket: new Date(b.bucket), count: b.count })),
+      topKeys: s.top_keys,
+    };
+  }
+}
