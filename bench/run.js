@@ -4,12 +4,12 @@ const { fork } = require('child_process');
 const fs = require('fs');
 const path = require('path');
 const { resolveUrl, stopEmbedded, envFacts } = require('./lib/db');
-const { METRICS, GROUP_OF, sizes, reps, fmt } = require('./lib/scenarios');
+const { METRICS, GROUP_OF, sizes, sizesFor, reps, fmt } = require('./lib/scenarios');
 const { summarize, log, scale } = require('./lib/util');
 
-const ALL_VARIANTS = ['ours', 'graphile', 'graphile-default', 'pgboss'];
-const LABEL = { ours: 'nestjs-durable', graphile: 'graphile-worker (local queue + batched completion)', 'graphile-default': 'graphile-worker (defaults)', pgboss: 'pg-boss' };
-const SHORT = { ours: 'ours', graphile: 'graphile (batched)', 'graphile-default': 'graphile (default)', pgboss: 'pg-boss' };
+const ALL_VARIANTS = ['ours', 'graphile', 'graphile-default', 'pgboss', 'raw'];
+const LABEL = { ours: 'nestjs-durable', graphile: 'graphile-worker (local queue + batched completion)', 'graphile-default': 'graphile-worker (defaults)', pgboss: 'pg-boss', raw: 'raw SQL reference (Postgres floor on this machine)' };
+const SHORT = { ours: 'ours', graphile: 'graphile (batched)', 'graphile-default': 'graphile (default)', pgboss: 'pg-boss', raw: 'raw SQL' };
 const ALL_METRICS = ['drain', 'five', 'starts1', 'starts16', 'bulk', 'p50', 'p99'];
 // graphile's producer side does not depend on the worker configuration, so the default configuration
 // only repeats the worker-side scenarios (and skips the five-step chain to stay inside the time budget).
@@ -81,7 +81,6 @@ async function main() {
       if (r.describe) info[variant].describe = r.describe;
       if (r.fiveStepModel) info[variant].fiveStepModel = r.fiveStepModel;
       if (!r.ok) { info[variant].errors.push(`${group}: ${r.error}`); continue; }
-      if (r.result.samples) info[variant].latencySamples = r.result.samples;
       for (const m of wanted) if (r.result[m]) (results[variant] = results[variant] || {})[m] = summarize(r.result[m]);
     }
   }
@@ -97,8 +96,14 @@ async function main() {
 
   const notes = [];
   notes.push(`Each cell: median of ${reps()} runs (min–max). Ratios are ours ÷ theirs on the median: above 1 is better for throughput, below 1 is better for latency.`);
-  notes.push(`Sizes: drain ${fmt(sz.drain)} one-step runs; five-step ${fmt(sz.five)} runs (${fmt(sz.five * 5)} checkpoints); starts ${fmt(sz.starts)} per caller count (16 callers share them); bulk = the drain's enqueue phase (${fmt(sz.drain)} runs in batches of ${fmt(sz.batch)}); latency ${fmt(sz.latency)} sequential samples after 20 warm-up${variants.includes('pgboss') ? ` (pg-boss: ${info.pgboss && info.pgboss.latencySamples || sz.latencyPgboss}, since each sample waits for its 0.5 s poll)` : ''}.`);
-  notes.push('Drain: all runs enqueued first (bulk), `ANALYZE` on the system\'s tables, then timed from the worker-start call until the database shows every run completed (graphile deletes completed jobs: queue empty). Pickup latency: from just before the start/addJob/send call to the first line of the step handler, one run at a time on an idle worker, 3 ms apart.');
+  notes.push(`Sizes: drain ${fmt(sz.drain)} one-step runs; five-step ${fmt(sz.five)} runs (${fmt(sz.five * 5)} checkpoints); starts ${fmt(sz.starts)} per caller count (16 callers share them); bulk = the drain's enqueue phase (${fmt(sz.drain)} runs in batches of ${fmt(sz.batch)}); latency ${fmt(sz.latency)} sequential samples after 20 warm-up.`);
+  const capped = [];
+  for (const v of variants) {
+    const s = sizesFor(v);
+    for (const k of ['drain', 'five', 'latency']) if (s[k] !== sz[k]) capped.push(`${SHORT[v]} ${k} ${fmt(s[k])}${k === 'five' ? ' runs' : k === 'latency' ? ' samples' : ' runs'}`);
+  }
+  if (capped.length) notes.push(`Capped to stay inside the time budget (a slow system at that work, or pg-boss's 0.5 s poll per latency sample): ${capped.join('; ')}.`);
+  notes.push('Drain: all runs enqueued first (bulk), `ANALYZE` on the system\'s tables, then timed from the worker-start call until the database shows every run completed (graphile deletes completed jobs: queue empty). Pickup latency: from just before the start/addJob/send call to the first line of the step handler, one run at a time on an idle worker, 3 ms apart (pg-boss: 3 ms + a random part of its polling interval, so samples do not phase-lock to its poll loop).');
   for (const v of variants) {
     const i = info[v] || {};
     notes.push(`**${LABEL[v]}**: ${i.describe || ''}${i.fiveStepModel ? `; five-step modelled as ${i.fiveStepModel}` : ''}.${i.errors && i.errors.length ? ` Errors: ${i.errors.join('; ')}` : ''}`);

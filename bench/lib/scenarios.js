@@ -18,17 +18,31 @@ const METRICS = {
 const sizes = () => ({
   drain: scaled(100000, 100),
   five: scaled(20000, 20),
-  starts: scaled(10000, 32),
+  starts: scaled(Number(process.env.BENCH_STARTS || 4000), 32),
   latency: scaled(1000, 20),
-  latencyPgboss: Math.min(scaled(1000, 20), Number(process.env.BENCH_PGBOSS_LATENCY_SAMPLES || 40)),
   batch: batch(),
 });
+
+// Per-system caps that keep the whole run inside 10 minutes on 2 cores; each is printed with the table.
+// A rate measured on fewer items is still a rate; the caps only bite where a system is slow at that work.
+const CAPS = {
+  'graphile-default': { drain: Number(process.env.BENCH_GRAPHILE_DEFAULT_DRAIN || 20000) },
+  graphile: { five: Number(process.env.BENCH_GRAPHILE_FIVE || 3000) },
+  pgboss: { latency: Number(process.env.BENCH_PGBOSS_LATENCY_SAMPLES || 40) },
+  raw: { five: Number(process.env.BENCH_RAW_FIVE || 5000) },
+};
+function sizesFor(name) {
+  const s = sizes();
+  const c = CAPS[name] || {};
+  for (const k of Object.keys(c)) if (Number.isFinite(c[k]) && c[k] > 0) s[k] = Math.min(s[k], Math.max(20, Math.round(c[k] * Math.min(1, Number(process.env.BENCH_SCALE || 1)))));
+  return s;
+}
 
 /** Scenario groups, each run in its own child process. Returns { metric: [value per rep] }. */
 const GROUPS = {
   // bulk is measured as the enqueue phase of the drain: the same 100k one-step runs, in batches.
   async drain(sys, want, onRep) {
-    const s = sizes();
+    const s = sizesFor(sys.name);
     const out = { bulk: [], drain: [] };
     for (let r = 1; r <= reps(); r++) {
       await sys.reset();
@@ -45,8 +59,25 @@ const GROUPS = {
     if (!want.has('bulk')) delete out.bulk;
     return out;
   },
+  // Used by profile.js: enqueue in one process, drain in another (the profiled one).
+  async enqueue(sys, want, onRep) {
+    const n = Number(process.env.BENCH_PROFILE_N || sizes().drain);
+    await sys.reset();
+    const ms = await sys.enqueueNoop(n, sizes().batch);
+    await sys.analyze();
+    onRep(1, {}, `${n} runs enqueued in ${Math.round(ms)} ms`);
+    return { n, enqueueMs: ms };
+  },
+  async drainonly(sys, want, onRep) {
+    const n = Number(process.env.BENCH_PROFILE_N || sizes().drain);
+    const hrStart = String(process.hrtime.bigint() / 1000n);
+    const ms = await sys.drainNoop(n);
+    const hrEnd = String(process.hrtime.bigint() / 1000n);
+    onRep(1, {}, `${n} runs drained in ${Math.round(ms)} ms: ${fmt((n / ms) * 1000)}/s`);
+    return { n, drainMs: ms, rate: (n / ms) * 1000, hrStart, hrEnd };
+  },
   async five(sys, want, onRep) {
-    const s = sizes();
+    const s = sizesFor(sys.name);
     const out = { five: [] };
     for (let r = 1; r <= reps(); r++) {
       await sys.reset();
@@ -59,7 +90,7 @@ const GROUPS = {
     return out;
   },
   async starts(sys, want, onRep) {
-    const s = sizes();
+    const s = sizesFor(sys.name);
     const out = { starts1: [], starts16: [] };
     for (let r = 1; r <= reps(); r++) {
       await sys.reset();
@@ -71,9 +102,9 @@ const GROUPS = {
     return out;
   },
   async latency(sys, want, onRep) {
-    const s = sizes();
-    const n = sys.name === 'pgboss' ? s.latencyPgboss : s.latency;
-    const out = { p50: [], p99: [], samples: n };
+    const s = sizesFor(sys.name);
+    const n = s.latency;
+    const out = { p50: [], p99: [] };
     for (let r = 1; r <= reps(); r++) {
       await sys.reset();
       const v = (await sys.latency(n, 20, Number(process.env.BENCH_LATENCY_GAP_MS || 3))).sort((a, b) => a - b);
@@ -89,4 +120,4 @@ const GROUP_OF = { drain: 'drain', bulk: 'drain', five: 'five', starts: 'starts'
 
 function fmt(x) { return Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : String(x); }
 
-module.exports = { GROUPS, GROUP_OF, METRICS, sizes, reps, fmt, log };
+module.exports = { GROUPS, GROUP_OF, METRICS, sizes, sizesFor, reps, fmt, log };

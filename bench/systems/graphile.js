@@ -13,8 +13,8 @@ const logger = new Logger(() => silentLogger);
 
 function create(url, variant) {
   const batched = variant === 'graphile';
-  const concurrency = Number(process.env.BENCH_GRAPHILE_CONCURRENCY || (batched ? 24 : 10));
-  const localQueueSize = Number(process.env.BENCH_GRAPHILE_LOCAL_QUEUE || 500);
+  const concurrency = Number(process.env.BENCH_GRAPHILE_CONCURRENCY || 10);
+  const localQueueSize = Number(process.env.BENCH_GRAPHILE_LOCAL_QUEUE || 1000);
   const preset = batched
     ? { worker: { localQueue: { size: localQueueSize }, completeJobBatchDelay: 0, failJobBatchDelay: 0 } }
     : { worker: {} };

@@ -9,8 +9,8 @@ const { now, sleep, until, Counter, Signal, timeoutMs } = require('../lib/util')
 const SCHEMA = 'bench_pgboss';
 
 function create(url) {
-  const workers = Number(process.env.BENCH_PGBOSS_WORKERS || 4);
-  const batchSize = Number(process.env.BENCH_PGBOSS_BATCH || 500);
+  const workers = Number(process.env.BENCH_PGBOSS_WORKERS || 2);
+  const batchSize = Number(process.env.BENCH_PGBOSS_BATCH || 5000);
   const polling = Number(process.env.BENCH_PGBOSS_POLL || 0.5);
   const describe = `${workers} workers x batchSize ${batchSize}, pollingIntervalSeconds ${polling}`;
   const bossOpts = { connectionString: url, schema: SCHEMA, max: 20, supervise: false, schedule: false, migrate: true };
@@ -95,7 +95,8 @@ function create(url) {
           await producer.send('bench_noop', { i: k });
           const at = await Promise.race([p, sleep(10000).then(() => { throw new Error('pickup timeout'); })]);
           if (k >= 0) out.push(at - t0);
-          await sleep(gapMs);
+          // a pg-boss worker sleeps a full polling interval after each batch; a random gap samples its phase
+          await sleep(gapMs + Math.random() * polling * 1000);
         }
         return out;
       } finally { await boss.stop({ graceful: false, wait: true, close: true }).catch(() => {}); }
