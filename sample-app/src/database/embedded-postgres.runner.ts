@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from 'pg';
@@ -114,6 +115,13 @@ export class EmbeddedPostgresRunner {
     if (!existsSync(pidFile)) return;
     const pid = Number.parseInt(readFileSync(pidFile, 'utf8').split('\n')[0] ?? '', 10);
     if (!Number.isInteger(pid) || pid <= 0 || !isAlive(pid) || !looksLikePostgres(pid)) return;
+    const owner = liveNodeParent(pid);
+    if (owner !== undefined) {
+      throw new Error(
+        `${this.options.dir} is in use by PostgreSQL pid ${pid}, started by another running app (pid ${owner}). ` +
+          `Stop that app, or share its database: DATABASE_URL=${this.url}`,
+      );
+    }
     this.logger.warn(`PostgreSQL from an earlier run is still running (pid ${pid}); stopping it`);
     process.kill(pid, 'SIGINT');
     const deadline = Date.now() + 15_000;
@@ -156,6 +164,18 @@ function isAlive(pid: number): boolean {
     return true;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** The pid of the live Node process that spawned `pid`, if any (an orphan's parent is init or a reaper). */
+function liveNodeParent(pid: number): number | undefined {
+  try {
+    const ppid = Number.parseInt(execFileSync('ps', ['-o', 'ppid=', '-p', String(pid)], { encoding: 'utf8' }).trim(), 10);
+    if (!Number.isInteger(ppid) || ppid <= 1 || !isAlive(ppid)) return undefined;
+    const command = execFileSync('ps', ['-o', 'command=', '-p', String(ppid)], { encoding: 'utf8' });
+    return /\bnode\b/.test(command) ? ppid : undefined;
+  } catch {
+    return undefined;
   }
 }
 
