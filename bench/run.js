@@ -10,7 +10,7 @@ const { summarize, log, scale } = require('./lib/util');
 const ALL_VARIANTS = ['ours', 'graphile', 'graphile-default', 'pgboss', 'raw'];
 const LABEL = { ours: 'nestjs-durable', graphile: 'graphile-worker (local queue + batched completion)', 'graphile-default': 'graphile-worker (defaults)', pgboss: 'pg-boss', raw: 'raw SQL reference (Postgres floor on this machine)' };
 const SHORT = { ours: 'ours', graphile: 'graphile (batched)', 'graphile-default': 'graphile (default)', pgboss: 'pg-boss', raw: 'raw SQL' };
-const ALL_METRICS = ['drain', 'five', 'starts1', 'starts16', 'bulk', 'p50', 'p99'];
+const ALL_METRICS = ['drain', 'five', 'starts1', 'starts16', 'starts1n', 'starts16n', 'bulk', 'p50', 'p99'];
 // graphile's producer side does not depend on the worker configuration, so the default configuration
 // only repeats the worker-side scenarios (and skips the five-step chain to stay inside the time budget).
 const DEFAULT_GRAPHILE_METRICS = new Set((process.env.BENCH_GRAPHILE_DEFAULT_METRICS || 'drain,p50,p99').split(','));
@@ -25,7 +25,7 @@ function selectedMetrics() {
   if (!s.length) return ALL_METRICS;
   const out = new Set();
   for (const x of s) {
-    if (x === 'starts') { out.add('starts1'); out.add('starts16'); } else if (x === 'latency') { out.add('p50'); out.add('p99'); } else if (METRICS[x]) out.add(x);
+    if (x === 'starts') { out.add('starts1'); out.add('starts16'); out.add('starts1n'); out.add('starts16n'); } else if (x === 'latency') { out.add('p50'); out.add('p99'); } else if (METRICS[x]) out.add(x);
     else throw new Error(`unknown scenario ${x} (use drain, bulk, five, starts, latency)`);
   }
   return ALL_METRICS.filter((m) => out.has(m));
@@ -87,7 +87,7 @@ async function main() {
 
   const others = variants.filter((v) => v !== 'ours');
   const head = ['Scenario', 'target (ours)', ...variants.flatMap((v) => (v === 'ours' ? [SHORT[v]] : [SHORT[v], `ours / ${SHORT[v]}`]))];
-  const rows = metrics.map((m) => {
+  const rows = metrics.filter((m) => variants.some((v) => results[v] && results[v][m])).map((m) => {
     const mine = results.ours && results.ours[m];
     return [`${METRICS[m].title}, ${METRICS[m].unit}`, METRICS[m].target,
       ...variants.flatMap((v) => { const s = results[v] && results[v][m]; return v === 'ours' ? [cell(s, m)] : [cell(s, m), variants.includes('ours') ? ratio(mine, s) : '']; })];

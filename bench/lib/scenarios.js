@@ -10,6 +10,8 @@ const METRICS = {
   five: { title: 'Five-step runs: step checkpoints', unit: 'checkpoints/s', higher: true, target: '≥ 20,000' },
   starts1: { title: 'Starts, 1 caller', unit: 'starts/s', higher: true, target: '≥ 5,000' },
   starts16: { title: 'Starts, 16 concurrent callers', unit: 'starts/s', higher: true, target: '≥ 20,000' },
+  starts1n: { title: 'Starts + pg_notify in the same transaction, 1 caller', unit: 'starts/s', higher: true, target: '(reference)' },
+  starts16n: { title: 'Starts + pg_notify in the same transaction, 16 callers', unit: 'starts/s', higher: true, target: '(reference)' },
   bulk: { title: 'Bulk start (startMany / addJobs / insert)', unit: 'runs/s', higher: true, target: '≥ 100,000' },
   p50: { title: 'Pickup latency p50 (idle worker)', unit: 'ms', higher: false, target: '≤ 1 ms' },
   p99: { title: 'Pickup latency p99 (idle worker)', unit: 'ms', higher: false, target: '≤ 5 ms' },
@@ -97,6 +99,12 @@ const GROUPS = {
       out.starts1.push((s.starts / (await sys.starts(s.starts, 1))) * 1000);
       await sys.reset();
       out.starts16.push((s.starts / (await sys.starts(s.starts, 16))) * 1000);
+      if (sys.startsNotify) {
+        await sys.reset();
+        (out.starts1n = out.starts1n || []).push((s.starts / (await sys.startsNotify(s.starts, 1))) * 1000);
+        await sys.reset();
+        (out.starts16n = out.starts16n || []).push((s.starts / (await sys.startsNotify(s.starts, 16))) * 1000);
+      }
       onRep(r, out, `${s.starts} starts: 1 caller ${fmt(out.starts1.at(-1))}/s, 16 callers ${fmt(out.starts16.at(-1))}/s`);
     }
     return out;
@@ -116,7 +124,7 @@ const GROUPS = {
   },
 };
 
-const GROUP_OF = { drain: 'drain', bulk: 'drain', five: 'five', starts: 'starts', starts1: 'starts', starts16: 'starts', latency: 'latency', p50: 'latency', p99: 'latency' };
+const GROUP_OF = { drain: 'drain', bulk: 'drain', five: 'five', starts: 'starts', starts1: 'starts', starts16: 'starts', starts1n: 'starts', starts16n: 'starts', latency: 'latency', p50: 'latency', p99: 'latency' };
 
 function fmt(x) { return Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : String(x); }
 

@@ -3,7 +3,7 @@
 // same work, with none of a queue's bookkeeping. A reference column, not a competitor.
 //   drain:   claim 50 per statement (FOR UPDATE SKIP LOCKED) and complete them with one statement, 4 loops
 //   five:    claim 10 per statement, then one UPDATE + commit per step checkpoint, 16 loops
-//   starts:  one single-row INSERT + commit per start
+//   starts:  one single-row INSERT + commit per start (and again with a pg_notify in the same transaction)
 //   bulk:    one multi-row INSERT (unnest) per batch
 //   latency: INSERT + pg_notify from one connection; a LISTENing connection claims the row on the notification
 const { Pool, Client } = require('pg');
@@ -72,6 +72,19 @@ function create(url) {
       const t0 = now();
       await loops(callers, async () => {
         while (next < n) { const i = next++; await pool.query({ name: 'raw_start', text: `insert into ${T} (input) values ($1) returning id`, values: [JSON.stringify({ i })] }); }
+      });
+      return now() - t0;
+    },
+    // The same start with a NOTIFY in its transaction: Postgres serialises NOTIFYing commits (a
+    // database-wide lock is held from pre-commit until the commit is flushed), so concurrency stops helping.
+    async startsNotify(n, callers) {
+      let next = 0;
+      const t0 = now();
+      await loops(callers, async () => {
+        while (next < n) {
+          const i = next++;
+          await pool.query({ name: 'raw_start_n', text: `with i as (insert into ${T} (input) values ($1) returning id) select pg_notify('bench_raw', i.id::text) from i`, values: [JSON.stringify({ i })] });
+        }
       });
       return now() - t0;
     },
