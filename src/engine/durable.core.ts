@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import type { Pool } from 'pg';
 import { DataSource } from 'typeorm';
 import { DURABLE_OPTIONS } from '../durable.module-definition';
@@ -12,6 +12,8 @@ import { RunsStore } from '../store/runs.store';
 import { NodesStore } from '../store/nodes.store';
 import { MemosStore } from '../store/memos.store';
 import { ActivityStore } from '../store/activity.store';
+import { EventsStore } from '../store/events.store';
+import { WaitsStore } from '../store/waits.store';
 import { runMigrations } from '../store/migrator';
 import { RunRow, toRunInfo } from '../store/run-row';
 import type { RunInfo } from './run-info';
@@ -22,7 +24,7 @@ import type { RunInfo } from './run-info';
  * discovered).
  */
 @Injectable()
-export class DurableCore implements OnModuleInit, OnModuleDestroy {
+export class DurableCore implements OnModuleInit, OnApplicationShutdown {
   readonly options: ResolvedOptions;
   readonly logger = new Logger(LOG_CONTEXT);
   dataSource: DataSource;
@@ -31,6 +33,8 @@ export class DurableCore implements OnModuleInit, OnModuleDestroy {
   nodes: NodesStore;
   memos: MemosStore;
   activity: ActivityStore;
+  events: EventsStore;
+  waits: WaitsStore;
   private ownsDataSource = false;
 
   constructor(
@@ -44,6 +48,8 @@ export class DurableCore implements OnModuleInit, OnModuleDestroy {
     this.nodes = new NodesStore(schema);
     this.memos = new MemosStore(schema);
     this.activity = new ActivityStore(schema);
+    this.events = new EventsStore(schema, `durable_${schema}`);
+    this.waits = new WaitsStore(schema);
   }
 
   async onModuleInit(): Promise<void> {
@@ -60,7 +66,8 @@ export class DurableCore implements OnModuleInit, OnModuleDestroy {
     }
   }
 
-  async onModuleDestroy(): Promise<void> {
+  /** Last of the shutdown hooks, so the worker has drained (in `beforeApplicationShutdown`) first. */
+  async onApplicationShutdown(): Promise<void> {
     if (this.ownsDataSource && this.dataSource.isInitialized) await this.dataSource.destroy();
   }
 
