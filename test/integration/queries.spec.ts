@@ -105,6 +105,8 @@ describe('getRun / waitForRun / listRuns', () => {
     expect(Date.now() - t0).toBeGreaterThanOrEqual(450);
     expect(Date.now() - t0).toBeLessThan(5_000);
     expect((await durable.getRun(runId))!.status).not.toBe('completed');
+    gate.open();
+    await durable.waitForRun(runId, { timeout: 10_000 });
   });
 
   it('listRuns filters by workflow, status and key', async () => {
@@ -127,6 +129,7 @@ describe('getRun / waitForRun / listRuns', () => {
     expect(ids(await durable.listRuns({ workflow: 'queries_gated', key: 'f-2' }))).toEqual([]);
     expect(await durable.listRuns({})).toHaveLength(5);
     gate.open();
+    await durable.waitForRun(gated.runId, { timeout: 10_000 });
   });
 
   it('listRuns pages with limit and cursor: pages do not overlap and cover every run', async () => {

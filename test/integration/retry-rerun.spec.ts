@@ -78,6 +78,8 @@ describe('retry and rerun', () => {
     await expect(durable.retry(pending.runId)).rejects.toBeInstanceOf(NotFailedError);
 
     await expect(durable.retry(randomUUID())).rejects.toBeInstanceOf(RunNotFoundError);
+    gate.open();
+    await durable.waitForRun(running.runId, { timeout: 10_000 });
   });
 
   it('rerun makes a fresh copy of a finished run with a new id, from its first step', async () => {
@@ -128,5 +130,7 @@ describe('retry and rerun', () => {
     const err = await durable.rerun(running.runId).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(NotFinishedError);
     expect((err as NotFinishedError).code).toBe('not_finished');
+    gate.open();
+    await durable.waitForRun(running.runId, { timeout: 10_000 });
   });
 });

@@ -127,5 +127,18 @@ export async function createApp(spec: AppSpec = {}): Promise<TestApp> {
 /** Closes every app created by the current test that is still open (newest first). */
 export async function closeAllApps(): Promise<void> {
   const apps = openApps.splice(0).reverse();
-  for (const a of apps) await a.close().catch(() => undefined);
+  for (const a of apps) {
+    // A close that hangs is a bug (the drain tests assert on it); here it must not stall the suite.
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), CLOSE_TIMEOUT_MS);
+    });
+    const outcome = await Promise.race([a.close().then(() => 'closed' as const, () => 'closed' as const), timedOut]);
+    clearTimeout(timer);
+    if (outcome === 'timeout') {
+      process.stderr.write(`[test support] app on schema ${a.schema} did not close within ${CLOSE_TIMEOUT_MS} ms\n`);
+    }
+  }
 }
+
+const CLOSE_TIMEOUT_MS = 15_000;

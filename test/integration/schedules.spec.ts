@@ -1,0 +1,286 @@
+import {
+  DurableValidationError,
+  KeyTakenError,
+  RunContext,
+  Schedule,
+  ScheduleNotFoundError,
+  Step,
+  Workflow,
+} from '../../src';
+import { Scheduler } from '../../src/engine/scheduler';
+import { createApp, freshSchema, Gate, ident, sql, TestApp, waitFor } from '../support';
+
+// ---- workflows ----------------------------------------------------------------------------------
+
+@Schedule('* * * * * *', { name: 'every_second', input: { from: 'cron' } })
+@Workflow('sched_tick')
+class Tick {
+  @Step()
+  async tick(ctx: RunContext<{ from: string }>) {
+    return { from: ctx.input?.from ?? null, key: ctx.key };
+  }
+}
+
+/** Not decorated: scheduled through the API. */
+@Workflow('sched_plain')
+class Plain {
+  @Step()
+  async run(ctx: RunContext) {
+    return { input: ctx.input ?? null, key: ctx.key };
+  }
+}
+
+let cleanupGate = new Gate();
+
+/** A slow keyed cleanup: fires while it runs find the key held (default onDuplicate useExisting). */
+@Schedule('* * * * * *', { key: 'cleanup' })
+@Workflow('sched_cleanup')
+class Cleanup {
+  @Step()
+  async clean(ctx: RunContext) {
+    await cleanupGate.wait(ctx.signal);
+    return 'cleaned';
+  }
+}
+
+/** Same, with onDuplicate 'error': a fire while the key is held is skipped, not a failure. */
+@Schedule('* * * * * *', { key: 'strict' })
+@Workflow('sched_strict', { onDuplicate: 'error' })
+class Strict {
+  @Step()
+  async clean(ctx: RunContext) {
+    await cleanupGate.wait(ctx.signal);
+    return 'cleaned';
+  }
+}
+
+@Schedule('not a cron')
+@Workflow('sched_bad_cron')
+class BadCron {
+  @Step()
+  async s() {}
+}
+
+@Schedule('* * * * *', { timezone: 'Mars/Olympus_Mons' })
+@Workflow('sched_bad_tz')
+class BadTz {
+  @Step()
+  async s() {}
+}
+
+// ---- helpers ------------------------------------------------------------------------------------
+
+const schedulerOf = (t: TestApp) => t.get(Scheduler);
+
+async function fires(schema: string, schedule: string) {
+  return sql<{ tick_at: Date; node_id: string; run_id: string | null; outcome: string | null }>(
+    `select tick_at, node_id, run_id, outcome from ${ident(schema)}.schedule_fires where schedule = $1 order by tick_at`,
+    [schedule],
+  );
+}
+
+async function runsOf(schema: string, workflow: string) {
+  return sql<{ id: string; key: string | null; input: unknown; status: string }>(
+    `select id, key, input, status from ${ident(schema)}.runs where workflow = $1 order by id`,
+    [workflow],
+  );
+}
+
+async function rejection(p: Promise<unknown>): Promise<unknown> {
+  try {
+    await p;
+  } catch (err) {
+    return err;
+  }
+  throw new Error('expected a rejection, but it resolved');
+}
+
+/** `n` consecutive seconds starting `lead` seconds from now, as a cron seconds list. */
+function nextSeconds(n: number, lead: number): { cron: string; first: number } {
+  const now = Math.floor(Date.now() / 1000);
+  const secs = Array.from({ length: n }, (_, i) => (now + lead + i) % 60);
+  return { cron: `${secs.join(',')} * * * * *`, first: (now + lead) * 1000 };
+}
+
+// ---- tests --------------------------------------------------------------------------------------
+
+describe('schedules', () => {
+  beforeEach(() => {
+    cleanupGate = new Gate();
+  });
+  afterEach(() => cleanupGate.open());
+
+  it('two nodes tick the same per-second schedule: each tick fires exactly once (10 ticks → 10 runs)', async () => {
+    const schema = freshSchema();
+    const a = await createApp({ schema, workflows: [Plain], options: { nodeId: 'node-a' } });
+    const b = await createApp({ schema, workflows: [Plain], options: { nodeId: 'node-b' } });
+    const { cron } = nextSeconds(10, 3);
+    await a.durable.schedule('sched_plain', cron, { name: 'ten_ticks', input: { n: 1 } });
+    // node b learns the schedule from the database (its sync runs with the heartbeat)
+    await waitFor(() => schedulerOf(b).mounted().includes('ten_ticks'), { message: 'node b ticks ten_ticks' });
+    await waitFor(
+      () => {
+        const sa = schedulerOf(a).stats.get('ten_ticks');
+        const sb = schedulerOf(b).stats.get('ten_ticks');
+        return sa?.ticks === 10 && sb?.ticks === 10;
+      },
+      { timeout: 30_000, message: 'both nodes ticked 10 times' },
+    );
+    const sa = schedulerOf(a).stats.get('ten_ticks')!;
+    const sb = schedulerOf(b).stats.get('ten_ticks')!;
+    expect(sa.fired + sb.fired).toBe(10);
+    expect(sa.lost + sb.lost).toBe(10);
+    expect(sa.failed + sb.failed).toBe(0);
+    const f = await fires(schema, 'ten_ticks');
+    expect(f).toHaveLength(10);
+    const runs = await runsOf(schema, 'sched_plain');
+    expect(runs).toHaveLength(10);
+    expect(new Set(f.map((x) => x.run_id))).toEqual(new Set(runs.map((r) => r.id)));
+    // ten consecutive seconds, one fire each
+    const ticks = f.map((x) => new Date(x.tick_at).getTime());
+    for (let i = 1; i < ticks.length; i++) expect(ticks[i] - ticks[i - 1]).toBe(1000);
+    expect(runs.every((r) => r.key === null)).toBe(true); // no key on the schedule → unkeyed runs
+    expect(runs[0].input).toEqual({ n: 1 });
+    const [info] = await a.durable.listSchedules();
+    expect(info).toMatchObject({ name: 'ten_ticks', workflow: 'sched_plain', cron, timezone: 'UTC', source: 'api', fires: 10, failures: 0 });
+    expect(info.lastTickAt!.getTime()).toBe(ticks[9]);
+  });
+
+  it('@Schedule("* * * * * *") on two nodes: every tick one run, both nodes tick', async () => {
+    const schema = freshSchema();
+    const a = await createApp({ schema, workflows: [Tick], options: { nodeId: 'node-a' } });
+    const b = await createApp({ schema, workflows: [Tick], options: { nodeId: 'node-b' } });
+    await waitFor(
+      () => (schedulerOf(a).stats.get('every_second')?.ticks ?? 0) >= 10 && (schedulerOf(b).stats.get('every_second')?.ticks ?? 0) >= 10,
+      { timeout: 30_000, message: 'both nodes ticked 10 times' },
+    );
+    await a.close();
+    await b.close();
+    const f = await fires(schema, 'every_second');
+    const runs = await runsOf(schema, 'sched_tick');
+    expect(f.length).toBeGreaterThanOrEqual(10);
+    expect(runs).toHaveLength(f.length);
+    expect(new Set(f.map((x) => new Date(x.tick_at).getTime())).size).toBe(f.length);
+    expect(new Set(f.map((x) => x.run_id)).size).toBe(f.length);
+    expect(runs.every((r) => (r.input as { from: string }).from === 'cron')).toBe(true);
+    const [row] = await sql(`select source, cron, timezone from ${ident(schema)}.schedules where name = 'every_second'`);
+    expect(row).toEqual({ source: 'decorator', cron: '* * * * * *', timezone: 'UTC' });
+  });
+
+  it('a node that was paused or down does not fire a tick again when it comes back', async () => {
+    const schema = freshSchema();
+    const a = await createApp({ schema, workflows: [Plain], options: { nodeId: 'node-a' } });
+    await a.durable.schedule('sched_plain', '* * * * * *', { name: 'resume' });
+    await waitFor(async () => (await fires(schema, 'resume')).length >= 2, { message: 'two fires' });
+    // b boots later: it does not catch up on ticks it missed
+    const b = await createApp({ schema, workflows: [Plain], options: { nodeId: 'node-b' } });
+    await waitFor(async () => (await fires(schema, 'resume')).length >= 5, { message: 'five fires' });
+    const f = await fires(schema, 'resume');
+    // a node that wakes late fires the tick it was waiting for — already fired: refused
+    const stale = await schedulerOf(b).fireTick({ name: 'resume', cron: '* * * * * *', timezone: 'UTC' }, new Date(f[0].tick_at), null);
+    expect(stale).toEqual({ fired: false });
+    // a tick older than the last one fired, that nobody fired (all nodes down then): refused too
+    const never = new Date(new Date(f[0].tick_at).getTime() - 30_000);
+    expect(await schedulerOf(b).fireTick({ name: 'resume', cron: '* * * * * *', timezone: 'UTC' }, never, null)).toEqual({ fired: false });
+    // a node whose copy of the cron is out of date fires nothing
+    const future = new Date(Date.now() + 3_600_000);
+    expect(await schedulerOf(b).fireTick({ name: 'resume', cron: '0 * * * * *', timezone: 'UTC' }, future, null)).toEqual({ fired: false });
+    await a.close();
+    await b.close();
+    const all = await fires(schema, 'resume');
+    const runs = await runsOf(schema, 'sched_plain');
+    expect(runs).toHaveLength(all.length);
+    expect(new Set(all.map((x) => new Date(x.tick_at).getTime())).size).toBe(all.length);
+  });
+
+  it('a keyed schedule: fires while the last run holds the key start nothing and record key_duplicate (useExisting)', async () => {
+    const t = await createApp({ workflows: [Cleanup] });
+    await waitFor(async () => (await fires(t.schema, 'sched_cleanup')).length >= 3, { message: 'three fires' });
+    const runs = await runsOf(t.schema, 'sched_cleanup');
+    expect(runs).toHaveLength(1);
+    expect(runs[0].key).toBe('cleanup');
+    const f = await fires(t.schema, 'sched_cleanup');
+    expect(f[0].outcome).toBe('created');
+    expect(f.slice(1).every((x) => x.outcome === 'useExisting' && x.run_id === runs[0].id)).toBe(true);
+    const dupes = await t.durable.listActivity({ kinds: ['key_duplicate'], workflow: 'sched_cleanup' });
+    expect(dupes.length).toBeGreaterThanOrEqual(2);
+    expect(dupes[0]).toMatchObject({ kind: 'key_duplicate', runId: runs[0].id });
+    // triggerSchedule uses the key too
+    expect(await t.durable.triggerSchedule('sched_cleanup')).toEqual({ runId: runs[0].id, outcome: 'useExisting' });
+    const [info] = await t.durable.listSchedules();
+    expect(info).toMatchObject({ name: 'sched_cleanup', key: 'cleanup', source: 'decorator', failures: 0 });
+    // once the run finishes, the next fire starts a new one (reuse afterClose)
+    cleanupGate.open();
+    await waitFor(async () => (await runsOf(t.schema, 'sched_cleanup')).length >= 2, { message: 'a second run' });
+  });
+
+  it("a keyed schedule with onDuplicate 'error': a fire while the key is held is skipped and not a failure", async () => {
+    const t = await createApp({ workflows: [Strict] });
+    await waitFor(async () => (await fires(t.schema, 'sched_strict')).length >= 3, { message: 'three fires' });
+    const runs = await runsOf(t.schema, 'sched_strict');
+    expect(runs).toHaveLength(1);
+    const f = await fires(t.schema, 'sched_strict');
+    expect(f.slice(1).every((x) => x.outcome === 'skipped')).toBe(true);
+    const [info] = await t.durable.listSchedules();
+    expect(info.failures).toBe(0);
+    expect(info.lastOutcome).toBe('skipped');
+    expect(schedulerOf(t).stats.get('sched_strict')!.failed).toBe(0);
+    const err = await rejection(t.durable.triggerSchedule('sched_strict'));
+    expect(err).toBeInstanceOf(KeyTakenError);
+    expect((err as KeyTakenError).holderId).toBe(runs[0].id);
+  });
+
+  it('schedules are stored: an API schedule survives a restart; unschedule stops it on every node', async () => {
+    const schema = freshSchema();
+    const a = await createApp({ schema, workflows: [Plain], options: { nodeId: 'node-a' } });
+    const info = await a.durable.schedule('sched_plain', '*/2 * * * * *', { name: 'stored', key: 'k', input: { x: 1 }, timezone: 'Europe/Paris' });
+    expect(info).toMatchObject({ name: 'stored', workflow: 'sched_plain', key: 'k', input: { x: 1 }, timezone: 'Europe/Paris', source: 'api' });
+    expect(info.nextFireAt!.getTime()).toBeGreaterThan(Date.now() - 1000);
+    await a.close();
+    const b = await createApp({ schema, workflows: [Plain], options: { nodeId: 'node-b' } });
+    expect((await b.durable.listSchedules()).map((s) => s.name)).toEqual(['stored']);
+    expect(schedulerOf(b).mounted()).toEqual(['stored']);
+    await waitFor(async () => (await fires(schema, 'stored')).some((x) => x.node_id === 'node-b'), { message: 'b fires the stored schedule' });
+    const runs = await runsOf(schema, 'sched_plain');
+    expect(runs[0]).toMatchObject({ key: 'k', input: { x: 1 } });
+    // replacing it keeps the name; unschedule on another node removes it everywhere
+    const c = await createApp({ schema, workflows: [Plain], options: { nodeId: 'node-c' } });
+    expect(await c.durable.unschedule('stored')).toBe(true);
+    expect(await c.durable.unschedule('stored')).toBe(false);
+    await waitFor(() => schedulerOf(b).mounted().length === 0, { message: 'b stops ticking' });
+    expect(await b.durable.listSchedules()).toEqual([]);
+    expect(await rejection(b.durable.triggerSchedule('stored'))).toBeInstanceOf(ScheduleNotFoundError);
+  });
+
+  it('triggerSchedule fires at once with the schedule’s input and key', async () => {
+    const t = await createApp({ workflows: [Plain] });
+    await t.durable.schedule('sched_plain', '0 0 1 1 *', { name: 'yearly', input: { y: 1 } });
+    const res = await t.durable.triggerSchedule('yearly');
+    expect(res.outcome).toBe('created');
+    const run = await t.durable.waitForRun(res.runId, { timeout: 10_000 });
+    expect(run.result).toEqual({ input: { y: 1 }, key: null });
+    const [info] = await t.durable.listSchedules();
+    expect(info).toMatchObject({ lastRunId: res.runId, lastOutcome: 'created', fires: 1, lastTickAt: null });
+  });
+
+  it('invalid cron or time zone → DurableValidationError on schedule and at startup', async () => {
+    const t = await createApp({ workflows: [Plain] });
+    for (const [cron, tz] of [
+      ['not a cron', undefined],
+      ['* * * * * * * *', undefined],
+      ['61 * * * *', undefined],
+      ['* * * * *', 'Nowhere/Nope'],
+      ['', undefined],
+    ] as const) {
+      const err = await rejection(t.durable.schedule('sched_plain', cron, { timezone: tz }));
+      expect(err).toBeInstanceOf(DurableValidationError);
+      expect((err as DurableValidationError).errors.length).toBeGreaterThan(0);
+    }
+    expect(await rejection(t.durable.schedule('sched_plain', '* * * * *', { key: '' }))).toBeInstanceOf(DurableValidationError);
+    expect(await t.durable.listSchedules()).toEqual([]);
+    expect(await rejection(createApp({ workflows: [BadCron] }))).toBeInstanceOf(DurableValidationError);
+    const tzErr = await rejection(createApp({ workflows: [BadTz] }));
+    expect(tzErr).toBeInstanceOf(DurableValidationError);
+    expect((tzErr as Error).message).toMatch(/time zone/);
+  });
+});
