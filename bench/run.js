@@ -4,7 +4,7 @@ const { fork } = require('child_process');
 const fs = require('fs');
 const path = require('path');
 const { resolveUrl, stopEmbedded, envFacts } = require('./lib/db');
-const { METRICS, GROUP_OF, sizes, sizesFor, reps, fmt } = require('./lib/scenarios');
+const { METRICS, GROUP_OF, sizes, sizesFor, reps, fmt, boxMs, enqueueBoxMs, startsBoxMs } = require('./lib/scenarios');
 const { summarize, log, scale } = require('./lib/util');
 
 const ALL_VARIANTS = ['ours', 'graphile', 'graphile-default', 'pgboss', 'raw'];
@@ -68,7 +68,8 @@ async function main() {
   log(`postgres: ${env.pgVersion.split(' on ')[0]}; node ${env.node}; ${env.cores} cores`);
 
   const results = {}; // variant -> metric -> summary
-  const info = {}; // variant -> { describe, fiveStepModel, errors: [] }
+  const info = {}; // variant -> { describe, fiveStepModel, errors: [], meta: { metric: [...] } }
+  const timings = {}; // variant -> group -> seconds
   const groups = [...new Set(metrics.map((m) => GROUP_OF[m]))];
   for (const group of groups) {
     for (const variant of variants) {
@@ -76,12 +77,20 @@ async function main() {
       if (variant === 'graphile-default') wanted = wanted.filter((m) => DEFAULT_GRAPHILE_METRICS.has(m));
       if (!wanted.length) continue;
       log(`${group} — ${LABEL[variant]} (${wanted.join(', ')})`);
-      const r = await runChild(url, variant, group, wanted);
+      const c0 = Date.now();
+      let r = await runChild(url, variant, group, wanted);
+      if (!r.ok && /too many clients|ECONNREFUSED|ECONNRESET|terminat/i.test(r.error || '')) {
+        log(`  retrying once in 5 s (${r.error})`);
+        await new Promise((res) => setTimeout(res, 5000));
+        r = await runChild(url, variant, group, wanted);
+      }
+      (timings[variant] = timings[variant] || {})[group] = Math.round((Date.now() - c0) / 1000);
       info[variant] = info[variant] || { errors: [] };
       if (r.describe) info[variant].describe = r.describe;
       if (r.fiveStepModel) info[variant].fiveStepModel = r.fiveStepModel;
       if (!r.ok) { info[variant].errors.push(`${group}: ${r.error}`); continue; }
       for (const m of wanted) if (r.result[m]) (results[variant] = results[variant] || {})[m] = summarize(r.result[m]);
+      for (const [m, v] of Object.entries(r.result.meta || {})) (info[variant].meta = info[variant].meta || {})[m] = v;
     }
   }
 
@@ -102,14 +111,25 @@ async function main() {
     const s = sizesFor(v);
     for (const k of ['drain', 'five', 'latency']) if (s[k] !== sz[k]) capped.push(`${SHORT[v]} ${k} ${fmt(s[k])}${k === 'five' ? ' runs' : k === 'latency' ? ' samples' : ' runs'}`);
   }
+  const boxedNotes = [];
+  for (const v of variants) {
+    for (const [m, list] of Object.entries((info[v] && info[v].meta) || {})) {
+      const b = list.filter((x) => x.boxed);
+      if (!b.length) continue;
+      const u = b.map((x) => x.units).sort((a, c) => a - c);
+      boxedNotes.push(`${SHORT[v]} ${m} ${b.length}/${list.length} reps (${fmt(u[0])}${u.length > 1 ? `–${fmt(u.at(-1))}` : ''} of ${fmt(b[0].of)}${m === 'five' ? ' checkpoints' : ''})`);
+    }
+  }
+  notes.push(`Time boxes: enqueue ${enqueueBoxMs() / 1000} s, drain and five-step ${boxMs() / 1000} s, each starts measurement ${startsBoxMs() / 1000} s per repetition; a box that ends first gives the rate over the part done inside it.${boxedNotes.length ? ` Boxed here: ${boxedNotes.join('; ')}.` : ' None was hit.'}`);
   if (capped.length) notes.push(`Capped to stay inside the time budget (a slow system at that work, or pg-boss's 0.5 s poll per latency sample): ${capped.join('; ')}.`);
-  notes.push('Drain: all runs enqueued first (bulk), `ANALYZE` on the system\'s tables, then timed from the worker-start call until the database shows every run completed (graphile deletes completed jobs: queue empty). Pickup latency: from just before the start/addJob/send call to the first line of the step handler, one run at a time on an idle worker, 3 ms apart (pg-boss: 3 ms + a random part of its polling interval, so samples do not phase-lock to its poll loop).');
+  notes.push('Drain: all runs enqueued first (bulk), `ANALYZE` on the system\'s tables, then timed from the worker-start call until the database shows every run completed (graphile deletes completed jobs: queue empty). Pickup latency: from just before the start/addJob/send call to the first line of the step handler, one run at a time on an idle worker, 2 ms apart (pg-boss: 2 ms + a random part of its polling interval, so samples do not phase-lock to its poll loop).');
   for (const v of variants) {
     const i = info[v] || {};
     notes.push(`**${LABEL[v]}**: ${i.describe || ''}${i.fiveStepModel ? `; five-step modelled as ${i.fiveStepModel}` : ''}.${i.errors && i.errors.length ? ` Errors: ${i.errors.join('; ')}` : ''}`);
   }
   if (variants.includes('graphile-default')) notes.push(`graphile (default) runs only ${[...DEFAULT_GRAPHILE_METRICS].join(', ')}: its producer side is identical to the batched configuration.`);
 
+  notes.push(`Wall time per child (s): ${Object.entries(timings).map(([v, g]) => `${SHORT[v]} ${Object.entries(g).map(([k, x]) => `${k} ${x}`).join(', ')}`).join('; ')}.`);
   const md = [
     `# nestjs-durable benchmark`,
     '',

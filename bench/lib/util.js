@@ -27,10 +27,11 @@ function median(sorted) {
   return sorted.length % 2 ? sorted[m] : (sorted[m - 1] + sorted[m]) / 2;
 }
 
-/** Resolve when cond() is truthy, polling every `every` ms; reject after timeout ms. */
-async function until(cond, { every = 5, timeout = 120000, what = 'condition' } = {}) {
+/** Resolve when cond() is truthy, polling every `every` ms; reject after timeout ms; give up quietly once cancelled(). */
+async function until(cond, { every = 5, timeout = 120000, what = 'condition', cancelled = () => false } = {}) {
   const t0 = now();
   for (;;) {
+    if (cancelled()) return;
     if (await cond()) return;
     if (now() - t0 > timeout) throw new Error(`timeout after ${timeout} ms waiting for ${what}`);
     await sleep(every);
@@ -65,6 +66,53 @@ class Signal {
   }
 }
 
+/**
+ * Time-boxed drain: start the worker, wait until complete() resolves or boxMs passes. When the box
+ * ends first, progress() counts the units done so far and the rate is taken over that part.
+ * complete(cancelled) must stop polling once cancelled() is true.
+ */
+async function boxedDrain({ start, stop, complete, progress, target, boxMs }) {
+  let boxed = false;
+  const t0 = now();
+  const handle = await start();
+  try {
+    let timer;
+    const box = new Promise((r) => { timer = setTimeout(() => { boxed = true; r('box'); }, boxMs); });
+    const done = complete(() => boxed).then(() => 'done');
+    const first = await Promise.race([done, box]);
+    clearTimeout(timer);
+    if (first === 'done' && !boxed) return { ms: now() - t0, units: target, boxed: false };
+    boxed = true;
+    const a = now();
+    const units = await progress();
+    return { ms: (a + now()) / 2 - t0, units, boxed: true };
+  } finally { await stop(handle); }
+}
+
+/** Enqueue in batches until n are in or the deadline (ms, on now()'s clock) passes. */
+async function batchedUntil(n, batch, deadline, addBatch) {
+  const t0 = now();
+  let i = 0;
+  while (i < n && (i === 0 || now() < deadline)) {
+    const end = Math.min(n, i + batch);
+    await addBatch(i, end);
+    i = end;
+  }
+  return { ms: now() - t0, n: i };
+}
+
+/** callers concurrent loops calling one(i) until n calls were made or boxMs passed. */
+async function boxedCalls(n, callers, boxMs, one) {
+  let next = 0;
+  let done = 0;
+  const t0 = now();
+  const end = t0 + boxMs;
+  await Promise.all(Array.from({ length: callers }, async () => {
+    while (next < n && now() < end) { const i = next++; await one(i); done++; }
+  }));
+  return { ms: now() - t0, units: done, boxed: done < n };
+}
+
 const timeoutMs = () => Number(process.env.BENCH_TIMEOUT_MS || 180000);
 
-module.exports = { now, sleep, scale, scaled, log, percentile, summarize, median, until, Counter, Signal, timeoutMs };
+module.exports = { now, sleep, scale, scaled, log, percentile, summarize, median, until, Counter, Signal, timeoutMs, boxedDrain, batchedUntil, boxedCalls };

@@ -2,14 +2,12 @@
 // graphile-worker 0.17.3. Two configurations:
 //   graphile          local queue + batched completion (the fastest documented setup)
 //   graphile-default  out of the box: each worker fetches one job and completes it in its own statement
-const { run, makeWorkerUtils } = require('graphile-worker');
+const { run, makeWorkerUtils, Logger } = require('graphile-worker');
 const { withClient, truncateSchema, analyzeSchema } = require('../lib/db');
-const { now, sleep, until, Counter, Signal, timeoutMs } = require('../lib/util');
+const { now, sleep, until, Counter, Signal, timeoutMs, boxedDrain, batchedUntil, boxedCalls } = require('../lib/util');
 
 const SCHEMA = 'bench_graphile';
-const silentLogger = () => {};
-const { Logger } = require('graphile-worker');
-const logger = new Logger(() => silentLogger);
+const logger = new Logger(() => () => {});
 
 function create(url, variant) {
   const batched = variant === 'graphile';
@@ -23,64 +21,59 @@ function create(url, variant) {
     : `concurrency ${concurrency}, no local queue, unbatched completion, pollInterval 1000 ms`;
 
   let utils = null;
-  const done = new Counter();
+  const done = new Counter(); // runs finished (one-step job, or the 5th job of a chain)
+  const checkpoints = new Counter(); // five-step: jobs whose handler returned
   const signal = new Signal();
   const taskList = {
     bench_noop: async (payload) => { signal.fire(payload.i); done.inc(); },
     bench_five: async (payload, helpers) => {
       if (payload.s < 4) await helpers.addJob('bench_five', { i: payload.i, s: payload.s + 1 }, { maxAttempts: 1 });
       else done.inc();
+      checkpoints.inc();
     },
   };
   const workerOpts = () => ({
     connectionString: url, schema: SCHEMA, concurrency, pollInterval: 1000, noHandleSignals: true,
-    maxPoolSize: Math.max(concurrency + 2, 20), taskList, logger, preset,
+    maxPoolSize: concurrency + 2, taskList, logger, preset,
   });
   const countLeft = () => withClient(url, async (c) => Number((await c.query(`select count(*)::int n from ${SCHEMA}._private_jobs`)).rows[0].n));
 
-  async function drainUntil(target) {
+  function drain(target, boxMs, progress) {
     done.reset();
-    const t0 = now();
-    const runner = await run(workerOpts());
-    try {
-      await done.reach(target, timeoutMs(), 'graphile handlers');
-      await until(async () => (await countLeft()) === 0, { every: 5, timeout: timeoutMs(), what: 'graphile queue empty' });
-      return now() - t0;
-    } finally { await runner.stop(); }
+    checkpoints.reset();
+    return boxedDrain({
+      target, boxMs, progress,
+      start: () => run(workerOpts()),
+      stop: (runner) => runner.stop(),
+      complete: async (cancelled) => {
+        await done.reach(target, timeoutMs(), 'graphile handlers');
+        await until(async () => (await countLeft()) === 0, { every: 5, timeout: timeoutMs(), what: 'graphile queue empty', cancelled });
+      },
+    });
   }
 
-  async function bulkAdd(n, batch, spec) {
-    const t0 = now();
-    for (let i = 0; i < n; i += batch) {
-      const jobs = [];
-      for (let j = i; j < Math.min(n, i + batch); j++) jobs.push(spec(j));
-      await utils.addJobs(jobs);
-    }
-    return now() - t0;
-  }
+  const bulkAdd = (n, batch, deadline, spec) => batchedUntil(n, batch, deadline, async (from, to) => {
+    const jobs = [];
+    for (let j = from; j < to; j++) jobs.push(spec(j));
+    await utils.addJobs(jobs);
+  });
 
   return {
     name: variant, describe, fiveStepModel: '5 chained jobs (each job adds the next from its handler)',
     async setup() {
-      utils = await makeWorkerUtils({ connectionString: url, schema: SCHEMA, logger, maxPoolSize: 20 });
+      utils = await makeWorkerUtils({ connectionString: url, schema: SCHEMA, logger, maxPoolSize: 17 });
       await utils.migrate();
       await utils.addJob('bench_noop', { i: -1 }); // registers the task identifiers once
       await utils.addJob('bench_five', { i: -1, s: 4 });
     },
     async reset() { await withClient(url, (c) => truncateSchema(c, SCHEMA, /^(migrations|_private_tasks|_private_known_crontabs)$/)); },
     async analyze() { await withClient(url, (c) => analyzeSchema(c, SCHEMA)); },
-    enqueueNoop(n, batch) { return bulkAdd(n, batch, (i) => ({ identifier: 'bench_noop', payload: { i }, maxAttempts: 1 })); },
-    drainNoop(n) { return drainUntil(n); },
-    enqueueFive(n, batch) { return bulkAdd(n, batch, (i) => ({ identifier: 'bench_five', payload: { i, s: 0 }, maxAttempts: 1 })); },
-    drainFive(n) { return drainUntil(n); },
-    async starts(n, callers) {
-      let next = 0;
-      const t0 = now();
-      await Promise.all(Array.from({ length: callers }, async () => {
-        while (next < n) { const i = next++; await utils.addJob('bench_noop', { i }, { maxAttempts: 1 }); }
-      }));
-      return now() - t0;
-    },
+    enqueueNoop(n, batch, deadline) { return bulkAdd(n, batch, deadline, (i) => ({ identifier: 'bench_noop', payload: { i }, maxAttempts: 1 })); },
+    drainNoop(n, boxMs) { return drain(n, boxMs, async () => n - (await countLeft())); },
+    enqueueFive(n, batch, deadline) { return bulkAdd(n, batch, deadline, (i) => ({ identifier: 'bench_five', payload: { i, s: 0 }, maxAttempts: 1 })); },
+    // completed jobs are deleted, so the chain's progress is counted in the handlers
+    drainFive(n, boxMs) { return drain(n, boxMs, async () => checkpoints.n); },
+    starts(n, callers, boxMs) { return boxedCalls(n, callers, boxMs, (i) => utils.addJob('bench_noop', { i }, { maxAttempts: 1 })); },
     async latency(samples, warmup, gapMs) {
       const runner = await run(workerOpts());
       try {

@@ -2,7 +2,7 @@
 // nestjs-durable (this repository, built to dist/ by `npm run build` at the root).
 require('reflect-metadata');
 const { withClient, truncateSchema, analyzeSchema } = require('../lib/db');
-const { now, sleep, until, Counter, Signal, timeoutMs } = require('../lib/util');
+const { now, sleep, until, Counter, Signal, timeoutMs, boxedDrain, batchedUntil, boxedCalls } = require('../lib/util');
 
 const SCHEMA = process.env.BENCH_OURS_SCHEMA || 'bench_durable';
 
@@ -63,46 +63,39 @@ function create(url) {
   const countOpen = (workflow) => withClient(url, async (c) => Number((await c.query(
     `select count(*)::int n from ${SCHEMA}.runs where workflow = $1 and status <> 'completed'`, [workflow])).rows[0].n));
 
-  async function drain(workflow, target) {
+  function drain(workflow, target, boxMs, progressSql) {
     done.reset();
-    const t0 = now();
-    const { app } = await makeApp(true);
-    try {
-      await done.reach(target, timeoutMs(), 'ours: last steps begun');
-      await until(async () => (await countOpen(workflow)) === 0, { every: 5, timeout: timeoutMs(), what: 'ours: all runs completed' });
-      return now() - t0;
-    } finally { await app.close(); }
+    return boxedDrain({
+      target, boxMs,
+      progress: () => withClient(url, async (c) => Number((await c.query(progressSql, [workflow])).rows[0].n)),
+      start: () => makeApp(true),
+      stop: ({ app }) => app.close(),
+      complete: async (cancelled) => {
+        await done.reach(target, timeoutMs(), 'ours: last steps begun');
+        await until(async () => (await countOpen(workflow)) === 0, { every: 5, timeout: timeoutMs(), what: 'ours: all runs completed', cancelled });
+      },
+    });
   }
 
-  async function bulk(cls, n, batch, input) {
-    const t0 = now();
-    for (let i = 0; i < n; i += batch) {
-      const items = [];
-      for (let j = i; j < Math.min(n, i + batch); j++) items.push({ input: input(j) });
-      const res = await producer.durable.startMany(cls, items);
-      const bad = res.find((r) => r && r.error);
-      if (bad) throw bad.error;
-    }
-    return now() - t0;
-  }
+  const bulk = (cls, n, batch, deadline) => batchedUntil(n, batch, deadline, async (from, to) => {
+    const items = [];
+    for (let j = from; j < to; j++) items.push({ input: { i: j } });
+    const res = await producer.durable.startMany(cls, items);
+    const bad = res.find((r) => r && r.error);
+    if (bad) throw bad.error;
+  });
 
   return {
     name: 'ours', describe, fiveStepModel: 'one run of a 5-step workflow (5 checkpoints per run)',
     async setup() { producer = await makeApp(false); },
     async reset() { await withClient(url, (c) => truncateSchema(c, SCHEMA, /migration/)); },
     async analyze() { await withClient(url, (c) => analyzeSchema(c, SCHEMA)); },
-    enqueueNoop(n, batch) { return bulk(BenchNoop, n, batch, (i) => ({ i })); },
-    drainNoop(n) { return drain('bench_noop', n); },
-    enqueueFive(n, batch) { return bulk(BenchFive, n, batch, (i) => ({ i })); },
-    drainFive(n) { return drain('bench_five', n); },
-    async starts(n, callers) {
-      let next = 0;
-      const t0 = now();
-      await Promise.all(Array.from({ length: callers }, async () => {
-        while (next < n) { const i = next++; await producer.durable.start(BenchNoop, { i }); }
-      }));
-      return now() - t0;
-    },
+    enqueueNoop(n, batch, deadline) { return bulk(BenchNoop, n, batch, deadline); },
+    drainNoop(n, boxMs) { return drain('bench_noop', n, boxMs, `select count(*)::int n from ${SCHEMA}.runs where workflow = $1 and status = 'completed'`); },
+    enqueueFive(n, batch, deadline) { return bulk(BenchFive, n, batch, deadline); },
+    // the run's cursor is the number of checkpointed steps
+    drainFive(n, boxMs) { return drain('bench_five', n, boxMs, `select coalesce(sum(step), 0)::int n from ${SCHEMA}.runs where workflow = $1`); },
+    starts(n, callers, boxMs) { return boxedCalls(n, callers, boxMs, (i) => producer.durable.start(BenchNoop, { i })); },
     async latency(samples, warmup, gapMs) {
       const worker = await makeApp(true);
       try {

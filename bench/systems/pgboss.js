@@ -4,7 +4,7 @@
 // comes from several workers and large batches.
 const PgBoss = require('pg-boss');
 const { withClient, truncateSchema, analyzeSchema } = require('../lib/db');
-const { now, sleep, until, Counter, Signal, timeoutMs } = require('../lib/util');
+const { now, sleep, until, Counter, Signal, timeoutMs, boxedDrain, batchedUntil, boxedCalls } = require('../lib/util');
 
 const SCHEMA = 'bench_pgboss';
 
@@ -13,16 +13,16 @@ function create(url) {
   const batchSize = Number(process.env.BENCH_PGBOSS_BATCH || 5000);
   const polling = Number(process.env.BENCH_PGBOSS_POLL || 0.5);
   const describe = `${workers} workers x batchSize ${batchSize}, pollingIntervalSeconds ${polling}`;
-  const bossOpts = { connectionString: url, schema: SCHEMA, max: 20, supervise: false, schedule: false, migrate: true };
+  const bossOpts = (max) => ({ connectionString: url, schema: SCHEMA, max, supervise: false, schedule: false, migrate: true });
   let producer = null;
   const done = new Counter();
   const signal = new Signal();
 
-  const countNotDone = (queue) => withClient(url, async (c) =>
-    Number((await c.query(`select count(*)::int n from ${SCHEMA}.job where name = $1 and state <> 'completed'`, [queue])).rows[0].n));
+  const count = (queue, where) => withClient(url, async (c) =>
+    Number((await c.query(`select count(*)::int n from ${SCHEMA}.job where name = $1 and ${where}`, [queue])).rows[0].n));
 
   async function startWorker(queue, handler, opts = {}) {
-    const boss = new PgBoss(bossOpts);
+    const boss = new PgBoss(bossOpts(opts.max || 6));
     boss.on('error', (e) => process.stderr.write(`pg-boss error: ${e.message}\n`));
     await boss.start();
     for (let w = 0; w < (opts.workers || workers); w++) {
@@ -31,31 +31,31 @@ function create(url) {
     return boss;
   }
 
-  async function drain(queue, target, handler) {
+  function drain(queue, target, boxMs, handler) {
     done.reset();
-    const t0 = now();
-    const boss = await startWorker(queue, handler);
-    try {
-      await done.reach(target, timeoutMs(), 'pg-boss handlers');
-      await until(async () => (await countNotDone(queue)) === 0, { every: 5, timeout: timeoutMs(), what: 'pg-boss all completed' });
-      return now() - t0;
-    } finally { await boss.stop({ graceful: false, wait: true, close: true }).catch(() => {}); }
+    return boxedDrain({
+      target, boxMs,
+      // every chained job is its own row, so completed rows are the checkpoints (or the one-step runs)
+      progress: () => count(queue, `state = 'completed'`),
+      start: () => startWorker(queue, handler),
+      stop: (boss) => boss.stop({ graceful: false, wait: true, close: true }).catch(() => {}),
+      complete: async (cancelled) => {
+        await done.reach(target, timeoutMs(), 'pg-boss handlers');
+        await until(async () => (await count(queue, `state <> 'completed'`)) === 0, { every: 5, timeout: timeoutMs(), what: 'pg-boss all completed', cancelled });
+      },
+    });
   }
 
-  async function bulkInsert(n, batch, spec) {
-    const t0 = now();
-    for (let i = 0; i < n; i += batch) {
-      const jobs = [];
-      for (let j = i; j < Math.min(n, i + batch); j++) jobs.push(spec(j));
-      await producer.insert(jobs);
-    }
-    return now() - t0;
-  }
+  const bulkInsert = (n, batch, deadline, spec) => batchedUntil(n, batch, deadline, async (from, to) => {
+    const jobs = [];
+    for (let j = from; j < to; j++) jobs.push(spec(j));
+    await producer.insert(jobs);
+  });
 
   return {
     name: 'pgboss', describe, fiveStepModel: '5 chained jobs (each batch inserts the next jobs with one insert)',
     async setup() {
-      producer = new PgBoss(bossOpts);
+      producer = new PgBoss(bossOpts(10));
       producer.on('error', (e) => process.stderr.write(`pg-boss error: ${e.message}\n`));
       await producer.start();
       for (const q of ['bench_noop', 'bench_five']) {
@@ -64,11 +64,11 @@ function create(url) {
     },
     async reset() { await withClient(url, (c) => truncateSchema(c, SCHEMA, /^(version|queue|schedule|subscription)$/)); },
     async analyze() { await withClient(url, (c) => analyzeSchema(c, SCHEMA)); },
-    enqueueNoop(n, batch) { return bulkInsert(n, batch, (i) => ({ name: 'bench_noop', data: { i } })); },
-    drainNoop(n) { return drain('bench_noop', n, async (jobs) => { done.inc(jobs.length); }); },
-    enqueueFive(n, batch) { return bulkInsert(n, batch, (i) => ({ name: 'bench_five', data: { i, s: 0 } })); },
-    drainFive(n) {
-      return drain('bench_five', n, async (jobs) => {
+    enqueueNoop(n, batch, deadline) { return bulkInsert(n, batch, deadline, (i) => ({ name: 'bench_noop', data: { i } })); },
+    drainNoop(n, boxMs) { return drain('bench_noop', n, boxMs, async (jobs) => { done.inc(jobs.length); }); },
+    enqueueFive(n, batch, deadline) { return bulkInsert(n, batch, deadline, (i) => ({ name: 'bench_five', data: { i, s: 0 } })); },
+    drainFive(n, boxMs) {
+      return drain('bench_five', n, boxMs, async (jobs) => {
         const next = [];
         let finished = 0;
         for (const j of jobs) { if (j.data.s < 4) next.push({ name: 'bench_five', data: { i: j.data.i, s: j.data.s + 1 } }); else finished++; }
@@ -76,20 +76,13 @@ function create(url) {
         done.inc(finished);
       });
     },
-    async starts(n, callers) {
-      let next = 0;
-      const t0 = now();
-      await Promise.all(Array.from({ length: callers }, async () => {
-        while (next < n) { const i = next++; await producer.send('bench_noop', { i }); }
-      }));
-      return now() - t0;
-    },
+    starts(n, callers, boxMs) { return boxedCalls(n, callers, boxMs, (i) => producer.send('bench_noop', { i })); },
     async latency(samples, warmup, gapMs) {
-      const boss = await startWorker('bench_noop', async (jobs) => { for (const j of jobs) signal.fire(j.data.i); }, { workers: 1, batchSize: 1 });
+      const boss = await startWorker('bench_noop', async (jobs) => { for (const j of jobs) signal.fire(j.data.i); }, { workers: 1, batchSize: 1, max: 3 });
       try {
         await sleep(200);
         const out = [];
-        for (let k = -warmup; k < samples; k++) {
+        for (let k = -Math.min(warmup, 3); k < samples; k++) {
           const p = signal.arm(k);
           const t0 = now();
           await producer.send('bench_noop', { i: k });

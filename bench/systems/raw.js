@@ -8,12 +8,12 @@
 //   latency: INSERT + pg_notify from one connection; a LISTENing connection claims the row on the notification
 const { Pool, Client } = require('pg');
 const { withClient } = require('../lib/db');
-const { now, sleep, Signal } = require('../lib/util');
+const { now, sleep, Signal, batchedUntil, boxedCalls } = require('../lib/util');
 
 const T = 'bench_raw.runs';
 
 function create(url) {
-  const pool = new Pool({ connectionString: url, max: 20 });
+  const pool = new Pool({ connectionString: url, max: 17 });
   const signal = new Signal();
   const claim = (n) => ({
     name: `raw_claim_${n}`,
@@ -24,7 +24,7 @@ function create(url) {
   async function loops(count, body) { await Promise.all(Array.from({ length: count }, () => body())); }
 
   return {
-    name: 'raw', describe: 'node-postgres, prepared statements, pool of 20; see the header of systems/raw.js', fiveStepModel: 'one UPDATE + commit per step',
+    name: 'raw', describe: 'node-postgres, prepared statements, pool of 17; see the header of systems/raw.js', fiveStepModel: 'one UPDATE + commit per step',
     async setup() {
       await withClient(url, (c) => c.query(`create schema if not exists bench_raw;
         create table if not exists ${T} (id bigserial primary key, status text not null default 'pending', step int not null default 0, input jsonb);
@@ -32,61 +32,52 @@ function create(url) {
     },
     async reset() { await withClient(url, (c) => c.query(`truncate ${T}`)); },
     async analyze() { await withClient(url, (c) => c.query(`analyze ${T}`)); },
-    async enqueueNoop(n, batch) {
-      const t0 = now();
-      for (let i = 0; i < n; i += batch) {
+    enqueueNoop(n, batch, deadline) {
+      return batchedUntil(n, batch, deadline, async (from, to) => {
         const inputs = [];
-        for (let j = i; j < Math.min(n, i + batch); j++) inputs.push(JSON.stringify({ i: j }));
+        for (let j = from; j < to; j++) inputs.push(JSON.stringify({ i: j }));
         await pool.query({ name: 'raw_bulk', text: `insert into ${T} (input) select x::jsonb from unnest($1::text[]) x`, values: [inputs] });
-      }
-      return now() - t0;
+      });
     },
-    async drainNoop() {
+    async drainNoop(n, boxMs) {
       const t0 = now();
+      let units = 0;
       await loops(4, async () => {
-        for (;;) {
+        while (now() - t0 < boxMs) {
           const { rows } = await pool.query(claim(50));
           if (!rows.length) return;
           await pool.query({ name: 'raw_done', text: `update ${T} set status = 'completed' where id = any($1::bigint[])`, values: [rows.map((r) => r.id)] });
+          units += rows.length;
         }
       });
-      return now() - t0;
+      return { ms: now() - t0, units, boxed: units < n };
     },
-    enqueueFive(n, batch) { return this.enqueueNoop(n, batch); },
-    async drainFive() {
+    enqueueFive(n, batch, deadline) { return this.enqueueNoop(n, batch, deadline); },
+    async drainFive(n, boxMs) {
       const t0 = now();
+      let units = 0;
       await loops(16, async () => {
-        for (;;) {
+        while (now() - t0 < boxMs) {
           const { rows } = await pool.query(claim(10));
           if (!rows.length) return;
           await Promise.all(rows.map(async (r) => {
-            for (let s = 1; s < 5; s++) await pool.query({ name: 'raw_step', text: `update ${T} set step = $2 where id = $1`, values: [r.id, s] });
+            for (let s = 1; s < 5; s++) { await pool.query({ name: 'raw_step', text: `update ${T} set step = $2 where id = $1`, values: [r.id, s] }); units++; }
             await pool.query({ name: 'raw_fin', text: `update ${T} set step = 5, status = 'completed' where id = $1`, values: [r.id] });
+            units++;
           }));
         }
       });
-      return now() - t0;
+      return { ms: now() - t0, units, boxed: units < n * 5 };
     },
-    async starts(n, callers) {
-      let next = 0;
-      const t0 = now();
-      await loops(callers, async () => {
-        while (next < n) { const i = next++; await pool.query({ name: 'raw_start', text: `insert into ${T} (input) values ($1) returning id`, values: [JSON.stringify({ i })] }); }
-      });
-      return now() - t0;
+    starts(n, callers, boxMs) {
+      return boxedCalls(n, callers, boxMs, (i) => pool.query({ name: 'raw_start', text: `insert into ${T} (input) values ($1) returning id`, values: [JSON.stringify({ i })] }));
     },
     // The same start with a NOTIFY in its transaction: Postgres serialises NOTIFYing commits (a
     // database-wide lock is held from pre-commit until the commit is flushed), so concurrency stops helping.
-    async startsNotify(n, callers) {
-      let next = 0;
-      const t0 = now();
-      await loops(callers, async () => {
-        while (next < n) {
-          const i = next++;
-          await pool.query({ name: 'raw_start_n', text: `with i as (insert into ${T} (input) values ($1) returning id) select pg_notify('bench_raw', i.id::text) from i`, values: [JSON.stringify({ i })] });
-        }
-      });
-      return now() - t0;
+    startsNotify(n, callers, boxMs) {
+      return boxedCalls(n, callers, boxMs, (i) => pool.query({
+        name: 'raw_start_n', text: `with i as (insert into ${T} (input) values ($1) returning id) select pg_notify('bench_raw', i.id::text) from i`, values: [JSON.stringify({ i })],
+      }));
     },
     async latency(samples, warmup, gapMs) {
       const listener = new Client({ connectionString: url });
