@@ -120,6 +120,11 @@ async function main() {
       boxedNotes.push(`${SHORT[v]} ${m} ${b.length}/${list.length} reps (${fmt(u[0])}${u.length > 1 ? `–${fmt(u.at(-1))}` : ''} of ${fmt(b[0].of)}${m === 'five' ? ' checkpoints' : ''})`);
     }
   }
+  const startups = variants.map((v) => {
+    const l = ((info[v] && info[v].meta && info[v].meta.drain) || []).map((x) => x.startupMs).filter(Number.isFinite).sort((a, c) => a - c);
+    return l.length ? `${SHORT[v]} ${Math.round(l[l.length >> 1])}` : null;
+  }).filter(Boolean);
+  if (startups.length) notes.push(`Drain start-up, worker-start call to first handler call (ms, median; inside the drain time): ${startups.join('; ')}.`);
   notes.push(`Time boxes: enqueue ${enqueueBoxMs() / 1000} s, drain and five-step ${boxMs() / 1000} s, each starts measurement ${startsBoxMs() / 1000} s per repetition; a box that ends first gives the rate over the part done inside it.${boxedNotes.length ? ` Boxed here: ${boxedNotes.join('; ')}.` : ' None was hit.'}`);
   if (capped.length) notes.push(`Capped to stay inside the time budget (a slow system at that work, or pg-boss's 0.5 s poll per latency sample): ${capped.join('; ')}.`);
   notes.push('Drain: all runs enqueued first (bulk), `ANALYZE` on the system\'s tables, then timed from the worker-start call until the database shows every run completed (graphile deletes completed jobs: queue empty). Pickup latency: from just before the start/addJob/send call to the first line of the step handler, one run at a time on an idle worker, 2 ms apart (pg-boss: 2 ms + a random part of its polling interval, so samples do not phase-lock to its poll loop).');

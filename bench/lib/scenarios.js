@@ -40,9 +40,9 @@ function sizesFor(name) {
   return s;
 }
 
-const boxMs = () => Number(process.env.BENCH_BOX_S || 12) * 1000;
-const enqueueBoxMs = () => Number(process.env.BENCH_ENQUEUE_BOX_S || 8) * 1000;
-const startsBoxMs = () => Number(process.env.BENCH_STARTS_BOX_S || 4) * 1000;
+const boxMs = () => Number(process.env.BENCH_BOX_S || 10) * 1000;
+const enqueueBoxMs = () => Number(process.env.BENCH_ENQUEUE_BOX_S || 6) * 1000;
+const startsBoxMs = () => Number(process.env.BENCH_STARTS_BOX_S || 3) * 1000;
 
 /**
  * Scenario groups, each run in its own child process. Returns { metric: [value per rep], meta: { metric: [{ units, of, boxed }] } }.
@@ -64,7 +64,7 @@ const GROUPS = {
         await sys.analyze();
         const d = await sys.drainNoop(enq.n, boxMs());
         out.drain.push((d.units / d.ms) * 1000);
-        out.meta.drain.push({ units: d.units, of: enq.n, boxed: d.boxed });
+        out.meta.drain.push({ units: d.units, of: enq.n, boxed: d.boxed, startupMs: d.startupMs });
         msg += `; drained ${fmt(d.units)}${d.boxed ? ' (time box)' : ''} at ${fmt(out.drain.at(-1))}/s`;
       }
       onRep(r, out, msg);

@@ -40,14 +40,15 @@ async function until(cond, { every = 5, timeout = 120000, what = 'condition', ca
 
 /** A counter whose waiters resolve when it reaches a target. */
 class Counter {
-  constructor() { this.n = 0; this.waiters = []; }
+  constructor() { this.n = 0; this.waiters = []; this.firstAt = 0; }
   inc(k = 1) {
+    if (this.n === 0) this.firstAt = now();
     this.n += k;
     if (this.waiters.length) {
       this.waiters = this.waiters.filter((w) => { if (this.n >= w.target) { w.resolve(); return false; } return true; });
     }
   }
-  reset() { this.n = 0; this.waiters = []; }
+  reset() { this.n = 0; this.waiters = []; this.firstAt = 0; }
   reach(target, timeout = 120000, what = 'counter') {
     if (this.n >= target) return Promise.resolve();
     return new Promise((resolve, reject) => {
@@ -71,7 +72,7 @@ class Signal {
  * ends first, progress() counts the units done so far and the rate is taken over that part.
  * complete(cancelled) must stop polling once cancelled() is true.
  */
-async function boxedDrain({ start, stop, complete, progress, target, boxMs }) {
+async function boxedDrain({ start, stop, complete, progress, target, boxMs, counter }) {
   let boxed = false;
   const t0 = now();
   const handle = await start();
@@ -81,11 +82,12 @@ async function boxedDrain({ start, stop, complete, progress, target, boxMs }) {
     const done = complete(() => boxed).then(() => 'done');
     const first = await Promise.race([done, box]);
     clearTimeout(timer);
-    if (first === 'done' && !boxed) return { ms: now() - t0, units: target, boxed: false };
+    const startupMs = counter && counter.firstAt ? counter.firstAt - t0 : undefined;
+    if (first === 'done' && !boxed) return { ms: now() - t0, units: target, boxed: false, startupMs };
     boxed = true;
     const a = now();
     const units = await progress();
-    return { ms: (a + now()) / 2 - t0, units, boxed: true };
+    return { ms: (a + now()) / 2 - t0, units, boxed: true, startupMs };
   } finally { await stop(handle); }
 }
 

@@ -25,7 +25,7 @@ function create(url, variant) {
   const checkpoints = new Counter(); // five-step: jobs whose handler returned
   const signal = new Signal();
   const taskList = {
-    bench_noop: async (payload) => { signal.fire(payload.i); done.inc(); },
+    bench_noop: async (payload) => { signal.fire(payload.i); done.inc(); checkpoints.inc(); },
     bench_five: async (payload, helpers) => {
       if (payload.s < 4) await helpers.addJob('bench_five', { i: payload.i, s: payload.s + 1 }, { maxAttempts: 1 });
       else done.inc();
@@ -42,7 +42,7 @@ function create(url, variant) {
     done.reset();
     checkpoints.reset();
     return boxedDrain({
-      target, boxMs, progress,
+      target, boxMs, counter: checkpoints, progress,
       start: () => run(workerOpts()),
       stop: (runner) => runner.stop(),
       complete: async (cancelled) => {

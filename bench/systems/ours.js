@@ -66,7 +66,7 @@ function create(url) {
   function drain(workflow, target, boxMs, progressSql) {
     done.reset();
     return boxedDrain({
-      target, boxMs,
+      target, boxMs, counter: done,
       progress: () => withClient(url, async (c) => Number((await c.query(progressSql, [workflow])).rows[0].n)),
       start: () => makeApp(true),
       stop: ({ app }) => app.close(),

@@ -34,7 +34,7 @@ function create(url) {
   function drain(queue, target, boxMs, handler) {
     done.reset();
     return boxedDrain({
-      target, boxMs,
+      target, boxMs, counter: done,
       // every chained job is its own row, so completed rows are the checkpoints (or the one-step runs)
       progress: () => count(queue, `state = 'completed'`),
       start: () => startWorker(queue, handler),
