@@ -141,6 +141,7 @@ async function main() {
     `- date: ${env.date}`,
     `- Postgres: ${env.pgVersion} (${Object.entries(env.pgSettings).map(([k, v]) => `${k}=${v}`).join(', ')})`,
     `- node ${env.node}; ${env.cores} cores (${env.cpu}), ${env.memGb} GB RAM`,
+    `- load average (1 min) at start ${env.load1.toFixed(2)}, at end ${require('os').loadavg()[0].toFixed(2)} — the 2 cores are shared with whatever else runs on the machine`,
     `- scale ${scale()}${process.env.BENCH_ONLY ? `, BENCH_ONLY=${process.env.BENCH_ONLY}` : ''}${process.env.BENCH_SCENARIOS ? `, BENCH_SCENARIOS=${process.env.BENCH_SCENARIOS}` : ''}; wall time ${Math.round((Date.now() - t0) / 1000)} s`,
     '',
     table,

@@ -64,7 +64,7 @@ async function envFacts(url) {
     `select name, setting from pg_settings where name in ('synchronous_commit','shared_buffers','max_connections','fsync','wal_level')`)).rows);
   return {
     date: new Date().toISOString(), pgVersion, node: process.version, cores: os.cpus().length,
-    cpu: os.cpus()[0] && os.cpus()[0].model, memGb: Math.round(os.totalmem() / 2 ** 30),
+    cpu: os.cpus()[0] && os.cpus()[0].model, load1: os.loadavg()[0], memGb: Math.round(os.totalmem() / 2 ** 30),
     pgSettings: Object.fromEntries(settings.map((s) => [s.name, s.setting])),
     url: url.replace(/:[^:@/]*@/, ':***@'),
   };
