@@ -7,6 +7,7 @@ import { WorkflowExplorer } from './discovery/workflow.explorer';
 import { WorkflowRegistry } from './discovery/workflow.registry';
 import { DurableCore } from './engine/durable.core';
 import { Maintenance } from './engine/maintenance';
+import { FlowsEngine } from './flows/flows.service';
 import { Starter } from './engine/start';
 import { Worker } from './engine/worker';
 import { DurableHealthIndicator } from './observe/durable.health';
@@ -18,7 +19,7 @@ import { KeyInsights } from './observe/key-insights';
  */
 @Module({
   imports: [DiscoveryModule, TerminusModule],
-  providers: [WorkflowRegistry, WorkflowExplorer, DurableCore, Starter, Maintenance, Worker, DurableService, DurableHealthIndicator, KeyInsights],
+  providers: [WorkflowRegistry, WorkflowExplorer, DurableCore, Starter, FlowsEngine, Maintenance, Worker, DurableService, DurableHealthIndicator, KeyInsights],
   exports: [DurableService, DurableHealthIndicator],
 })
 export class DurableModule extends DurableConfigurableModule {}

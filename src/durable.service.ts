@@ -6,6 +6,9 @@ import { toMs, type Duration } from './options/duration';
 import type { WorkflowRef } from './discovery/workflow.registry';
 import { DurableCore } from './engine/durable.core';
 import { Maintenance } from './engine/maintenance';
+import { FlowsEngine, type AppendFlowOptions, type StartFlowResult } from './flows/flows.service';
+import type { FlowBuilder, FlowOptions } from './flows/flow.builder';
+import type { FlowGraph } from './flows/flow.graph';
 import { Starter, type StartManyItem, type StartManyResult, type StartOptions } from './engine/start';
 import { isFinished, type RunInfo, type RunStatus, type StartResult } from './engine/run-info';
 import { isUuid } from './engine/uuid';
@@ -38,6 +41,7 @@ export class DurableService {
     private readonly core: DurableCore,
     private readonly starter: Starter,
     private readonly maintenance: Maintenance,
+    private readonly flows: FlowsEngine,
     private readonly insights: KeyInsights,
   ) {}
 
@@ -161,6 +165,33 @@ export class DurableService {
   /** Key statistics of a workflow. */
   keyStats(options: { workflow: WorkflowRef }): Promise<KeyStats> {
     return this.insights.keyStats(options);
+  }
+
+  /**
+   * A builder for a DAG flow (`{ id?, name?, ignoreCancelled?, ignoreFailed?, ignoreDeleted? }`):
+   * chain `.add(name, workflow, input, { deps })`, then `startFlow`.
+   */
+  flow(options: FlowOptions = {}): FlowBuilder {
+    return this.flows.flow(options);
+  }
+
+  /**
+   * Inserts every node of the flow in one transaction (or the caller's `manager`'s); a node
+   * becomes claimable once all its deps completed. A bad graph → `DurableValidationError`, a
+   * custom id already used → `FlowExistsError` (a `DurableValidationError`), nothing written.
+   */
+  startFlow(flow: FlowBuilder, options: { manager?: EntityManager } = {}): Promise<StartFlowResult> {
+    return this.flows.start(flow, options);
+  }
+
+  /** A builder bound to flow `flowId` (`RunNotFoundError` if there is none); `startFlow` on it appends. */
+  appendFlow(flowId: string, options: AppendFlowOptions = {}): Promise<FlowBuilder> {
+    return this.flows.append(flowId, options);
+  }
+
+  /** The graph of a started flow with each node's run id and status (`toMermaid()`, `toDot()`). */
+  getFlowGraph(flowId: string): Promise<FlowGraph> {
+    return this.flows.graph(flowId);
   }
 
   /** Deletes finished runs (and activity) older than `olderThan` (default: the retention options). */

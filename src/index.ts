@@ -10,6 +10,11 @@ export type { DurableModuleOptions, WorkerOptions, RetentionOptions } from './op
 export type { WorkflowOptions, StepOptions, RetryPolicy, ReusePolicy, OnDuplicate, DebounceOptions } from './options/workflow-options.interface';
 export { type Duration, seconds, minutes, hours, days } from './options/duration';
 export { DurableHealthIndicator } from './observe/durable.health';
+export { FlowBuilder, type FlowOptions, type FlowNodeOptions, type FlowDepOptions, type FlowNodeSpec } from './flows/flow.builder';
+export { FlowGraph, type FlowGraphNode, type FlowGraphEdge } from './flows/flow.graph';
+export type { FlowContext, FlowReadOptions } from './flows/flow-context';
+export type { OnFlowCancelled, FlowCancelReason } from './flows/on-flow-cancelled.interface';
+export type { StartFlowResult, AppendFlowOptions } from './flows/flows.service';
 export type { ActivityEvent, KeyInfo, KeyStats, ListActivityOptions } from './observe/key-insights';
 export * from './errors';
 export * from '../migrations';

@@ -6,6 +6,7 @@ import { serializeError } from './error.serialize';
 import { backoffDelay } from './retry.policy';
 import { ExecutionHandle, RunContextImpl } from './run-context';
 import type { TransitionBatcher } from './transition.batcher';
+import type { FlowNodeInfo } from '../flows/flow-context';
 
 /** Runs one claimed run's steps from its cursor, writing each outcome through the batcher. */
 export class Execution implements ExecutionHandle {
@@ -14,6 +15,7 @@ export class Execution implements ExecutionHandle {
   readonly key: string | null;
   readonly input: unknown;
   readonly epoch: number;
+  readonly flowNode?: FlowNodeInfo;
   private lostReason?: Error;
   private readonly controller = new AbortController();
   private deadlineTimer?: NodeJS.Timeout;
@@ -32,6 +34,7 @@ export class Execution implements ExecutionHandle {
     this.key = row.key;
     this.input = row.input;
     this.epoch = row.epoch;
+    if (row.flow_id) this.flowNode = { flowId: row.flow_id, flowName: row.flow_name ?? null, name: row.name ?? '', deps: row.deps ?? [] };
   }
 
   get lost(): boolean {

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Queryable } from '../store/db';
 import { DurableCore } from './durable.core';
+import { FlowsEngine } from '../flows/flows.service';
 
 /** Rows deleted per prune statement (keeps each statement short). */
 const PRUNE_BATCH = 5_000;
@@ -16,7 +17,10 @@ const PRUNE_EVERY_MS = 60_000;
 export class Maintenance {
   private lastPruneAt = 0;
 
-  constructor(private readonly core: DurableCore) {}
+  constructor(
+    private readonly core: DurableCore,
+    private readonly flows: FlowsEngine,
+  ) {}
 
   /** One pass. */
   async pass(q: Queryable): Promise<void> {
@@ -26,6 +30,8 @@ export class Maintenance {
       logger.warn(`recovered ${recovered.runs} run(s) from ${recovered.nodes} dead node(s)`);
     }
     await runs.failTimedOut(q);
+    // DAG flows: repair stuck flows (the spec's DynamicLifeline) and run due afterCancelled hooks
+    await this.flows.maintain(q).catch((err) => logger.warn(`flow maintenance failed: ${(err as Error).message}`));
     const every = Math.min(PRUNE_EVERY_MS, options.retention.runsMs || PRUNE_EVERY_MS, options.retention.activityMs);
     if (Date.now() - this.lastPruneAt >= every) {
       this.lastPruneAt = Date.now();

@@ -3,6 +3,7 @@ import { CancelledError } from '../errors';
 import { managerQueryable } from '../store/db';
 import type { DurableCore } from './durable.core';
 import { assertValid, jsonProblem } from './input.validation';
+import { FlowContextImpl, type FlowContext, type FlowNodeInfo } from '../flows/flow-context';
 
 /** The argument of every step: facts of this run and attempt, its context, and durable helpers. */
 export interface RunContext<TInput = unknown> {
@@ -20,6 +21,8 @@ export interface RunContext<TInput = unknown> {
   readonly stepName: string;
   /** Aborted when the run is cancelled, times out, or this node loses it (seen at the next heartbeat). */
   readonly signal: AbortSignal;
+  /** Inside a DAG flow only (else undefined): the flow's id, name, this node's name and readers of the other nodes. */
+  readonly flow: FlowContext | undefined;
   /** A value of the run's context (saved with each completed step). */
   get<T = unknown>(name: string): T | undefined;
   /** Sets a value of the run's context; saved when this step completes, dropped if it fails. */
@@ -44,6 +47,8 @@ export interface ExecutionHandle {
   readonly lost: boolean;
   /** Marks the execution lost (cancelled/fenced) and aborts its signals. */
   lose(reason: Error): void;
+  /** The run's flow facts (flow nodes only). */
+  readonly flowNode?: FlowNodeInfo;
 }
 
 /** Thrown inside `ctx.transaction` to roll back when this execution no longer owns the run. */
@@ -75,6 +80,13 @@ export class RunContextImpl<TInput = unknown> implements RunContext<TInput> {
   }
   get input(): TInput {
     return this.exec.input as TInput;
+  }
+
+  private flowCtx?: FlowContext;
+  get flow(): FlowContext | undefined {
+    const node = this.exec.flowNode;
+    if (!node) return undefined;
+    return (this.flowCtx ??= new FlowContextImpl(this.core, node));
   }
 
   get<T = unknown>(name: string): T | undefined {

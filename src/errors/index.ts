@@ -9,3 +9,4 @@ export * from './no-key.error';
 export * from './not-failed.error';
 export * from './timeout.error';
 export * from './cancelled.error';
+export * from './flow-exists.error';

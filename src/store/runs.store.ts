@@ -29,7 +29,7 @@ export interface HolderRow {
 }
 
 /** A claimed run as the executor needs it. */
-export type ClaimedRow = Pick<
+export type ClaimedRow = Partial<Pick<RunRow, 'flow_id' | 'flow_name' | 'name' | 'deps'>> & Pick<
   RunRow,
   'id' | 'workflow' | 'key' | 'input' | 'context' | 'step' | 'attempt' | 'epoch' | 'deadline_at' | 'parent_id' | 'trace' | 'created_at' | 'run_at'
 >;
@@ -130,7 +130,7 @@ export class RunsStore {
           started_at = coalesce(r.started_at, now()),
           deadline_at = coalesce(r.deadline_at, r.run_at + r.timeout_ms * interval '1 millisecond')
         FROM c WHERE r.id = c.id
-        RETURNING r.id, r.workflow, r.key, r.input, r.context, r.step, r.attempt, r.epoch, r.deadline_at,
+        RETURNING r.flow_id, r.flow_name, r.name, r.deps, r.id, r.workflow, r.key, r.input, r.context, r.step, r.attempt, r.epoch, r.deadline_at,
           r.parent_id, r.trace, r.created_at, r.run_at`,
       transition: `
         UPDATE ${S}.runs r SET
@@ -162,7 +162,7 @@ export class RunsStore {
       timeouts: `
         UPDATE ${S}.runs SET status = 'failed', finished_at = now(),
           error = jsonb_build_object('name', 'TimeoutError', 'code', 'timeout', 'message', 'the run timed out')
-        WHERE status IN ('pending', 'waiting') AND timeout_ms IS NOT NULL
+        WHERE status IN ('pending', 'waiting') AND timeout_ms IS NOT NULL AND coalesce(deps_left, 0) = 0
           AND coalesce(deadline_at, run_at + timeout_ms * interval '1 millisecond') < now()
         RETURNING id`,
       prune: `

@@ -1,0 +1,173 @@
+import type { MigrationInterface, QueryRunner } from 'typeorm';
+
+/**
+ * DAG flows. A flow node is a run with `flow_id`/`name`/`deps`; this migration adds:
+ *
+ * - `runs.deps_left`: how many deps of a node are not yet resolved. A node with deps is inserted
+ *   `waiting` with `deps_left > 0` (never claimable) and becomes `pending` when it reaches 0.
+ * - `flows`: one row per flow id (uniqueness of custom ids, flow-level ignore options, last append).
+ * - `flow_deps`: one row per edge (dep name → dependant run), with the dependant's resolved ignore
+ *   options and whether the edge was resolved; `missing` marks deps that named no node when appended
+ *   with `checkDeps: false`.
+ * - `flow_hooks`: dependants cancelled by the cascade whose `afterCancelled` hook is still due.
+ * - `durable_flow_resolve(flow, names, outcomes)`: resolves the edges leaving the named nodes —
+ *   decrements (exact under concurrency: the dependant's row lock serialises its parents) or, per
+ *   the ignore options, cancels dependants, iterating level by level (no trigger recursion), and
+ *   notifies the workers when a node became pending.
+ * - triggers `runs_flow_deps_trg` (a flow node reached a final status) and `runs_flow_deleted_trg`
+ *   (an unfinished flow node was deleted) calling it, in the transaction of the change.
+ *
+ * Every statement is idempotent.
+ */
+export class DurableFlows1733040003000 implements MigrationInterface {
+  name = 'DurableFlows1733040003000';
+
+  constructor(protected readonly schema = 'durable') {}
+
+  async up(q: QueryRunner): Promise<void> {
+    const s = `"${this.schema}"`;
+    const channel = `durable_${this.schema}`.replace(/'/g, "''");
+    await q.query(`ALTER TABLE ${s}.runs ADD COLUMN IF NOT EXISTS deps_left integer`);
+    // node names are unique within a flow (replaces the plain index of the first migration)
+    await q.query(`CREATE UNIQUE INDEX IF NOT EXISTS runs_flow_node ON ${s}.runs (flow_id, name) WHERE flow_id IS NOT NULL`);
+    await q.query(`DROP INDEX IF EXISTS ${s}.runs_flow`);
+    await q.query(`
+      CREATE TABLE IF NOT EXISTS ${s}.flows (
+        id               text PRIMARY KEY,
+        name             text,
+        ignore_cancelled boolean NOT NULL DEFAULT false,
+        ignore_failed    boolean NOT NULL DEFAULT false,
+        ignore_deleted   boolean NOT NULL DEFAULT false,
+        created_at       timestamptz NOT NULL DEFAULT now(),
+        updated_at       timestamptz NOT NULL DEFAULT now()
+      )`);
+    await q.query(`CREATE INDEX IF NOT EXISTS flows_updated ON ${s}.flows (updated_at)`);
+    await q.query(`
+      CREATE TABLE IF NOT EXISTS ${s}.flow_deps (
+        flow_id          text NOT NULL,
+        dep_name         text NOT NULL,
+        run_id           uuid NOT NULL REFERENCES ${s}.runs (id) ON DELETE CASCADE,
+        ignore_cancelled boolean NOT NULL DEFAULT false,
+        ignore_failed    boolean NOT NULL DEFAULT false,
+        ignore_deleted   boolean NOT NULL DEFAULT false,
+        resolved         boolean NOT NULL DEFAULT false,
+        missing          boolean NOT NULL DEFAULT false,
+        PRIMARY KEY (flow_id, dep_name, run_id)
+      )`);
+    await q.query(`CREATE INDEX IF NOT EXISTS flow_deps_run ON ${s}.flow_deps (run_id)`);
+    await q.query(`CREATE INDEX IF NOT EXISTS flow_deps_missing ON ${s}.flow_deps (flow_id) WHERE missing AND NOT resolved`);
+    await q.query(`
+      CREATE TABLE IF NOT EXISTS ${s}.flow_hooks (
+        run_id uuid PRIMARY KEY REFERENCES ${s}.runs (id) ON DELETE CASCADE,
+        reason text NOT NULL,
+        due_at timestamptz NOT NULL DEFAULT now()
+      )`);
+    await q.query(`CREATE INDEX IF NOT EXISTS flow_hooks_due ON ${s}.flow_hooks (due_at)`);
+
+    await q.query(`
+      CREATE OR REPLACE FUNCTION ${s}.durable_flow_resolve(fid text, names text[], outcomes text[]) RETURNS integer
+      LANGUAGE plpgsql AS $fn$
+      DECLARE
+        ids uuid[]; oks int[]; bads text[];
+        next_names text[];
+        woke int := 0;
+        n int;
+      BEGIN
+        LOOP
+          EXIT WHEN names IS NULL OR cardinality(names) = 0;
+          -- resolve every open edge leaving these nodes, grouped by dependant
+          WITH e AS (
+            UPDATE ${s}.flow_deps d SET resolved = true, missing = false
+            FROM unnest(names, outcomes) AS x(n, o)
+            WHERE d.flow_id = fid AND d.dep_name = x.n AND NOT d.resolved
+            RETURNING d.run_id, x.o,
+              (x.o = 'completed' OR (x.o = 'cancelled' AND d.ignore_cancelled)
+                OR (x.o = 'failed' AND d.ignore_failed) OR (x.o = 'deleted' AND d.ignore_deleted)) AS ok
+          ), g AS (
+            SELECT run_id, (count(*) FILTER (WHERE ok))::int AS oks, (array_agg(o) FILTER (WHERE NOT ok))[1] AS bad
+            FROM e GROUP BY run_id
+          )
+          SELECT array_agg(g.run_id ORDER BY g.run_id), array_agg(g.oks ORDER BY g.run_id), array_agg(g.bad ORDER BY g.run_id)
+            INTO ids, oks, bads
+          FROM g;
+          EXIT WHEN ids IS NULL;
+          -- dependants whose dep counts as completed: one dep fewer; the last one makes them pending
+          WITH w AS (
+            UPDATE ${s}.runs r SET
+              deps_left = r.deps_left - x.oks,
+              status = CASE WHEN r.deps_left - x.oks <= 0 THEN 'pending' ELSE r.status END,
+              run_at = CASE WHEN r.deps_left - x.oks <= 0 THEN now() ELSE r.run_at END
+            FROM unnest(ids, oks, bads) AS x(id, oks, bad)
+            WHERE r.id = x.id AND x.bad IS NULL AND x.oks > 0 AND r.status = 'waiting' AND r.deps_left > 0
+            RETURNING r.status
+          ) SELECT count(*) FILTER (WHERE status = 'pending') INTO n FROM w;
+          woke := woke + n;
+          -- dependants with a dep that cancels them: cancelled now, hook due; their own dependants next
+          PERFORM set_config('durable.flow_resolving', 'on', true);
+          WITH c AS (
+            UPDATE ${s}.runs r SET status = 'cancelled', finished_at = now(),
+              cancel_reason = 'a dependency was ' || x.bad,
+              error = jsonb_build_object('name', 'CancelledError', 'code', 'cancelled',
+                'message', 'cancelled because a dependency was ' || x.bad, 'reason', x.bad)
+            FROM unnest(ids, bads) AS x(id, bad)
+            WHERE r.id = x.id AND x.bad IS NOT NULL AND r.status = 'waiting' AND r.deps_left > 0
+            RETURNING r.id, r.name, x.bad
+          ), h AS (
+            INSERT INTO ${s}.flow_hooks (run_id, reason) SELECT id, bad FROM c ON CONFLICT DO NOTHING
+          )
+          SELECT array_agg(name) INTO next_names FROM c;
+          PERFORM set_config('durable.flow_resolving', '', true);
+          names := next_names;
+          outcomes := CASE WHEN next_names IS NULL THEN NULL ELSE array_fill('cancelled'::text, ARRAY[cardinality(next_names)]) END;
+        END LOOP;
+        IF woke > 0 THEN PERFORM pg_notify('${channel}', ''); END IF;
+        RETURN woke;
+      END
+      $fn$`);
+
+    await q.query(`
+      CREATE OR REPLACE FUNCTION ${s}.durable_flow_on_finish() RETURNS trigger
+      LANGUAGE plpgsql AS $fn$
+      BEGIN
+        -- rows cancelled by durable_flow_resolve itself: its loop handles their dependants
+        IF current_setting('durable.flow_resolving', true) = 'on' THEN RETURN NULL; END IF;
+        PERFORM ${s}.durable_flow_resolve(NEW.flow_id, ARRAY[NEW.name],
+          ARRAY[CASE NEW.status WHEN 'completed' THEN 'completed' WHEN 'cancelled' THEN 'cancelled' ELSE 'failed' END]);
+        RETURN NULL;
+      END
+      $fn$`);
+    await q.query(`
+      CREATE OR REPLACE FUNCTION ${s}.durable_flow_on_delete() RETURNS trigger
+      LANGUAGE plpgsql AS $fn$
+      BEGIN
+        PERFORM ${s}.durable_flow_resolve(OLD.flow_id, ARRAY[OLD.name], ARRAY['deleted']);
+        RETURN NULL;
+      END
+      $fn$`);
+    await q.query(`DROP TRIGGER IF EXISTS runs_flow_deps_trg ON ${s}.runs`);
+    await q.query(`
+      CREATE TRIGGER runs_flow_deps_trg AFTER UPDATE OF status ON ${s}.runs FOR EACH ROW
+      WHEN (NEW.flow_id IS NOT NULL AND OLD.status IS DISTINCT FROM NEW.status
+            AND NEW.status IN ('completed', 'failed', 'cancelled', 'compensated', 'compensation_failed'))
+      EXECUTE FUNCTION ${s}.durable_flow_on_finish()`);
+    await q.query(`DROP TRIGGER IF EXISTS runs_flow_deleted_trg ON ${s}.runs`);
+    await q.query(`
+      CREATE TRIGGER runs_flow_deleted_trg AFTER DELETE ON ${s}.runs FOR EACH ROW
+      WHEN (OLD.flow_id IS NOT NULL
+            AND OLD.status NOT IN ('completed', 'failed', 'cancelled', 'compensated', 'compensation_failed'))
+      EXECUTE FUNCTION ${s}.durable_flow_on_delete()`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    const s = `"${this.schema}"`;
+    await q.query(`DROP TRIGGER IF EXISTS runs_flow_deps_trg ON ${s}.runs`);
+    await q.query(`DROP TRIGGER IF EXISTS runs_flow_deleted_trg ON ${s}.runs`);
+    await q.query(`DROP FUNCTION IF EXISTS ${s}.durable_flow_on_finish()`);
+    await q.query(`DROP FUNCTION IF EXISTS ${s}.durable_flow_on_delete()`);
+    await q.query(`DROP FUNCTION IF EXISTS ${s}.durable_flow_resolve(text, text[], text[])`);
+    for (const t of ['flow_hooks', 'flow_deps', 'flows']) await q.query(`DROP TABLE IF EXISTS ${s}.${t}`);
+    await q.query(`DROP INDEX IF EXISTS ${s}.runs_flow_node`);
+    await q.query(`CREATE INDEX IF NOT EXISTS runs_flow ON ${s}.runs (flow_id, name) WHERE flow_id IS NOT NULL`);
+    await q.query(`ALTER TABLE ${s}.runs DROP COLUMN IF EXISTS deps_left`);
+  }
+}

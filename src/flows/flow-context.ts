@@ -1,0 +1,114 @@
+import type { DurableCore } from '../engine/durable.core';
+import type { RunInfo } from '../engine/run-info';
+import { FlowsStore } from '../store/flows.store';
+
+/** The flow facts of a claimed run (undefined for runs outside flows). */
+export interface FlowNodeInfo {
+  flowId: string;
+  flowName: string | null;
+  /** This node's name. */
+  name: string;
+  /** Names of the nodes it depends on. */
+  deps: string[];
+}
+
+/** Options of the `ctx.flow` readers. */
+export interface FlowReadOptions {
+  /** Only this node's deps. */
+  onlyDeps?: boolean;
+}
+
+/** `ctx.flow`: the flow a step's run belongs to, and readers for its other nodes. */
+export interface FlowContext {
+  readonly flowId: string;
+  readonly flowName: string | null;
+  /** This node's name. */
+  readonly name: string;
+  /** Names of this node's deps. */
+  readonly deps: readonly string[];
+  /** The recorded result of node `name` (its last step's return value); undefined until it completed. */
+  getRecorded<T = unknown>(name: string): Promise<T | undefined>;
+  /** Node name → recorded result, for every completed node but this one (or only its deps). */
+  allRecorded<T = unknown>(options?: FlowReadOptions): Promise<Record<string, T>>;
+  /** Node `name` of this flow as a run, or null. */
+  getJob(name: string): Promise<RunInfo | null>;
+  /** Every node of this flow (or only this node's deps), by name. */
+  allJobs(options?: FlowReadOptions): Promise<RunInfo[]>;
+  /** The nodes of this flow by name, loaded a page at a time (keyset), for flows of any size. */
+  streamJobs(options?: FlowReadOptions & { pageSize?: number }): AsyncIterable<RunInfo>;
+}
+
+const stores = new WeakMap<DurableCore, FlowsStore>();
+
+/** The flows store of a module instance (one per schema). */
+export function flowsStoreOf(core: DurableCore): FlowsStore {
+  let store = stores.get(core);
+  if (!store) {
+    store = new FlowsStore(core.options.schema, core.runs.channel);
+    stores.set(core, store);
+  }
+  return store;
+}
+
+/** Default page size of `streamJobs`. */
+const PAGE = 500;
+
+/** The {@link FlowContext} of one run. */
+export class FlowContextImpl implements FlowContext {
+  constructor(
+    private readonly core: DurableCore,
+    private readonly node: FlowNodeInfo,
+  ) {}
+
+  get flowId(): string {
+    return this.node.flowId;
+  }
+  get flowName(): string | null {
+    return this.node.flowName;
+  }
+  get name(): string {
+    return this.node.name;
+  }
+  get deps(): readonly string[] {
+    return this.node.deps;
+  }
+
+  private get store(): FlowsStore {
+    return flowsStoreOf(this.core);
+  }
+
+  async getRecorded<T = unknown>(name: string): Promise<T | undefined> {
+    const row = await this.store.node(this.core.db, this.flowId, String(name));
+    return row && row.status === 'completed' ? (row.result as T) : undefined;
+  }
+
+  async allRecorded<T = unknown>(options: FlowReadOptions = {}): Promise<Record<string, T>> {
+    const names = options.onlyDeps ? this.node.deps : null;
+    const rows = await this.store.recorded(this.core.db, this.flowId, this.name, names);
+    const out: Record<string, T> = {};
+    for (const r of rows) out[r.name] = r.result as T;
+    return out;
+  }
+
+  async getJob(name: string): Promise<RunInfo | null> {
+    const row = await this.store.node(this.core.db, this.flowId, String(name));
+    return row ? this.core.info(row) : null;
+  }
+
+  async allJobs(options: FlowReadOptions = {}): Promise<RunInfo[]> {
+    const rows = await this.store.nodes(this.core.db, this.flowId, options.onlyDeps ? this.node.deps : null);
+    return rows.map((r) => this.core.info(r));
+  }
+
+  async *streamJobs(options: FlowReadOptions & { pageSize?: number } = {}): AsyncGenerator<RunInfo> {
+    const size = Math.min(Math.max(1, Math.floor(options.pageSize ?? PAGE)), 10_000);
+    const names = options.onlyDeps ? this.node.deps : null;
+    let after: string | null = null;
+    for (;;) {
+      const rows = await this.store.page(this.core.db, this.flowId, after, names, size);
+      for (const r of rows) yield this.core.info(r);
+      if (rows.length < size) return;
+      after = rows[rows.length - 1].name;
+    }
+  }
+}

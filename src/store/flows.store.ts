@@ -1,0 +1,325 @@
+import type { Queryable } from './db';
+import type { RunRow } from './run-row';
+import type { RunStatus } from '../engine/run-info';
+
+/** A `flows` row. */
+export interface FlowRow {
+  id: string;
+  name: string | null;
+  ignore_cancelled: boolean;
+  ignore_failed: boolean;
+  ignore_deleted: boolean;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** A flow node to insert (a run of `workflow`). */
+export interface NewFlowNode {
+  id: string;
+  workflow: string;
+  input: unknown;
+  timeout_ms: number | null;
+  flow_id: string;
+  flow_name: string | null;
+  name: string;
+  deps: string[];
+  /** Deps not yet resolved; > 0 inserts the node `waiting`, else `pending`. */
+  deps_left: number;
+}
+
+/** An edge to insert: `run_id` depends on the node named `dep_name`. */
+export interface NewFlowEdge {
+  flow_id: string;
+  dep_name: string;
+  run_id: string;
+  ignore_cancelled: boolean;
+  ignore_failed: boolean;
+  ignore_deleted: boolean;
+  /** The dep named no node when the edge was added (append with `checkDeps: false`). */
+  missing: boolean;
+}
+
+/** What a dep's final status means for its dependants. */
+export type DepOutcome = 'completed' | 'failed' | 'cancelled' | 'deleted';
+
+/** A node as the graph export needs it. */
+export interface FlowNodeRow {
+  id: string;
+  name: string;
+  workflow: string;
+  deps: string[] | null;
+  status: RunStatus;
+}
+
+/** A claimed `afterCancelled` hook. */
+export interface HookRow {
+  run_id: string;
+  reason: 'cancelled' | 'failed' | 'deleted';
+}
+
+/** Maps a final run status to the outcome its dependants see. */
+export function depOutcome(status: RunStatus): DepOutcome | undefined {
+  switch (status) {
+    case 'completed':
+      return 'completed';
+    case 'cancelled':
+      return 'cancelled';
+    case 'failed':
+    case 'compensated':
+    case 'compensation_failed':
+      return 'failed';
+    default:
+      return undefined;
+  }
+}
+
+const FINAL = `('completed', 'failed', 'cancelled', 'compensated', 'compensation_failed')`;
+
+/**
+ * Every statement of DAG flows: the `flows`, `flow_deps` and `flow_hooks` tables and the flow
+ * columns of `runs`. Dependency resolution itself is `durable_flow_resolve` (see the flows
+ * migration), called by the triggers on `runs` and, for repairs and appends, from here.
+ */
+export class FlowsStore {
+  private readonly sql: Record<string, string>;
+
+  constructor(
+    schema: string,
+    /** Channel the workers LISTEN on. */
+    readonly channel: string,
+  ) {
+    const S = `"${schema}"`;
+    this.sql = {
+      createFlow: `
+        INSERT INTO ${S}.flows (id, name, ignore_cancelled, ignore_failed, ignore_deleted)
+        VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING RETURNING id`,
+      touchFlow: `UPDATE ${S}.flows SET updated_at = now() WHERE id = $1 RETURNING *`,
+      getFlow: `SELECT * FROM ${S}.flows WHERE id = $1`,
+      anyNode: `SELECT flow_name FROM ${S}.runs WHERE flow_id = $1 LIMIT 1`,
+      lockNodes: `
+        SELECT id, name, status FROM ${S}.runs WHERE flow_id = $1 AND name = ANY($2::text[])
+        ORDER BY id FOR SHARE`,
+      insertNodes: `
+        WITH ins AS (
+          INSERT INTO ${S}.runs (id, workflow, input, timeout_ms, flow_id, flow_name, name, deps, deps_left, status)
+          SELECT id, workflow, input, timeout_ms, flow_id, flow_name, name, deps, deps_left,
+            CASE WHEN deps_left > 0 THEN 'waiting' ELSE 'pending' END
+          FROM jsonb_to_recordset($1::jsonb) AS v(id uuid, workflow text, input jsonb, timeout_ms integer,
+            flow_id text, flow_name text, name text, deps text[], deps_left integer)
+          RETURNING status
+        ), note AS MATERIALIZED (
+          SELECT pg_notify($2, '') FROM ins WHERE status = 'pending' LIMIT 1
+        )
+        SELECT count(*)::int AS n FROM ins LEFT JOIN note ON true`,
+      insertEdges: `
+        INSERT INTO ${S}.flow_deps (flow_id, dep_name, run_id, ignore_cancelled, ignore_failed, ignore_deleted, missing)
+        SELECT flow_id, dep_name, run_id, ignore_cancelled, ignore_failed, ignore_deleted, missing
+        FROM jsonb_to_recordset($1::jsonb) AS v(flow_id text, dep_name text, run_id uuid, ignore_cancelled boolean,
+          ignore_failed boolean, ignore_deleted boolean, missing boolean)`,
+      clearMissing: `
+        UPDATE ${S}.flow_deps SET missing = false
+        WHERE flow_id = $1 AND dep_name = ANY($2::text[]) AND missing AND NOT resolved`,
+      resolve: `SELECT ${S}.durable_flow_resolve($1, $2::text[], $3::text[]) AS woke`,
+      node: `SELECT * FROM ${S}.runs WHERE flow_id = $1 AND name = $2`,
+      nodes: `
+        SELECT * FROM ${S}.runs WHERE flow_id = $1 AND ($2::text[] IS NULL OR name = ANY($2::text[]))
+        ORDER BY name`,
+      page: `
+        SELECT * FROM ${S}.runs WHERE flow_id = $1 AND ($2::text IS NULL OR name > $2)
+          AND ($3::text[] IS NULL OR name = ANY($3::text[]))
+        ORDER BY name LIMIT $4`,
+      recorded: `
+        SELECT name, result FROM ${S}.runs
+        WHERE flow_id = $1 AND status = 'completed' AND name <> $2
+          AND ($3::text[] IS NULL OR name = ANY($3::text[]))
+        ORDER BY name`,
+      graph: `SELECT id, name, workflow, deps, status FROM ${S}.runs WHERE flow_id = $1 ORDER BY id`,
+      claimHooks: `
+        WITH c AS (
+          SELECT h.run_id FROM ${S}.flow_hooks h JOIN ${S}.runs r ON r.id = h.run_id
+          WHERE h.due_at <= now() AND r.workflow = ANY($1::text[])
+          ORDER BY h.due_at LIMIT $2 FOR UPDATE OF h SKIP LOCKED
+        )
+        UPDATE ${S}.flow_hooks h SET due_at = now() + $3 * interval '1 millisecond'
+        FROM c WHERE h.run_id = c.run_id
+        RETURNING h.run_id, h.reason`,
+      doneHook: `DELETE FROM ${S}.flow_hooks WHERE run_id = $1`,
+      // repairs (the DynamicLifeline): edges left open although their dep is final
+      missedEdges: `
+        SELECT d.flow_id, array_agg(DISTINCT p.name) AS names
+        FROM ${S}.flow_deps d
+        JOIN ${S}.runs p ON p.flow_id = d.flow_id AND p.name = d.dep_name AND p.status IN ${FINAL}
+        WHERE NOT d.resolved
+        GROUP BY d.flow_id LIMIT $1`,
+      finalNodes: `
+        SELECT name, status FROM ${S}.runs WHERE flow_id = $1 AND name = ANY($2::text[]) AND status IN ${FINAL}`,
+      // waiting nodes whose every edge is resolved but which were never made pending
+      stalledNodes: `
+        WITH s AS (
+          SELECT r.id FROM ${S}.runs r
+          WHERE r.status = 'waiting' AND r.deps_left > 0 AND r.flow_id IS NOT NULL
+            AND NOT EXISTS (SELECT 1 FROM ${S}.flow_deps d WHERE d.run_id = r.id AND NOT d.resolved)
+          LIMIT $1 FOR UPDATE SKIP LOCKED
+        ), w AS (
+          UPDATE ${S}.runs r SET status = 'pending', deps_left = 0, run_at = now()
+          FROM s WHERE r.id = s.id AND r.status = 'waiting' RETURNING r.id
+        ), note AS MATERIALIZED (SELECT pg_notify($2, '') FROM w LIMIT 1)
+        SELECT count(*)::int AS n FROM w LEFT JOIN note ON true`,
+      // deps that never appeared (or vanished unnoticed), in flows that went quiet for `grace`
+      missingDeps: `
+        WITH m AS (
+          SELECT d.flow_id, d.dep_name FROM ${S}.flow_deps d
+          WHERE NOT d.resolved AND (d.missing OR $3::boolean)
+            AND NOT EXISTS (SELECT 1 FROM ${S}.runs p WHERE p.flow_id = d.flow_id AND p.name = d.dep_name)
+          LIMIT $1
+        )
+        SELECT m.flow_id, array_agg(DISTINCT m.dep_name) AS names FROM m
+        WHERE NOT EXISTS (
+            SELECT 1 FROM ${S}.runs r WHERE r.flow_id = m.flow_id
+              AND (r.status IN ('pending', 'running', 'compensating')
+                   OR (r.status = 'waiting' AND coalesce(r.deps_left, 0) = 0)
+                   OR r.finished_at > now() - $2 * interval '1 millisecond'
+                   OR r.created_at > now() - $2 * interval '1 millisecond'))
+          AND NOT EXISTS (
+            SELECT 1 FROM ${S}.flows f WHERE f.id = m.flow_id AND f.updated_at > now() - $2 * interval '1 millisecond')
+        GROUP BY m.flow_id`,
+      pruneFlows: `
+        WITH d AS (
+          DELETE FROM ${S}.flows WHERE id IN (
+            SELECT f.id FROM ${S}.flows f
+            WHERE f.updated_at < now() - $1 * interval '1 millisecond'
+              AND NOT EXISTS (SELECT 1 FROM ${S}.runs r WHERE r.flow_id = f.id)
+            LIMIT $2)
+          RETURNING 1
+        ) SELECT count(*)::int AS n FROM d`,
+    };
+  }
+
+  /** Creates the flow's row; false when a flow with that id exists. */
+  async createFlow(q: Queryable, f: { id: string; name: string | null; ignoreCancelled: boolean; ignoreFailed: boolean; ignoreDeleted: boolean }): Promise<boolean> {
+    const rows = await q.query(this.sql.createFlow, [f.id, f.name, f.ignoreCancelled, f.ignoreFailed, f.ignoreDeleted]);
+    return rows.length > 0;
+  }
+
+  /** Locks the flow's row for an append (bumping its `updated_at`); undefined when there is none. */
+  async touchFlow(q: Queryable, id: string): Promise<FlowRow | undefined> {
+    const [row] = await q.query<FlowRow>(this.sql.touchFlow, [id]);
+    return row;
+  }
+
+  /** The flow's row, or undefined. */
+  async getFlow(q: Queryable, id: string): Promise<FlowRow | undefined> {
+    const [row] = await q.query<FlowRow>(this.sql.getFlow, [id]);
+    return row;
+  }
+
+  /** True when some run belongs to the flow. */
+  async hasNodes(q: Queryable, flowId: string): Promise<boolean> {
+    return (await q.query(this.sql.anyNode, [flowId])).length > 0;
+  }
+
+  /** The flow's nodes among `names`, share-locked until commit (a dep cannot finish unseen meanwhile). */
+  lockNodes(q: Queryable, flowId: string, names: string[]) {
+    return q.query<{ id: string; name: string; status: RunStatus }>(this.sql.lockNodes, [flowId, names]);
+  }
+
+  /** Inserts flow nodes (notifying the workers when one is pending); returns how many. */
+  async insertNodes(q: Queryable, nodes: NewFlowNode[]): Promise<number> {
+    const [row] = await q.query<{ n: number }>(this.sql.insertNodes, [JSON.stringify(nodes), this.channel]);
+    return row.n;
+  }
+
+  /** Inserts dependency edges. */
+  async insertEdges(q: Queryable, edges: NewFlowEdge[]): Promise<void> {
+    if (edges.length) await q.query(this.sql.insertEdges, [JSON.stringify(edges)]);
+  }
+
+  /** Edges waiting on a missing dep named in `names` are no longer missing (the node now exists). */
+  async clearMissing(q: Queryable, flowId: string, names: string[]): Promise<void> {
+    await q.query(this.sql.clearMissing, [flowId, names]);
+  }
+
+  /** Resolves the open edges leaving the named nodes with the given outcomes; returns how many nodes woke. */
+  async resolve(q: Queryable, flowId: string, names: string[], outcomes: DepOutcome[]): Promise<number> {
+    if (names.length === 0) return 0;
+    const [row] = await q.query<{ woke: number }>(this.sql.resolve, [flowId, names, outcomes]);
+    return row.woke;
+  }
+
+  /** One node by name, or undefined. */
+  async node(q: Queryable, flowId: string, name: string): Promise<RunRow | undefined> {
+    const [row] = await q.query<RunRow>(this.sql.node, [flowId, name]);
+    return row;
+  }
+
+  /** The flow's nodes (those named in `names` when given), by name. */
+  nodes(q: Queryable, flowId: string, names: string[] | null): Promise<RunRow[]> {
+    return q.query<RunRow>(this.sql.nodes, [flowId, names]);
+  }
+
+  /** One keyset page of the flow's nodes by name, after `afterName`. */
+  page(q: Queryable, flowId: string, afterName: string | null, names: string[] | null, limit: number): Promise<RunRow[]> {
+    return q.query<RunRow>(this.sql.page, [flowId, afterName, names, limit]);
+  }
+
+  /** Results of the flow's completed nodes other than `self` (only `names` when given). */
+  recorded(q: Queryable, flowId: string, self: string, names: string[] | null) {
+    return q.query<{ name: string; result: unknown }>(this.sql.recorded, [flowId, self, names]);
+  }
+
+  /** Every node of the flow in insertion order (for drawing). */
+  graph(q: Queryable, flowId: string): Promise<FlowNodeRow[]> {
+    return q.query<FlowNodeRow>(this.sql.graph, [flowId]);
+  }
+
+  /** Claims up to `limit` due hooks of runs of `workflows`, leasing them for `leaseMs`. */
+  claimHooks(q: Queryable, workflows: string[], limit: number, leaseMs: number): Promise<HookRow[]> {
+    return q.query<HookRow>(this.sql.claimHooks, [workflows, limit, leaseMs]);
+  }
+
+  /** The hook of `runId` ran (or there is none to run). */
+  async doneHook(q: Queryable, runId: string): Promise<void> {
+    await q.query(this.sql.doneHook, [runId]);
+  }
+
+  /** Resolves edges left open although their dep is final (missed wake-ups); returns nodes woken. */
+  async repairMissedEdges(q: Queryable, limit: number): Promise<number> {
+    const flows = await q.query<{ flow_id: string; names: string[] }>(this.sql.missedEdges, [limit]);
+    let woke = 0;
+    for (const f of flows) {
+      const finals = await q.query<{ name: string; status: RunStatus }>(this.sql.finalNodes, [f.flow_id, f.names]);
+      woke += await this.resolve(
+        q,
+        f.flow_id,
+        finals.map((r) => r.name),
+        finals.map((r) => depOutcome(r.status)!),
+      );
+    }
+    return woke;
+  }
+
+  /** Makes waiting nodes with no open edge left pending (a counter that went wrong); returns how many. */
+  async repairStalled(q: Queryable, limit: number): Promise<number> {
+    const [row] = await q.query<{ n: number }>(this.sql.stalledNodes, [limit, this.channel]);
+    return row.n;
+  }
+
+  /**
+   * Treats deps that name no node as deleted in flows quiet for `graceMs` (see README, "DAG
+   * flows": the rule for `checkDeps: false`); `anyMissing` also covers edges not flagged missing
+   * (a dep row that vanished unnoticed). Returns the number of flows repaired.
+   */
+  async repairMissing(q: Queryable, graceMs: number, limit: number, anyMissing: boolean): Promise<number> {
+    const flows = await q.query<{ flow_id: string; names: string[] }>(this.sql.missingDeps, [limit, graceMs, anyMissing]);
+    for (const f of flows) {
+      await this.resolve(q, f.flow_id, f.names, f.names.map(() => 'deleted' as const));
+    }
+    return flows.length;
+  }
+
+  /** Deletes up to `batch` flow rows with no runs left, untouched for `olderThanMs`. */
+  async pruneFlows(q: Queryable, olderThanMs: number, batch: number): Promise<number> {
+    const [row] = await q.query<{ n: number }>(this.sql.pruneFlows, [olderThanMs, batch]);
+    return row.n;
+  }
+}
