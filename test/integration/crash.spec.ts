@@ -5,7 +5,7 @@
  */
 import { EntityManager } from 'typeorm';
 import { RunContext, RunInfo, Step, Workflow } from '../../src';
-import { createApp, freshSchema, NodeProcess, spawnNode, sql, waitFor } from '../support';
+import { createApp, freshSchema, Gate, NodeProcess, spawnNode, sql, waitFor } from '../support';
 
 let effectsSchema = '';
 const SURVIVOR = 'survivor';
@@ -30,10 +30,13 @@ class CrashEffect {
   }
 }
 
+let fenceGate = new Gate();
+
 @Workflow('fence')
 class Fence {
   @Step({ retry: { attempts: 5, initialDelay: 100 } })
   async work(ctx: RunContext) {
+    await fenceGate.wait();
     ctx.put('by', SURVIVOR);
     return { by: SURVIVOR };
   }
@@ -41,6 +44,20 @@ class Fence {
   @Step()
   async after(ctx: RunContext) {
     return { by: SURVIVOR, ctxBy: ctx.get('by') };
+  }
+}
+
+@Workflow('crash_ctx')
+class CrashCtx {
+  @Step()
+  async first(ctx: RunContext) {
+    ctx.put('from', SURVIVOR);
+    return SURVIVOR;
+  }
+
+  @Step()
+  async second(ctx: RunContext) {
+    return { from: ctx.get('from'), by: SURVIVOR };
   }
 }
 
@@ -52,7 +69,7 @@ class Barrier {
   }
 }
 
-const workflows = [CrashEffect, Fence, Barrier];
+const workflows = [CrashEffect, CrashCtx, Fence, Barrier];
 
 async function prepareSchema(): Promise<string> {
   const schema = freshSchema();
@@ -76,6 +93,11 @@ async function nodeRows(schema: string) {
 }
 
 describe('crashes and fencing (multi-process)', () => {
+  beforeEach(() => {
+    fenceGate = new Gate();
+  });
+  afterEach(() => fenceGate.open());
+
   it('a worker killed with SIGKILL mid-step: every run still completes and each ctx.transaction effect is recorded once', async () => {
     const schema = await prepareSchema();
     const victim = await spawnNode({ schema, nodeId: 'victim', env: { HOLD_MS: '600000', DURABLE_CONCURRENCY: '4' } });
@@ -103,6 +125,22 @@ describe('crashes and fencing (multi-process)', () => {
     expect(new Set(effects.map((e) => e.run_id))).toEqual(new Set(ids));
     // the held runs' effects were committed by the victim and not repeated by the survivor
     for (const id of held) expect(effects.filter((e) => e.run_id === id)).toEqual([{ run_id: id, node_id: 'victim' }]);
+  });
+
+  it('the context saved by a completed step survives a SIGKILL of the node running the next step', async () => {
+    const schema = await prepareSchema();
+    const victim = await spawnNode({ schema, nodeId: 'victim', env: { HOLD_MS: '600000' } });
+    const starter = await createApp({ schema, workflows, options: { worker: false } });
+    const ids = idsOf(await starter.durable.startMany('crash_ctx', [{ input: {} }, { input: {} }]));
+    await waitFor(() => runIdsIn(victim, 'second').size === 2, { timeout: 20_000 });
+    victim.signal('SIGKILL');
+    await victim.exited;
+    const survivor = await createApp({ schema, workflows });
+    for (const id of ids) {
+      const run = await survivor.durable.waitForRun(id, { timeout: 20_000 });
+      expect(run).toMatchObject({ status: 'completed', result: { from: 'victim', by: SURVIVOR } });
+      expect(run.context).toMatchObject({ from: 'victim' });
+    }
   });
 
   it("survivors recover a dead node's runs; the dead node's row leaves the nodes table", async () => {
@@ -142,30 +180,37 @@ describe('crashes and fencing (multi-process)', () => {
     const zombie = await spawnNode({
       schema,
       nodeId: 'zombie',
-      env: { HOLD_MS: '2500', DURABLE_WORKFLOWS: 'fence,barrier' },
+      // A slow heartbeat: when the zombie wakes up, its step ends before its next heartbeat could tell
+      // it that the run was recovered, so only the database (the lease epoch) can refuse its write.
+      env: { HOLD_MS: '2500', DURABLE_WORKFLOWS: 'fence,barrier', DURABLE_HEARTBEAT: '5s' },
     });
     const starter = await createApp({ schema, workflows, options: { worker: false } });
     const { runId } = await starter.durable.start('fence', {});
     await zombie.waitForLine(new RegExp(`^IN_STEP work ${runId}`));
     zombie.signal('SIGSTOP');
 
-    // a survivor (which does not run `barrier`) recovers the run and completes it
+    // a survivor (which does not run `barrier`) recovers the run; its own `work` step waits at a gate
     await createApp({ schema, workflows, options: { worker: { workflows: ['fence'] } } });
-    const done = await starter.durable.waitForRun(runId, { timeout: 20_000 });
-    expect(done).toMatchObject({ status: 'completed', result: { by: SURVIVOR, ctxBy: SURVIVOR } });
-    expect(done.context).toMatchObject({ by: SURVIVOR });
+    await waitFor(() => fenceGate.arrived >= 1, { timeout: 20_000, message: 'the survivor runs the recovered step' });
 
     zombie.signal('SIGCONT');
-    // the zombie's step ends and it tries to record it...
+    // the zombie's step ends and it tries to record it while the survivor still runs the same step...
     await zombie.waitForLine(new RegExp(`^STEP_DONE work ${runId}`), 15_000);
     // ...and the zombie goes on working (it runs a fresh barrier run, which only it may run)
     const barrier = await starter.durable.start('barrier', {});
     const b = await starter.durable.waitForRun(barrier.runId, { timeout: 15_000 });
     expect(b).toMatchObject({ status: 'completed', result: { by: 'zombie' } });
 
-    // nothing of the zombie's stale execution was written, and it did not go on to the next step
-    const after = await starter.durable.getRun(runId);
-    expect(after).toEqual(done);
+    // the zombie's completion was refused: the run is still at `work`, running, with nothing of the zombie's
+    const during = (await starter.durable.getRun(runId))!;
+    expect(during).toMatchObject({ status: 'running', step: 'work', result: null });
+    expect(during.context.by).toBeUndefined();
+
+    fenceGate.open();
+    const done = await starter.durable.waitForRun(runId, { timeout: 20_000 });
+    expect(done).toMatchObject({ status: 'completed', result: { by: SURVIVOR, ctxBy: SURVIVOR } });
+    expect(done.context).toMatchObject({ by: SURVIVOR });
+    // and the zombie did not go on to the next step
     expect(zombie.linesMatching(new RegExp(`^IN_STEP after ${runId}`))).toEqual([]);
   });
 });

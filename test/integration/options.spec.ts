@@ -1,3 +1,4 @@
+import { Module } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { DurableModule, Step, Workflow, RunContext } from '../../src';
 import { createApp, databaseUrl, freshSchema, testOptions } from '../support';
@@ -100,6 +101,27 @@ describe('DurableModule options', () => {
     expect(outcome).toBe('created');
     const run = await durable.waitForRun(runId, { timeout: 10_000 });
     expect(run).toMatchObject({ status: 'completed', result: { n: 42 } });
+  });
+
+  it('forRootAsync resolves its options from injected providers of imported modules', async () => {
+    const CONFIG = Symbol('CONFIG');
+    @Module({ providers: [{ provide: CONFIG, useValue: { dbUrl: databaseUrl(), concurrency: 2 } }], exports: [CONFIG] })
+    class ConfigModule {}
+    const schema = freshSchema();
+    const { durable } = await createApp({
+      workflows: [Echo],
+      schema,
+      async: {
+        imports: [ConfigModule],
+        inject: [CONFIG],
+        useFactory: (cfg: unknown) => {
+          const c = cfg as { dbUrl: string; concurrency: number };
+          return { ...testOptions({ schema }), url: c.dbUrl, worker: { concurrency: c.concurrency, pollInterval: '100ms' } };
+        },
+      },
+    });
+    const { runId } = await durable.start('options_echo', { n: 3 });
+    expect((await durable.waitForRun(runId, { timeout: 10_000 })).result).toEqual({ n: 6 });
   });
 
   it("works with the app's own TypeORM DataSource passed through forRootAsync", async () => {

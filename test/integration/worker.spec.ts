@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { RunContext, Step, Workflow } from '../../src';
-import { ConcurrencyTracker, createApp, freshSchema, Gate, waitFor } from '../support';
+import { ConcurrencyTracker, createApp, freshSchema, Gate, sql, waitFor } from '../support';
 
 // ---- retry with backoff -------------------------------------------------------------------------
 const attemptsAt: { runId: string; attempt: number; at: number }[] = [];
@@ -210,6 +210,37 @@ describe('worker', () => {
       expect(run.status).toBe('completed');
       expect(Date.now() - t0).toBeLessThan(2_000);
     }
+  });
+
+  it('the LISTEN connection reconnects after it is killed, and wake-ups are fast again', async () => {
+    const nodeId = `listen-${Date.now()}`;
+    const { durable } = await createApp({
+      workflows: [Busy],
+      providers: [{ provide: NODE, useValue: 'n' }],
+      options: { nodeId, worker: { pollInterval: '10s' } },
+    });
+    const listenerPids = async () =>
+      (
+        await sql<{ pid: number }>(
+          `select pid from pg_stat_activity where application_name like $1 and pid <> pg_backend_pid()`,
+          [`%${nodeId}%`],
+        )
+      ).map((r) => r.pid);
+    const warm = await durable.start('worker_busy', { ms: 1 });
+    await durable.waitForRun(warm.runId, { timeout: 15_000 });
+    const before = await waitFor(async () => {
+      const pids = await listenerPids();
+      return pids.length > 0 ? pids : undefined;
+    }, { message: "the node's LISTEN connection (application_name naming the node)" });
+    await sql(`select pg_terminate_backend(pid) from unnest($1::int[]) as pid`, [before]);
+    await waitFor(async () => {
+      const pids = await listenerPids();
+      return pids.length > 0 && pids.every((p) => !before.includes(p));
+    }, { timeout: 10_000, message: 'a new LISTEN connection' });
+    const t0 = Date.now();
+    const { runId } = await durable.start('worker_busy', { ms: 1 });
+    await durable.waitForRun(runId, { timeout: 9_000 });
+    expect(Date.now() - t0).toBeLessThan(2_000);
   });
 
   it('drains on app.close(): a running step finishes and its run completes', async () => {

@@ -107,7 +107,7 @@ export async function spawnNode(opts: SpawnOptions): Promise<NodeProcess> {
     },
   };
   children.push(node);
-  if (opts.waitReady !== false) await node.waitForLine(/^READY\b/, opts.readyTimeout ?? 30_000);
+  if (opts.waitReady !== false) await node.waitForLine(/^READY\b/, opts.readyTimeout ?? 60_000);
   return node;
 }
 

@@ -1,0 +1,209 @@
+/**
+ * ctx.waitForEvent + DurableService.sendEvent: delivered / kept / dropped, the buffer rules, one
+ * event per name per run (newest kept one wins, later ones never read), an event sent while the
+ * step is mid-flight (kept, not lost), timeouts, and a race of many sends against suspensions.
+ */
+import { RunContext, Step, TimeoutError, Workflow } from '../../src';
+import { createApp, Gate, sql, waitFor } from '../support';
+
+const got: Record<string, unknown[]> = {};
+let gate = new Gate();
+const push = (id: string, v: unknown) => (got[id] ??= []).push(v);
+
+@Workflow('e_wait')
+class WaitOne {
+  @Step()
+  async listen(ctx: RunContext) {
+    const p = await ctx.waitForEvent<{ n: number }>('go');
+    push(ctx.runId, p);
+    return p;
+  }
+}
+
+@Workflow('e_twice')
+class WaitTwice {
+  @Step()
+  async first(ctx: RunContext) {
+    return ctx.waitForEvent('ping');
+  }
+
+  @Step()
+  async second(ctx: RunContext) {
+    await ctx.sleep(100);
+    // a later wait for the same name returns the same payload
+    return ctx.waitForEvent('ping');
+  }
+}
+
+@Workflow('e_gated')
+class Gated {
+  @Step()
+  async work(ctx: RunContext) {
+    push(ctx.runId, 'work');
+    await gate.wait(ctx.signal);
+  }
+
+  @Step()
+  async listen(ctx: RunContext) {
+    return ctx.waitForEvent('late');
+  }
+}
+
+@Workflow('e_midstep')
+class MidStep {
+  @Step()
+  async both(ctx: RunContext) {
+    push(ctx.runId, `attempt`);
+    await gate.wait(ctx.signal);
+    return ctx.waitForEvent('update');
+  }
+}
+
+@Workflow('e_timeout')
+class Timeout {
+  @Step({ retry: { attempts: 1 } })
+  async listen(ctx: RunContext<{ value?: boolean }>) {
+    return ctx.input?.value
+      ? ctx.waitForEvent('never', { timeout: 250, timeoutValue: { none: true } })
+      : ctx.waitForEvent('never', { timeout: 250 });
+  }
+}
+
+@Workflow('e_sleeper')
+class Sleeper {
+  @Step()
+  async nap(ctx: RunContext) {
+    await ctx.sleep(400);
+  }
+
+  @Step()
+  async listen(ctx: RunContext) {
+    return ctx.waitForEvent('go', { timeout: 300, timeoutValue: 'timed out' });
+  }
+}
+
+@Workflow('e_race')
+class Race {
+  @Step({ retry: { attempts: 1 } })
+  async listen(ctx: RunContext<{ i: number }>) {
+    return ctx.waitForEvent('x');
+  }
+}
+
+const workflows = [WaitOne, WaitTwice, Gated, MidStep, Timeout, Sleeper, Race];
+
+beforeEach(() => {
+  for (const k of Object.keys(got)) delete got[k];
+  gate = new Gate();
+});
+
+const status = (durable: { getRun(id: string): Promise<{ status: string } | null> }, id: string, s: string) =>
+  waitFor(async () => (await durable.getRun(id))?.status === s, { message: `run ${id} is ${s}` });
+
+describe('sendEvent / waitForEvent', () => {
+  it("a run waiting for the event gets it and resumes: 'delivered'", async () => {
+    const { durable } = await createApp({ workflows });
+    const { runId } = await durable.start('e_wait', undefined, { key: 'k1' });
+    await status(durable, runId, 'waiting');
+    const run = await durable.getRun(runId);
+    expect(run!.waitingFor).toEqual({ kind: 'event', name: 'go', until: null });
+    expect(run!.holdsKey).toBe(true);
+    expect(await durable.sendEvent(runId, 'go', { n: 1 })).toBe('delivered');
+    const done = await durable.waitForRun(runId, { timeout: 10_000 });
+    expect(done.status).toBe('completed');
+    expect(done.result).toEqual({ n: 1 });
+    // after it finished, events are dropped
+    expect(await durable.sendEvent(runId, 'go', { n: 2 }, { buffer: true })).toBe('dropped');
+  });
+
+  it("an event for another name, or before the run waits, without buffer: 'dropped'", async () => {
+    const { durable } = await createApp({ workflows });
+    const { runId } = await durable.start('e_wait');
+    await status(durable, runId, 'waiting');
+    expect(await durable.sendEvent(runId, 'other', 1)).toBe('dropped');
+    const s = await durable.start('e_sleeper');
+    await status(durable, s.runId, 'waiting'); // asleep, not waiting for "go"
+    expect(await durable.sendEvent(s.runId, 'go', 'early')).toBe('dropped');
+    const done = await durable.waitForRun(s.runId, { timeout: 10_000 });
+    expect(done.result).toBe('timed out');
+  });
+
+  it("buffer: true keeps an event sent before the wait; of several kept the wait gets the newest; a later wait gets the same", async () => {
+    const { durable, schema } = await createApp({ workflows });
+    const { runId } = await durable.start('e_gated');
+    await waitFor(() => got[runId]?.length === 1);
+    // the run is mid-step (not waiting for "late"): buffered sends are kept
+    expect(await durable.sendEvent(runId, 'late', { v: 1 }, { buffer: true })).toBe('kept');
+    expect(await durable.sendEvent(runId, 'late', { v: 2 }, { buffer: true })).toBe('kept');
+    gate.open();
+    const done = await durable.waitForRun(runId, { timeout: 10_000 });
+    expect(done.result).toEqual({ v: 2 });
+
+    const t = await durable.start('e_twice');
+    await status(durable, t.runId, 'waiting');
+    expect(await durable.sendEvent(t.runId, 'ping', 'A')).toBe('delivered');
+    await waitFor(async () => (await durable.getRun(t.runId))?.step === 'second');
+    // sent after the run got its "ping": kept, never read
+    expect(await durable.sendEvent(t.runId, 'ping', 'B', { buffer: true })).toBe('kept');
+    const twice = await durable.waitForRun(t.runId, { timeout: 10_000 });
+    expect(twice.status).toBe('completed');
+    expect(twice.result).toBe('A');
+    const rows = await sql(`select payload, received_at is not null as received from "${schema}".events where run_id = $1 order by id`, [
+      t.runId,
+    ]);
+    expect(rows).toEqual([
+      { payload: 'A', received: true },
+      { payload: 'B', received: false },
+    ]);
+  });
+
+  it('an event sent while the step is mid-flight (no buffer) is kept and not lost', async () => {
+    const { durable } = await createApp({ workflows });
+    const { runId } = await durable.start('e_midstep');
+    await waitFor(() => got[runId]?.length === 1);
+    expect((await durable.getRun(runId))!.status).toBe('running');
+    expect(await durable.sendEvent(runId, 'update', { fresh: true })).toBe('kept');
+    gate.open();
+    const done = await durable.waitForRun(runId, { timeout: 10_000 });
+    expect(done.status).toBe('completed');
+    expect(done.result).toEqual({ fresh: true });
+    // it never waited: one attempt
+    expect(got[runId]).toHaveLength(1);
+  });
+
+  it('on timeout the wait returns timeoutValue, or throws TimeoutError when none was given', async () => {
+    const { durable } = await createApp({ workflows });
+    const a = await durable.start('e_timeout', { value: true });
+    const b = await durable.start('e_timeout', { value: false });
+    const [ra, rb] = await Promise.all([a, b].map((r) => durable.waitForRun(r.runId, { timeout: 10_000 })));
+    expect(ra.status).toBe('completed');
+    expect(ra.result).toEqual({ none: true });
+    expect(rb.status).toBe('failed');
+    expect(rb.error).toMatchObject({ name: TimeoutError.name, code: 'timeout' });
+  });
+
+  it('sendEvent to an unknown run rejects with RunNotFoundError; a bad name or payload is refused', async () => {
+    const { durable } = await createApp({ workflows });
+    await expect(durable.sendEvent('00000000-0000-7000-8000-000000000000', 'x')).rejects.toMatchObject({ code: 'run_not_found' });
+    await expect(durable.sendEvent('nope', 'x')).rejects.toMatchObject({ code: 'run_not_found' });
+    const { runId } = await durable.start('e_wait');
+    await expect(durable.sendEvent(runId, '', 1)).rejects.toMatchObject({ code: 'invalid' });
+    await expect(durable.sendEvent(runId, 'go', { n: BigInt(1) })).rejects.toMatchObject({ code: 'invalid' });
+  });
+
+  it('race: 100 runs, each sent its event at a random moment around its wait, all complete with it', async () => {
+    const { durable } = await createApp({ workflows, concurrency: 20 });
+    const results = await durable.startMany('e_race', Array.from({ length: 100 }, (_, i) => ({ input: { i } })));
+    const ids = results.map((r) => (r as { runId: string }).runId);
+    const outcomes = await Promise.all(
+      ids.map(async (id, i) => {
+        await new Promise((r) => setTimeout(r, Math.random() * 150));
+        return durable.sendEvent(id, 'x', { i }, { buffer: true });
+      }),
+    );
+    expect(outcomes.every((o) => o === 'delivered' || o === 'kept')).toBe(true);
+    const runs = await Promise.all(ids.map((id) => durable.waitForRun(id, { timeout: 20_000 })));
+    expect(runs.map((r) => r.status)).toEqual(Array(100).fill('completed'));
+    expect(runs.map((r) => r.result)).toEqual(ids.map((_, i) => ({ i })));
+  });
+});
