@@ -1,15 +1,17 @@
 import type { MigrationInterface } from 'typeorm';
 import { DurableInit1733040000000 } from './1733040000000-durable-init';
 import { DurableKeys1733040001000 } from './1733040001000-durable-keys';
+import { DurableWaits1733040002000 } from './1733040002000-durable-waits';
 import { DurableFlows1733040003000 } from './1733040003000-durable-flows';
 
-export { DurableInit1733040000000, DurableKeys1733040001000 };
+export { DurableInit1733040000000, DurableKeys1733040001000, DurableWaits1733040002000 };
 export { DurableFlows1733040003000 };
 
 /** The module's migration classes in order, for schema `durable` (TypeORM `migrations: [...]`). */
 export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[] = [
   DurableInit1733040000000,
   DurableKeys1733040001000,
+  DurableWaits1733040002000,
   DurableFlows1733040003000,
 ];
 

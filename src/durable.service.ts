@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { KeyTakenError, NoKeyError, NotFailedError, NotFinishedError, RunNotFoundError, TimeoutError } from './errors';
+import { KeyTakenError, NoKeyError, NotCancellableError, NotFailedError, NotFinishedError, RunNotFoundError, TimeoutError } from './errors';
+import { deliverEvent, type SendEventOutcome } from './engine/events';
+import type { WaitKind } from './engine/suspension';
 import { KeyInsights, type ActivityEvent, type KeyInfo, type KeyStats, type ListActivityOptions } from './observe/key-insights';
 import { toMs, type Duration } from './options/duration';
 import type { WorkflowRef } from './discovery/workflow.registry';
@@ -22,6 +24,8 @@ export interface ListRunsOptions {
   status?: RunStatus | RunStatus[];
   flowId?: string;
   parentId?: string;
+  /** Only runs `waiting` for this: `'input'` lists the runs waiting for someone's input. */
+  waitingFor?: WaitKind;
   /** At most this many (default 50, max 1000). */
   limit?: number;
   /** The `id` of the last run of the previous page. */
@@ -59,7 +63,7 @@ export class DurableService {
   async getRun(runId: string): Promise<RunInfo | null> {
     if (!isUuid(runId)) return null;
     const row = await this.core.runs.get(this.core.db, runId);
-    return row ? this.core.info(row) : null;
+    return row ? this.core.info(row) : null; // with `children` (runs.get selects them)
   }
 
   /** Resolves once the run has finished; rejects with `TimeoutError` after `timeout`. */
@@ -88,6 +92,7 @@ export class DurableService {
       status,
       flowId: options.flowId,
       parentId: options.parentId,
+      waitingFor: options.waitingFor,
       cursor: options.cursor,
       limit,
     });
@@ -103,7 +108,47 @@ export class DurableService {
     const row = isUuid(runId) ? await runs.get(db, runId) : undefined;
     if (!row) throw new RunNotFoundError(runId);
     const reason = options.reason ?? null;
-    await runs.cancel(db, runId, reason, { name: 'CancelledError', code: 'cancelled', message: reason ?? 'cancelled' });
+    const error = { name: 'CancelledError', code: 'cancelled', message: reason ?? 'cancelled' };
+    // unfinished children are cancelled with it (trigger runs_cancel_children, same statement);
+    // a deadlock with a child finishing at that moment is retried
+    for (let attempt = 1; ; attempt++) {
+      try {
+        if (await runs.cancel(db, runId, reason, error)) return;
+        break;
+      } catch (err) {
+        if ((err as { code?: string }).code !== '40P01' || attempt >= 5) throw err;
+      }
+    }
+    const now = await runs.get(db, runId);
+    if (now?.status === 'compensating') throw new NotCancellableError(runId, now.status);
+  }
+
+  /**
+   * Sends the event `name` to a run (see API.md / spec): `'delivered'` when it was waiting for it
+   * (it resumes); `'kept'` when it is kept for a later `waitForEvent(name)` — with `buffer: true`,
+   * or whenever a step of the run is running (it may be about to wait for it); else `'dropped'`.
+   */
+  async sendEvent(runId: string, name: string, payload?: unknown, options: { buffer?: boolean } = {}): Promise<SendEventOutcome> {
+    return this.deliver(runId, name, payload, { buffer: options.buffer ?? false, kind: 'event' }, 'sendEvent');
+  }
+
+  /**
+   * Provides the value a run waits for with `ctx.waitForInput(name)`: it resumes with it. Input
+   * provided before the run waits is kept for it; a finished run ignores it.
+   */
+  async provideInput(runId: string, name: string, value?: unknown): Promise<void> {
+    await this.deliver(runId, name, value, { buffer: true, kind: 'input' }, 'provideInput');
+  }
+
+  private async deliver(runId: string, name: string, payload: unknown, opts: { buffer: boolean; kind: 'event' | 'input' }, what: string) {
+    if (typeof name !== 'string' || name.length === 0 || Buffer.byteLength(name) > 255) {
+      assertValid(what, [jsonProblem(Symbol(), 'name')]);
+    }
+    assertValid(what, [jsonProblem(payload, 'payload')]);
+    if (!isUuid(runId)) throw new RunNotFoundError(runId);
+    const outcome = await this.core.db.tx((q) => deliverEvent(this.core, q, runId, name, payload, opts));
+    if (!outcome) throw new RunNotFoundError(runId);
+    return outcome;
   }
 
   /** Resumes a failed run at its failed step (taking its key back if a newer run let it go). */

@@ -1,12 +1,13 @@
-import { CancelledError, TimeoutError } from '../errors';
+import { CancelledError, ChildFailedError, TimeoutError } from '../errors';
 import type { StepDefinition, WorkflowDefinition } from '../discovery/workflow-definition';
 import type { ClaimedRow, Transition } from '../store/runs.store';
 import type { DurableCore } from './durable.core';
-import { serializeError } from './error.serialize';
+import { serializeError, type StoredError } from './error.serialize';
 import { backoffDelay } from './retry.policy';
 import { ExecutionHandle, RunContextImpl } from './run-context';
 import type { TransitionBatcher } from './transition.batcher';
 import type { FlowNodeInfo } from '../flows/flow-context';
+import { isSuspension, type Suspension } from './suspension';
 
 /** Runs one claimed run's steps from its cursor, writing each outcome through the batcher. */
 export class Execution implements ExecutionHandle {
@@ -20,6 +21,8 @@ export class Execution implements ExecutionHandle {
   private readonly controller = new AbortController();
   private deadlineTimer?: NodeJS.Timeout;
   private timedOut = false;
+  /** The run's context as of the last completed step (what compensations get). */
+  private context: Record<string, unknown> = {};
 
   constructor(
     private readonly core: DurableCore,
@@ -60,6 +63,12 @@ export class Execution implements ExecutionHandle {
 
   private async steps(): Promise<unknown> {
     const { steps } = this.def;
+    this.context = { ...(this.row.context ?? {}) };
+    if (this.row.status === 'compensating') {
+      // claimed to go on compensating (after a crash or a compensation's retry delay): no deadline
+      const { compensation: _retrying, ...error } = (this.row.error ?? { name: 'Error', message: 'failed' }) as StoredError;
+      return this.compensate(this.row.comp_step ?? -1, this.row.attempt, error);
+    }
     const deadline = this.row.deadline_at ? new Date(this.row.deadline_at).getTime() : undefined;
     if (deadline !== undefined) {
       const left = deadline - Date.now();
@@ -82,8 +91,10 @@ export class Execution implements ExecutionHandle {
         value = await this.attempt(step, attempt, working);
       } catch (err) {
         if (this.lost) return;
+        if (isSuspension(err)) return this.suspend(err, attempt);
         if (this.timedOut) return this.finishFailed(new TimeoutError(`workflow "${this.workflow}" timed out`), index);
-        if (attempt < step.retry.attempts) {
+        // a failed child fails every attempt the same way: no retries
+        if (attempt < step.retry.attempts && !(err instanceof ChildFailedError)) {
           const delay = backoffDelay(step.retry, attempt);
           await this.write({ status: 'pending', attempt, error: serializeError(err, { step: step.name, attempt }), delay_ms: delay });
           this.onRetryScheduled(delay);
@@ -99,6 +110,7 @@ export class Execution implements ExecutionHandle {
         : await this.write({ status: 'running', step: index + 1, attempt: 0, context: working, results, error: null });
       if (!owned) return;
       context = working;
+      this.context = working;
       attempt = 1;
     }
   }
@@ -110,6 +122,7 @@ export class Execution implements ExecutionHandle {
     if (this.controller.signal.aborted) throw this.controller.signal.reason;
     this.controller.signal.addEventListener('abort', onRunAbort, { once: true });
     const ctx = new RunContextImpl(this.core, this, step.name, step.index, attempt, stepController.signal, working);
+    if (step.index === this.row.step && attempt === this.row.attempt) ctx.recordedWaits = this.row.waits; // waits: claimed with the run
     let timer: NodeJS.Timeout | undefined;
     try {
       const aborted = new Promise<never>((_, reject) => {
@@ -122,16 +135,99 @@ export class Execution implements ExecutionHandle {
         }
       });
       aborted.catch(() => undefined);
-      return await Promise.race([Promise.resolve().then(() => step.run(ctx)), aborted]);
+      let value: unknown;
+      try {
+        value = await Promise.race([Promise.resolve().then(() => step.run(ctx)), aborted]);
+      } catch (err) {
+        // a wait suspended this attempt: that is the outcome, whatever user code made of it
+        throw ctx.suspension && !stepController.signal.aborted ? ctx.suspension : err;
+      }
+      if (ctx.suspension) throw ctx.suspension;
+      return value;
     } finally {
       if (timer) clearTimeout(timer);
       this.controller.signal.removeEventListener('abort', onRunAbort);
     }
   }
 
-  private finishFailed(err: unknown, index: number, attempt?: number): Promise<boolean> {
+  /**
+   * The run fails for good: when completed steps (before `index`) have a `compensate`, the run is
+   * `compensating` and their compensations run in reverse order; else it is `failed`.
+   */
+  private async finishFailed(err: unknown, index: number, attempt?: number): Promise<boolean> {
     const step = this.def.steps[index]?.name;
-    return this.write({ status: 'failed', error: serializeError(err, { step, attempt }), final: true });
+    const error = serializeError(err, { step, attempt });
+    const first = this.lastCompensable(index - 1);
+    if (first < 0) return this.write({ status: 'failed', error, final: true });
+    if (!(await this.write({ status: 'compensating', error, comp_step: first, attempt: 0 }))) return false;
+    return this.compensate(first, 1, error);
+  }
+
+  /** A wait is not satisfied: the run waits (holding no slot); the step runs again when it is. */
+  private async suspend(s: Suspension, attempt: number): Promise<void> {
+    const owned = await this.write({
+      status: 'waiting',
+      attempt: attempt - 1, // the claim that resumes it counts this attempt again
+      error: null,
+      wait_kind: s.kind,
+      wait_name: s.waitName,
+      wake_at: s.until ? s.until.toISOString() : null,
+    });
+    if (!owned) return;
+    const deadline = this.row.deadline_at ? new Date(this.row.deadline_at).getTime() : Infinity;
+    const wake = Math.min(s.until ? s.until.getTime() : Infinity, deadline);
+    // a local timer for the wake-up (any node's claim also picks it up once due)
+    if (wake !== Infinity) this.onRetryScheduled(Math.max(0, wake - Date.now()));
+    // what it waits for may have arrived while the step ran: then it is pending already
+    if (s.kind !== 'sleep') this.onRetryScheduled(0);
+  }
+
+  /** Index of the last step at or before `from` with a `compensate`, or -1. */
+  private lastCompensable(from: number): number {
+    const { steps } = this.def;
+    for (let j = Math.min(from, steps.length - 1); j >= 0; j--) if (steps[j].compensate) return j;
+    return -1;
+  }
+
+  /**
+   * Runs the compensations of steps `from` down to 0 (those that have one), each with its step's
+   * retry policy. The cursor (`comp_step`, attempt) is saved after each, so a crash resumes here.
+   */
+  private async compensate(from: number, attempt: number, error: StoredError): Promise<boolean> {
+    const { steps, instance } = this.def;
+    let context = this.context;
+    for (let j = this.lastCompensable(from); j >= 0; j = this.lastCompensable(j - 1)) {
+      const step = steps[j];
+      const method = step.compensate!;
+      if (attempt > step.retry.attempts) {
+        const lost = { name: 'Error', message: `compensation "${method}" gave up: its worker was lost during the last attempt` };
+        return this.write({ status: 'compensation_failed', error: { ...error, compensation: { step: step.name, method, error: lost } }, final: true });
+      }
+      const fn = (instance as Record<string, (ctx: unknown) => unknown>)[method].bind(instance);
+      const comp: StepDefinition = { ...step, name: method, index: -(j + 1), run: fn };
+      const working = { ...context };
+      try {
+        await this.attempt(comp, attempt, working);
+      } catch (err) {
+        if (this.lost) return false;
+        const cause = isSuspension(err) ? new Error(`compensation "${method}" cannot wait (sleep, events, input, children)`) : err;
+        const compensation = { step: step.name, method, attempt, error: serializeError(cause) };
+        if (attempt < step.retry.attempts) {
+          const delay = backoffDelay(step.retry, attempt);
+          const owned = await this.write({ status: 'compensating', comp_step: j, attempt, error: { ...error, compensation }, delay_ms: delay, release: true });
+          if (owned) this.onRetryScheduled(delay);
+          return owned;
+        }
+        return this.write({ status: 'compensation_failed', error: { ...error, compensation }, final: true });
+      }
+      if (this.lost) return false;
+      const next = this.lastCompensable(j - 1);
+      if (next < 0) return this.write({ status: 'compensated', context: working, error, final: true });
+      if (!(await this.write({ status: 'compensating', comp_step: next, attempt: 0, context: working, error }))) return false;
+      context = working;
+      attempt = 1;
+    }
+    return this.write({ status: 'compensated', error, final: true });
   }
 
   private async write(t: Omit<Transition, 'id' | 'epoch'>): Promise<boolean> {

@@ -29,7 +29,11 @@ export class Maintenance {
     if (recovered.runs > 0 || recovered.nodes > 0) {
       logger.warn(`recovered ${recovered.runs} run(s) from ${recovered.nodes} dead node(s)`);
     }
-    await runs.failTimedOut(q);
+    // runs of workflows with compensations are failed by a worker instead, which compensates them
+    const compensable = this.core.registry
+      .names()
+      .filter((n) => this.core.registry.find(n)?.steps.some((st) => st.compensate !== undefined));
+    await runs.failTimedOut(q, compensable);
     // DAG flows: repair stuck flows (the spec's DynamicLifeline) and run due afterCancelled hooks
     await this.flows.maintain(q).catch((err) => logger.warn(`flow maintenance failed: ${(err as Error).message}`));
     const every = Math.min(PRUNE_EVERY_MS, options.retention.runsMs || PRUNE_EVERY_MS, options.retention.activityMs);

@@ -4,6 +4,11 @@ import { managerQueryable } from '../store/db';
 import type { DurableCore } from './durable.core';
 import { assertValid, jsonProblem } from './input.validation';
 import { FlowContextImpl, type FlowContext, type FlowNodeInfo } from '../flows/flow-context';
+import type { WorkflowRef } from '../discovery/workflow.registry';
+import type { Duration } from '../options/duration';
+import { Suspension } from './suspension';
+import type { WaitRow } from '../store/waits.store';
+import { callChildren, sleep, waitFor, type CallOptions, type ChildCall, type WaitOptions, type WaitScope } from './waits';
 
 /** The argument of every step: facts of this run and attempt, its context, and durable helpers. */
 export interface RunContext<TInput = unknown> {
@@ -34,6 +39,22 @@ export interface RunContext<TInput = unknown> {
    * runs again the recorded result is returned and `fn` is not run, so its writes happen once.
    */
   transaction<T>(fn: (manager: EntityManager) => Promise<T>): Promise<T>;
+  /**
+   * Durable sleep: the run becomes `waiting` (no worker slot held) and the step runs again from its
+   * start once the time has passed; then this call returns at once.
+   */
+  sleep(duration: Duration): Promise<void>;
+  /**
+   * The payload of the event `name` (see `DurableService.sendEvent`). One event per name per run: a
+   * later wait for the same name returns the same payload. On timeout: `timeoutValue`, or `TimeoutError`.
+   */
+  waitForEvent<T = unknown>(name: string, options?: WaitOptions<T>): Promise<T>;
+  /** A value someone provides with `DurableService.provideInput(runId, name, value)`. */
+  waitForInput<T = unknown>(name: string, options?: WaitOptions<T>): Promise<T>;
+  /** Starts a child run (no key inherited) and resolves with its result; rejects with `ChildFailedError`. */
+  callWorkflow<T = unknown>(workflow: WorkflowRef, input?: unknown, options?: CallOptions): Promise<T>;
+  /** Child runs side by side; resolves with their results in order once all have finished. */
+  parallel<T extends unknown[] = unknown[]>(calls: ChildCall[]): Promise<T>;
 }
 
 /** What an execution shares with the contexts of its steps. */
@@ -57,6 +78,11 @@ class FencedError extends CancelledError {}
 /** The {@link RunContext} of one attempt of one step. */
 export class RunContextImpl<TInput = unknown> implements RunContext<TInput> {
   private calls = 0;
+  private waitCalls = 0;
+  /** Set when a wait of this attempt suspended the run (even if user code swallowed the throw). */
+  suspension?: Suspension;
+  /** The wait calls of this step recorded when the run was claimed, by call number. */
+  recordedWaits?: Record<string, WaitRow> | null;
 
   constructor(
     private readonly core: DurableCore,
@@ -101,7 +127,7 @@ export class RunContextImpl<TInput = unknown> implements RunContext<TInput> {
   async heartbeat(): Promise<void> {
     if (this.exec.lost) throw new CancelledError(`run ${this.runId} was cancelled or is no longer owned by this node`);
     const row = await this.core.runs.get(this.core.db, this.runId);
-    if (!row || row.status !== 'running' || row.epoch !== this.exec.epoch) {
+    if (!row || (row.status !== 'running' && row.status !== 'compensating') || row.epoch !== this.exec.epoch) {
       const err = new CancelledError(`run ${this.runId} was ${row?.status ?? 'deleted'}; this attempt stops`);
       this.exec.lose(err);
       throw err;
@@ -121,5 +147,46 @@ export class RunContextImpl<TInput = unknown> implements RunContext<TInput> {
       }
       return value;
     });
+  }
+
+  sleep(duration: Duration): Promise<void> {
+    return sleep(this.waitScope(), duration);
+  }
+
+  waitForEvent<T = unknown>(name: string, options?: WaitOptions<T>): Promise<T> {
+    return waitFor<T>(this.waitScope(), 'event', name, options);
+  }
+
+  waitForInput<T = unknown>(name: string, options?: WaitOptions<T>): Promise<T> {
+    return waitFor<T>(this.waitScope(), 'input', name, options);
+  }
+
+  async callWorkflow<T = unknown>(workflow: WorkflowRef, input?: unknown, options?: CallOptions): Promise<T> {
+    const [result] = await callChildren(this.waitScope(), [{ workflow, input }], options);
+    return result as T;
+  }
+
+  async parallel<T extends unknown[] = unknown[]>(calls: ChildCall[]): Promise<T> {
+    return (await callChildren(this.waitScope(), calls)) as T;
+  }
+
+  /** The scope of the next wait call of this attempt (numbered in call order). */
+  private waitScope(): WaitScope {
+    const exec = this.exec;
+    const call = this.waitCalls++;
+    return {
+      core: this.core,
+      runId: this.runId,
+      step: this.stepIndex,
+      call,
+      recorded: this.recordedWaits?.[call] ?? undefined,
+      get lost() {
+        return exec.lost;
+      },
+      suspend: (s) => {
+        this.suspension ??= s;
+        return s;
+      },
+    };
   }
 }

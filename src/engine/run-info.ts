@@ -52,6 +52,10 @@ export interface RunInfo {
   createdAt: Date;
   startedAt: Date | null;
   finishedAt: Date | null;
+  /** What a `waiting` run waits for: a sleep, an event or input (`name`), its children; `until` = its timer. */
+  waitingFor: { kind: 'sleep' | 'event' | 'input' | 'children'; name: string | null; until: Date | null } | null;
+  /** Ids of its child runs (`getRun` and `waitForRun`; `[]` in `listRuns` — use `listRuns({ parentId })`). */
+  children: string[];
 }
 
 /** What a start did; `runId` is the run the outcome names (see API.md). */

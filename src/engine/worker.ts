@@ -129,7 +129,8 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     const exec = new Execution(this.core, this.batcher, def, row, (delay) => this.wakeAfter(delay));
     this.running.set(row.id, exec);
     void exec.run().finally(() => {
-      this.running.delete(row.id);
+      // a run that woke from a short wait may already be claimed again (a newer execution)
+      if (this.running.get(row.id) === exec) this.running.delete(row.id);
       this.tick();
     });
   }
@@ -158,7 +159,12 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     const { nodes, options } = this.core;
     const owned = [...this.running.values()].map((e) => ({ id: e.runId, epoch: e.epoch }));
     const lost = await nodes.beat(this.listenerQ ?? this.core.db, options.nodeId, { pid: process.pid, concurrency: this.concurrency }, owned);
-    for (const id of lost) this.running.get(id)?.lose(new CancelledError(`run ${id} was cancelled or recovered elsewhere`));
+    const epochs = new Map(owned.map((o) => [o.id, o.epoch]));
+    for (const id of lost) {
+      const exec = this.running.get(id);
+      // only the execution the beat asked about (not a newer claim of the same run)
+      if (exec && exec.epoch === epochs.get(id)) exec.lose(new CancelledError(`run ${id} was cancelled or recovered elsewhere`));
+    }
   }
 
   /** The dedicated connection: LISTEN for new runs; reconnects with backoff, polling meanwhile. */

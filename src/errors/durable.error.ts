@@ -11,6 +11,7 @@ export type DurableErrorCode =
   | 'timeout'
   | 'cancelled'
   | 'child_failed'
+  | 'not_cancellable'
   | 'fenced';
 
 /** Base class of every error this package throws on purpose. */

@@ -10,3 +10,5 @@ export * from './not-failed.error';
 export * from './timeout.error';
 export * from './cancelled.error';
 export * from './flow-exists.error';
+export * from './child-failed.error';
+export * from './not-cancellable.error';

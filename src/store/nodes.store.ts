@@ -13,14 +13,15 @@ export class NodesStore {
           ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()
         )
         SELECT x.id FROM unnest($3::uuid[], $4::int[]) AS x(id, epoch)
-        LEFT JOIN ${S}.runs r ON r.id = x.id AND r.epoch = x.epoch AND r.status = 'running'
+        LEFT JOIN ${S}.runs r ON r.id = x.id AND r.epoch = x.epoch AND r.status IN ('running', 'compensating')
         WHERE r.id IS NULL`,
       recover: `
         WITH dead AS (
           DELETE FROM ${S}.nodes WHERE heartbeat_at < now() - $1 * interval '1 millisecond' RETURNING id
         ), orphans AS (
-          UPDATE ${S}.runs r SET status = 'pending', node_id = NULL, run_at = now()
-          WHERE r.status = 'running'
+          UPDATE ${S}.runs r SET status = CASE WHEN r.status = 'compensating' THEN 'compensating' ELSE 'pending' END,
+            node_id = NULL, run_at = now()
+          WHERE (r.status = 'running' OR (r.status = 'compensating' AND r.node_id IS NOT NULL))
             AND (r.node_id IN (SELECT id FROM dead)
                  OR NOT EXISTS (SELECT 1 FROM ${S}.nodes n WHERE n.id = r.node_id))
           RETURNING r.id

@@ -1,4 +1,5 @@
 import type { RunInfo, RunStatus } from '../engine/run-info';
+import type { WaitKind } from '../engine/suspension';
 
 /** A `runs` row as node-postgres returns it. */
 export interface RunRow {
@@ -31,6 +32,15 @@ export interface RunRow {
   created_at: Date;
   started_at: Date | null;
   finished_at: Date | null;
+  // waits, sagas, children (migration 1733040002000)
+  wait_kind?: string | null;
+  wait_name?: string | null;
+  wake_at?: Date | null;
+  inbox?: string[];
+  comp_step?: number | null;
+  has_children?: boolean;
+  /** Ids of the child runs (selected by `get` only). */
+  children?: string[];
 }
 
 /** Maps a row to the public {@link RunInfo}; `stepName` turns the cursor into a step name. */
@@ -60,5 +70,10 @@ export function toRunInfo(row: RunRow, stepName: (workflow: string, index: numbe
     createdAt: row.created_at,
     startedAt: row.started_at,
     finishedAt: row.finished_at,
+    waitingFor:
+      row.status === 'waiting' && row.wait_kind
+        ? { kind: row.wait_kind as WaitKind, name: row.wait_name ?? null, until: row.wake_at ?? null }
+        : null,
+    children: row.children ?? [],
   };
 }

@@ -1,4 +1,5 @@
 import type { Queryable } from './db';
+import type { WaitRow } from './waits.store';
 import type { RunRow } from './run-row';
 import type { RunStatus } from '../engine/run-info';
 
@@ -32,7 +33,12 @@ export interface HolderRow {
 export type ClaimedRow = Partial<Pick<RunRow, 'flow_id' | 'flow_name' | 'name' | 'deps'>> & Pick<
   RunRow,
   'id' | 'workflow' | 'key' | 'input' | 'context' | 'step' | 'attempt' | 'epoch' | 'deadline_at' | 'parent_id' | 'trace' | 'created_at' | 'run_at'
->;
+  // waits/sagas: `compensating` when claimed to go on compensating (cursor `comp_step`, original `error`)
+  | 'status' | 'comp_step' | 'error'
+> & {
+  /** The wait calls recorded for the claimed step, by call number (so a resumed step needs no round trip to find them). */
+  waits?: Record<string, WaitRow> | null;
+};
 
 /** One state change of a claimed run, applied only while this execution still owns it. */
 export interface Transition {
@@ -49,6 +55,14 @@ export interface Transition {
   /** Due again after this many ms (retries). */
   delay_ms?: number;
   final?: boolean;
+  /** `waiting`: what for (`sleep` | `event` | `input` | `children`), the event/input name, when its timer ends (ISO). */
+  wait_kind?: string;
+  wait_name?: string | null;
+  wake_at?: string | null;
+  /** `compensating`: the next step index whose compensation runs. */
+  comp_step?: number;
+  /** Give the run up (node_id = NULL) while keeping its status (a compensation retry waits for its delay). */
+  release?: boolean;
 }
 
 /** Filters of `listRuns`. */
@@ -60,6 +74,8 @@ export interface RunFilter {
   parentId?: string;
   cursor?: string;
   limit: number;
+  /** Only `waiting` runs that wait for this (`sleep`, `event`, `input`, `children`). */
+  waitingFor?: string;
 }
 
 const INSERT_COLUMNS = `id uuid, workflow text, key text, holds_key boolean, input jsonb, run_at timestamptz,
@@ -109,7 +125,7 @@ export class RunsStore {
       dropKey: `UPDATE ${S}.runs SET holds_key = false WHERE id = $1 AND holds_key RETURNING id`,
       takeKey: `UPDATE ${S}.runs SET holds_key = true WHERE id = $1 AND NOT holds_key RETURNING id`,
       readd: `UPDATE ${S}.runs SET readds = readds + 1 WHERE id = $1`,
-      get: `SELECT * FROM ${S}.runs WHERE id = $1`,
+      get: `SELECT *, ARRAY(SELECT c.id FROM ${S}.runs c WHERE c.parent_id = $1 ORDER BY c.id) AS children FROM ${S}.runs WHERE id = $1`,
       getForUpdate: `SELECT * FROM ${S}.runs WHERE id = $1 FOR UPDATE`,
       list: `
         SELECT * FROM ${S}.runs
@@ -119,34 +135,59 @@ export class RunsStore {
           AND ($4::text IS NULL OR flow_id = $4)
           AND ($5::uuid IS NULL OR parent_id = $5)
           AND ($6::uuid IS NULL OR id < $6)
+          AND ($8::text IS NULL OR (status = 'waiting' AND wait_kind = $8))
         ORDER BY id DESC LIMIT $7`,
+      // w: waiting runs whose timer ended (sleep, wait timeout, workflow deadline) and released
+      // compensating runs whose retry delay passed; p: due pending runs (index order). One statement.
       claim: `
-        WITH c AS (
+        WITH w AS (
+          SELECT id FROM ${S}.runs
+          WHERE ((status = 'waiting' AND wake_at <= now()) OR (status = 'compensating' AND node_id IS NULL AND run_at <= now()))
+            AND ($3::text[] IS NULL OR workflow = ANY($3))
+          LIMIT $2 FOR UPDATE SKIP LOCKED
+        ), p AS (
           SELECT id FROM ${S}.runs
           WHERE status = 'pending' AND run_at <= now() AND ($3::text[] IS NULL OR workflow = ANY($3))
           ORDER BY run_at LIMIT $2 FOR UPDATE SKIP LOCKED
+        ), c AS (
+          SELECT id FROM w UNION ALL SELECT id FROM p LIMIT $2
         )
-        UPDATE ${S}.runs r SET status = 'running', node_id = $1, epoch = r.epoch + 1, attempt = r.attempt + 1,
+        UPDATE ${S}.runs r SET status = CASE WHEN r.status = 'compensating' THEN 'compensating' ELSE 'running' END,
+          node_id = $1, epoch = r.epoch + 1, attempt = r.attempt + 1,
           started_at = coalesce(r.started_at, now()),
-          deadline_at = coalesce(r.deadline_at, r.run_at + r.timeout_ms * interval '1 millisecond')
+          deadline_at = coalesce(r.deadline_at, r.run_at + r.timeout_ms * interval '1 millisecond'),
+          wake_at = NULL, wait_kind = NULL, wait_name = NULL
         FROM c WHERE r.id = c.id
         RETURNING r.flow_id, r.flow_name, r.name, r.deps, r.id, r.workflow, r.key, r.input, r.context, r.step, r.attempt, r.epoch, r.deadline_at,
-          r.parent_id, r.trace, r.created_at, r.run_at`,
+          r.parent_id, r.trace, r.created_at, r.run_at, r.status, r.comp_step, r.error,
+          (SELECT jsonb_object_agg(w.call, jsonb_build_object('kind', w.kind, 'name', w.name, 'until', w.until,
+             'due', w.until IS NOT NULL AND w.until <= now(), 'children', w.children, 'timed_out', w.timed_out))
+           FROM ${S}.waits w WHERE w.run_id = r.id AND w.step = r.step) AS waits`,
       transition: `
         UPDATE ${S}.runs r SET
-          status = v.status,
+          status = CASE WHEN (v.status = 'waiting' AND (v.wait_kind || ':' || coalesce(v.wait_name, '')) = ANY(r.inbox)) THEN 'pending' ELSE v.status END,
           step = coalesce(v.step, r.step),
           attempt = coalesce(v.attempt, r.attempt),
           context = coalesce(v.context, r.context),
           result = CASE WHEN v.status = 'completed' THEN v.result ELSE r.result END,
           results = CASE WHEN v.results IS NULL THEN r.results ELSE r.results || v.results END,
           error = v.error,
-          run_at = CASE WHEN v.delay_ms IS NULL THEN r.run_at ELSE now() + v.delay_ms * interval '1 millisecond' END,
-          node_id = CASE WHEN v.status = 'pending' THEN NULL ELSE r.node_id END,
-          finished_at = CASE WHEN v.final THEN now() END
+          run_at = CASE WHEN (v.status = 'waiting' AND (v.wait_kind || ':' || coalesce(v.wait_name, '')) = ANY(r.inbox)) THEN now()
+                        WHEN v.delay_ms IS NULL THEN r.run_at ELSE now() + v.delay_ms * interval '1 millisecond' END,
+          node_id = CASE WHEN v.status IN ('pending', 'waiting') OR v.release THEN NULL ELSE r.node_id END,
+          finished_at = CASE WHEN v.final THEN now() END,
+          -- waits: a suspension whose event/input/children arrived while the step ran (inbox mark) goes
+          -- back to pending at once; else the run waits, its timer capped by the workflow deadline
+          wait_kind = CASE WHEN v.status = 'waiting' AND NOT (v.status = 'waiting' AND (v.wait_kind || ':' || coalesce(v.wait_name, '')) = ANY(r.inbox)) THEN v.wait_kind END,
+          wait_name = CASE WHEN v.status = 'waiting' AND NOT (v.status = 'waiting' AND (v.wait_kind || ':' || coalesce(v.wait_name, '')) = ANY(r.inbox)) THEN v.wait_name END,
+          wake_at = CASE WHEN v.status = 'waiting' AND NOT (v.status = 'waiting' AND (v.wait_kind || ':' || coalesce(v.wait_name, '')) = ANY(r.inbox)) THEN least(v.wake_at, r.deadline_at) END,
+          inbox = CASE WHEN v.status = 'waiting' THEN array_remove(r.inbox, v.wait_kind || ':' || coalesce(v.wait_name, ''))
+                       ELSE r.inbox END,
+          comp_step = coalesce(v.comp_step, r.comp_step)
         FROM jsonb_to_recordset($1::jsonb) AS v(id uuid, epoch integer, status text, step integer, attempt integer,
-          context jsonb, result jsonb, results jsonb, error jsonb, delay_ms integer, final boolean)
-        WHERE r.id = v.id AND r.epoch = v.epoch AND r.status = 'running'
+          context jsonb, result jsonb, results jsonb, error jsonb, delay_ms integer, final boolean,
+          wait_kind text, wait_name text, wake_at timestamptz, comp_step integer, release boolean)
+        WHERE r.id = v.id AND r.epoch = v.epoch AND r.status IN ('running', 'compensating')
         RETURNING r.id`,
       cancel: `
         UPDATE ${S}.runs SET status = 'cancelled', cancel_reason = $2, error = $3, finished_at = now()
@@ -157,13 +198,16 @@ export class RunsStore {
           deadline_at = NULL, node_id = NULL
         WHERE id = $1 AND status = 'failed' RETURNING id`,
       release: `
-        UPDATE ${S}.runs SET status = 'pending', node_id = NULL, run_at = now()
-        WHERE id = ANY($1::uuid[]) AND node_id = $2 AND status = 'running'`,
+        UPDATE ${S}.runs SET status = CASE WHEN status = 'compensating' THEN 'compensating' ELSE 'pending' END,
+          node_id = NULL, run_at = now()
+        WHERE id = ANY($1::uuid[]) AND node_id = $2 AND status IN ('running', 'compensating')`,
       timeouts: `
         UPDATE ${S}.runs SET status = 'failed', finished_at = now(),
           error = jsonb_build_object('name', 'TimeoutError', 'code', 'timeout', 'message', 'the run timed out')
         WHERE status IN ('pending', 'waiting') AND timeout_ms IS NOT NULL AND coalesce(deps_left, 0) = 0
           AND coalesce(deadline_at, run_at + timeout_ms * interval '1 millisecond') < now()
+          -- runs with completed steps to compensate are failed by a worker (which compensates them)
+          AND NOT (step > 0 AND workflow = ANY($1::text[]))
         RETURNING id`,
       prune: `
         WITH d AS (
@@ -250,6 +294,7 @@ export class RunsStore {
       f.parentId ?? null,
       f.cursor ?? null,
       f.limit,
+      f.waitingFor ?? null,
     ]);
   }
 
@@ -280,8 +325,8 @@ export class RunsStore {
   }
 
   /** Fails pending or waiting runs whose workflow timeout passed; returns their ids. */
-  async failTimedOut(q: Queryable): Promise<string[]> {
-    return (await q.query<{ id: string }>(this.sql.timeouts)).map((r) => r.id);
+  async failTimedOut(q: Queryable, compensable: string[] = []): Promise<string[]> {
+    return (await q.query<{ id: string }>(this.sql.timeouts, [compensable])).map((r) => r.id);
   }
 
   /** Deletes up to `batch` runs finished more than `olderThanMs` ago; returns how many. */

@@ -1,0 +1,129 @@
+import { CancelledError, ChildFailedError, TimeoutError } from '../errors';
+import type { WorkflowRef } from '../discovery/workflow.registry';
+import type { EventKind } from '../store/events.store';
+import type { NewRun } from '../store/runs.store';
+import type { WaitRow } from '../store/waits.store';
+import { toMs, type Duration } from '../options/duration';
+import type { DurableCore } from './durable.core';
+import { assertValid, jsonProblem } from './input.validation';
+import { isFinished } from './run-info';
+import { Suspension } from './suspension';
+import { uuidv7 } from './uuid';
+
+/** Options of `ctx.waitForEvent` / `ctx.waitForInput`. */
+export interface WaitOptions<T = unknown> {
+  /** Give up after this long (counted from the first time the step reached this wait). */
+  timeout?: Duration;
+  /** Returned on timeout; without it the wait throws `TimeoutError`. */
+  timeoutValue?: T;
+}
+
+/** One child of `ctx.parallel`. */
+export interface ChildCall {
+  workflow: WorkflowRef;
+  input?: unknown;
+}
+
+/** Options of `ctx.callWorkflow`. */
+export interface CallOptions {
+  /** The child is due after this long. */
+  delay?: Duration;
+}
+
+/** What a wait call needs to know about the attempt it runs in. */
+export interface WaitScope {
+  core: DurableCore;
+  runId: string;
+  /** The step's index (the waits are recorded under it). */
+  step: number;
+  /** This call's number within the attempt (0, 1, …). */
+  call: number;
+  /** This call as recorded when the run was claimed (undefined: look it up / record it). */
+  recorded?: WaitRow;
+  lost: boolean;
+  /** Records the suspension on the attempt (so a catch-all that swallows it changes nothing) and returns it. */
+  suspend(s: Suspension): Suspension;
+}
+
+function assertName(what: string, name: unknown): asserts name is string {
+  if (typeof name !== 'string' || name.length === 0 || Buffer.byteLength(name) > 255) {
+    throw new RangeError(`${what}: the name must be a string of 1 to 255 bytes`);
+  }
+}
+
+function assertOwned(scope: WaitScope): void {
+  if (scope.lost) throw new CancelledError(`run ${scope.runId} is no longer owned by this execution`);
+}
+
+/** `ctx.sleep`: returns once the recorded end of this sleep has passed; else suspends until then. */
+export async function sleep(scope: WaitScope, duration: Duration): Promise<void> {
+  const ms = toMs(duration, 'ctx.sleep');
+  assertOwned(scope);
+  const { core } = scope;
+  const row = scope.recorded ?? (await core.waits.upsert(core.db, scope.runId, scope.step, scope.call, 'sleep', null, ms));
+  if (row.until === null || row.due) return;
+  throw scope.suspend(new Suspension('sleep', null, new Date(row.until)));
+}
+
+/** `ctx.waitForEvent` / `ctx.waitForInput`. */
+export async function waitFor<T>(scope: WaitScope, kind: EventKind, name: string, options: WaitOptions<T> = {}): Promise<T> {
+  const what = kind === 'event' ? `ctx.waitForEvent('${name}')` : `ctx.waitForInput('${name}')`;
+  assertName(what, name);
+  const timeoutMs = options.timeout === undefined ? null : toMs(options.timeout, `${what}: timeout`);
+  assertOwned(scope);
+  const { core } = scope;
+  const row = scope.recorded ?? (await core.waits.upsert(core.db, scope.runId, scope.step, scope.call, kind, name, timeoutMs));
+  if (!row.timed_out) {
+    const got = await core.events.receive(core.db, scope.runId, kind, name);
+    if (got) return got.payload as T;
+    if (!row.due) throw scope.suspend(new Suspension(kind, name, row.until && new Date(row.until)));
+    await core.waits.markTimedOut(core.db, scope.runId, scope.step, scope.call);
+  }
+  if ('timeoutValue' in options) return options.timeoutValue as T;
+  throw new TimeoutError(`${what} timed out after ${timeoutMs}ms`);
+}
+
+/**
+ * `ctx.callWorkflow` / `ctx.parallel`: starts the children once per (run, step, call) — a step that
+ * runs again finds the ones it started — and suspends until all have finished; then resolves with
+ * their results in order, or rejects with `ChildFailedError` for the first that did not complete.
+ */
+export async function callChildren(scope: WaitScope, calls: ChildCall[], options: CallOptions = {}): Promise<unknown[]> {
+  const { core } = scope;
+  if (!Array.isArray(calls) || calls.length === 0) throw new RangeError('ctx.parallel: give at least one { workflow, input }');
+  const delayMs = options.delay === undefined ? 0 : toMs(options.delay, 'ctx.callWorkflow: delay');
+  const defs = calls.map((c) => core.registry.get(c?.workflow));
+  assertValid('ctx.callWorkflow', calls.map((c, i) => jsonProblem(c.input, calls.length > 1 ? `calls[${i}].input` : 'input')));
+  assertOwned(scope);
+  let ids = scope.recorded ? scope.recorded.children : ((await core.waits.get(core.db, scope.runId, scope.step, scope.call))?.children ?? null);
+  if (!ids) {
+    const runAt = delayMs > 0 ? new Date(Date.now() + delayMs).toISOString() : null;
+    const children: NewRun[] = defs.map((def, i) => ({
+      id: uuidv7(),
+      workflow: def.name,
+      key: null,
+      holds_key: false,
+      input: calls[i].input ?? null,
+      run_at: runAt,
+      timeout_ms: def.timeoutMs ?? null,
+      parent_id: scope.runId,
+    }));
+    const fresh = children.map((c) => c.id);
+    const recorded = await core.db.tx(async (q) => {
+      if (!(await core.waits.recordChildren(q, scope.runId, scope.step, scope.call, fresh))) return false;
+      await core.runs.insert(q, children);
+      return true;
+    });
+    if (recorded) throw scope.suspend(new Suspension('children', null, null));
+    ids = (await core.waits.get(core.db, scope.runId, scope.step, scope.call))!.children!;
+  }
+  const rows = await core.waits.children(core.db, ids);
+  if (rows.length < ids.length) {
+    const gone = ids.find((id) => !rows.some((r) => r.id === id))!;
+    throw new ChildFailedError(gone, 'deleted', { name: 'Error', message: 'the child run was deleted' });
+  }
+  if (rows.some((r) => !isFinished(r.status as never))) throw scope.suspend(new Suspension('children', null, null));
+  const failed = rows.find((r) => r.status !== 'completed');
+  if (failed) throw new ChildFailedError(failed.id, failed.status, failed.error);
+  return rows.map((r) => r.result);
+}

@@ -1,0 +1,87 @@
+import type { Queryable } from './db';
+
+/** One wait call of a step as recorded. */
+export interface WaitRow {
+  kind: string;
+  name: string | null;
+  until: Date | null;
+  /** `until` has passed (by the database clock). */
+  due: boolean;
+  children: string[] | null;
+  timed_out: boolean;
+}
+
+/** The children of a wait with their outcome. */
+export interface ChildRow {
+  id: string;
+  status: string;
+  result: unknown;
+  error: unknown;
+}
+
+/**
+ * Statements on `waits`: each wait call of a step by (run, step, call) — a sleep's end, an event
+ * wait's deadline, the children a call started — so that a step that runs again finds them.
+ */
+export class WaitsStore {
+  private readonly sql: Record<string, string>;
+
+  constructor(schema: string) {
+    const S = `"${schema}"`;
+    const cols = `kind, name, until, until IS NOT NULL AND until <= now() AS due, children, timed_out`;
+    this.sql = {
+      upsert: `
+        INSERT INTO ${S}.waits AS w (run_id, step, call, kind, name, until)
+        VALUES ($1, $2, $3, $4, $5, CASE WHEN $6::float8 IS NULL THEN NULL ELSE now() + $6 * interval '1 millisecond' END)
+        ON CONFLICT (run_id, step, call) DO UPDATE SET kind = w.kind
+        RETURNING ${cols}`,
+      get: `SELECT ${cols} FROM ${S}.waits WHERE run_id = $1 AND step = $2 AND call = $3`,
+      recordChildren: `
+        INSERT INTO ${S}.waits (run_id, step, call, kind, children) VALUES ($1, $2, $3, 'children', $4::uuid[])
+        ON CONFLICT (run_id, step, call) DO NOTHING RETURNING 1`,
+      markParent: `UPDATE ${S}.runs SET has_children = true WHERE id = $1 AND NOT has_children`,
+      timedOut: `UPDATE ${S}.waits SET timed_out = true WHERE run_id = $1 AND step = $2 AND call = $3`,
+      children: `
+        SELECT c.id, c.status, c.result, c.error FROM unnest($1::uuid[]) WITH ORDINALITY AS x(id, n)
+        JOIN ${S}.runs c ON c.id = x.id ORDER BY x.n`,
+    };
+  }
+
+  /** Records wait call (run, step, call) unless it is recorded already; returns the recorded row. */
+  async upsert(
+    q: Queryable,
+    runId: string,
+    step: number,
+    call: number,
+    kind: string,
+    name: string | null,
+    forMs: number | null,
+  ): Promise<WaitRow> {
+    const [row] = await q.query<WaitRow>(this.sql.upsert, [runId, step, call, kind, name, forMs], 'durable_wait_upsert');
+    return row;
+  }
+
+  /** The recorded wait call, or undefined. */
+  async get(q: Queryable, runId: string, step: number, call: number): Promise<WaitRow | undefined> {
+    const [row] = await q.query<WaitRow>(this.sql.get, [runId, step, call]);
+    return row;
+  }
+
+  /** Records the children of a call (false when the call already had them) and flags the parent. */
+  async recordChildren(q: Queryable, runId: string, step: number, call: number, children: string[]): Promise<boolean> {
+    const rows = await q.query(this.sql.recordChildren, [runId, step, call, children]);
+    if (rows.length === 0) return false;
+    await q.query(this.sql.markParent, [runId]);
+    return true;
+  }
+
+  /** Marks a wait as timed out (so a later re-run of the step gets the same answer). */
+  async markTimedOut(q: Queryable, runId: string, step: number, call: number): Promise<void> {
+    await q.query(this.sql.timedOut, [runId, step, call]);
+  }
+
+  /** The children with their status, result and error, in the given order. */
+  children(q: Queryable, ids: string[]): Promise<ChildRow[]> {
+    return q.query<ChildRow>(this.sql.children, [ids]);
+  }
+}

@@ -1,0 +1,234 @@
+import {
+  FlowNodeOptions,
+  FlowOptions,
+  OnFlowCancelled,
+  RunContext,
+  RunInfo,
+  Step,
+  Workflow,
+} from '../../src';
+import { createApp, Gate, ident, sql, waitFor } from '../support';
+
+const hookCalls: { reason: string; name: string | null; runId: string; status: string }[] = [];
+let gate = new Gate();
+
+@Workflow('pol_ok')
+class Ok implements OnFlowCancelled {
+  @Step()
+  async run(ctx: RunContext) {
+    return `ok:${ctx.flow?.name}`;
+  }
+
+  afterCancelled(reason: 'cancelled' | 'failed' | 'deleted', run: RunInfo) {
+    hookCalls.push({ reason, name: run.name, runId: run.id, status: run.status });
+  }
+}
+
+@Workflow('pol_fail', { retry: { attempts: 1 } })
+class Fail {
+  @Step()
+  async run() {
+    throw new Error('boom');
+  }
+}
+
+/** Runs until its signal aborts (cancel) or the gate opens. */
+@Workflow('pol_hold')
+class Hold {
+  @Step()
+  async run(ctx: RunContext) {
+    await gate.wait(ctx.signal);
+    if (ctx.signal.aborted) throw new Error('aborted');
+    return 'held';
+  }
+}
+
+const workflows = [Ok, Fail, Hold];
+const FINAL = ['completed', 'failed', 'cancelled', 'compensated', 'compensation_failed'];
+
+async function finalRun(durable: { getRun(id: string): Promise<RunInfo | null> }, id: string, timeout = 15_000) {
+  return waitFor(
+    async () => {
+      const r = await durable.getRun(id);
+      return r && FINAL.includes(r.status) ? r : undefined;
+    },
+    { timeout, message: `run ${id} finished` },
+  );
+}
+
+describe('DAG flows: failure policies, cancel cascade, afterCancelled, deleted deps', () => {
+  beforeEach(() => {
+    hookCalls.length = 0;
+    gate = new Gate();
+  });
+
+  it('a failed dep cancels its dependants transitively; afterCancelled runs once per cancelled node', async () => {
+    const { durable, schema } = await createApp({ workflows });
+    const { flowId, runIds } = await durable.startFlow(
+      durable
+        .flow()
+        .add('a', Fail)
+        .add('b', Ok, {}, { deps: ['a'] })
+        .add('c', Ok, {}, { deps: ['b'] })
+        .add('d', Ok, {}, { deps: ['c', 'x'] })
+        .add('x', Ok),
+    );
+    expect((await finalRun(durable, runIds.a)).status).toBe('failed');
+    const b = await finalRun(durable, runIds.b);
+    const c = await finalRun(durable, runIds.c);
+    const d = await finalRun(durable, runIds.d);
+    expect(b).toMatchObject({ status: 'cancelled', startedAt: null, error: expect.objectContaining({ reason: 'failed' }) });
+    expect(c).toMatchObject({ status: 'cancelled', startedAt: null, error: expect.objectContaining({ reason: 'cancelled' }) });
+    expect(d.status).toBe('cancelled');
+    expect((await finalRun(durable, runIds.x)).status).toBe('completed');
+    await waitFor(async () => (await sql(`select count(*)::int n from ${ident(schema)}.flow_hooks`))[0].n === 0 && hookCalls.length === 3);
+    const byName = Object.fromEntries(hookCalls.map((h) => [h.name, h]));
+    expect(Object.keys(byName).sort()).toEqual(['b', 'c', 'd']);
+    expect(byName.b).toMatchObject({ reason: 'failed', runId: runIds.b, status: 'cancelled' });
+    expect(byName.c.reason).toBe('cancelled');
+    expect(byName.d.reason).toBe('cancelled');
+    // a few more maintenance passes do not call them again (the hook rows are gone)
+    const barrier = await durable.startFlow(durable.flow().add('z', Ok));
+    await finalRun(durable, barrier.runIds.z);
+    expect(hookCalls).toHaveLength(3);
+    expect((await durable.listRuns({ flowId })).filter((r) => r.status === 'cancelled')).toHaveLength(3);
+  });
+
+  /**
+   * Every combination: the dep ends cancelled / failed / deleted; the matching ignore option is
+   * off, on for the flow, on for the node, on for the flow but off for the node, or only a
+   * different ignore option is on. The dependant completes exactly when the matching option applies.
+   */
+  it('ignoreCancelled / ignoreFailed / ignoreDeleted at flow and node level, every combination', async () => {
+    const { durable, schema } = await createApp({ workflows, concurrency: 20 });
+    const outcomes = ['cancelled', 'failed', 'deleted'] as const;
+    const opt = { cancelled: 'ignoreCancelled', failed: 'ignoreFailed', deleted: 'ignoreDeleted' } as const;
+    const levels = ['none', 'flow', 'node', 'flowButNodeOff', 'otherOnly', 'all'] as const;
+    const cases: { outcome: (typeof outcomes)[number]; level: (typeof levels)[number]; a: string; b: string; expected: string }[] = [];
+    for (const outcome of outcomes) {
+      for (const level of levels) {
+        const key = opt[outcome];
+        const other = opt[outcome === 'failed' ? 'cancelled' : 'failed'];
+        const flowOpts: FlowOptions = {};
+        const nodeOpts: FlowNodeOptions = { deps: ['a'] };
+        if (level === 'flow') flowOpts[key] = true;
+        if (level === 'node') nodeOpts[key] = true;
+        if (level === 'flowButNodeOff') {
+          flowOpts[key] = true;
+          nodeOpts[key] = false;
+        }
+        if (level === 'otherOnly') {
+          flowOpts[other] = true;
+          nodeOpts[other] = true;
+        }
+        if (level === 'all') Object.assign(flowOpts, { ignoreCancelled: true, ignoreFailed: true, ignoreDeleted: true });
+        const dep = outcome === 'failed' ? Fail : Hold;
+        const { runIds } = await durable.startFlow(durable.flow(flowOpts).add('a', dep).add('b', Ok, {}, nodeOpts));
+        const ignored = level === 'flow' || level === 'node' || level === 'all';
+        cases.push({ outcome, level, a: runIds.a, b: runIds.b, expected: ignored ? 'completed' : 'cancelled' });
+      }
+    }
+    for (const c of cases) {
+      if (c.outcome === 'cancelled') await durable.cancel(c.a, { reason: 'test' });
+      if (c.outcome === 'deleted') await sql(`delete from ${ident(schema)}.runs where id = $1`, [c.a]);
+    }
+    const seen = [];
+    for (const c of cases) {
+      const b = await finalRun(durable, c.b);
+      seen.push({ outcome: c.outcome, level: c.level, status: b.status });
+    }
+    expect(seen).toEqual(cases.map((c) => ({ outcome: c.outcome, level: c.level, status: c.expected })));
+    // the cancelled dependants got their hook with the dep's outcome as the reason
+    await waitFor(() => hookCalls.length === cases.filter((c) => c.expected === 'cancelled').length);
+    for (const c of cases.filter((x) => x.expected === 'cancelled')) {
+      expect(hookCalls.find((h) => h.runId === c.b)?.reason).toBe(c.outcome);
+    }
+  });
+
+  it('a cancelled dependant counts as cancelled further down: ignoreCancelled there lets the rest run', async () => {
+    const { durable } = await createApp({ workflows });
+    const { runIds } = await durable.startFlow(
+      durable
+        .flow()
+        .add('a', Fail)
+        .add('b', Ok, {}, { deps: ['a'] })
+        .add('c', Ok, {}, { deps: ['b'], ignoreCancelled: true })
+        .add('d', Ok, {}, { deps: ['c'] }),
+    );
+    expect((await finalRun(durable, runIds.b)).status).toBe('cancelled');
+    expect((await finalRun(durable, runIds.c)).status).toBe('completed');
+    expect((await finalRun(durable, runIds.d)).status).toBe('completed');
+    await waitFor(() => hookCalls.length === 1);
+    expect(hookCalls[0]).toMatchObject({ name: 'b', reason: 'failed' });
+  });
+
+  it('cancelling a running node or a waiting node cascades to its dependants', async () => {
+    const { durable } = await createApp({ workflows });
+    const { runIds } = await durable.startFlow(
+      durable
+        .flow()
+        .add('a', Hold)
+        .add('b', Ok, {}, { deps: ['a'] })
+        .add('c', Ok, {}, { deps: ['b'] })
+        .add('h', Hold)
+        .add('w', Ok, {}, { deps: ['h'] })
+        .add('w2', Ok, {}, { deps: ['w'] }),
+    );
+    await waitFor(() => gate.arrived === 2);
+    await durable.cancel(runIds.a);
+    // cancelling a node that waits for its deps: it gets no hook (nobody cancelled it for a dep), its dependant does
+    await durable.cancel(runIds.w);
+    for (const n of ['a', 'b', 'c', 'w', 'w2']) expect([n, (await finalRun(durable, runIds[n])).status]).toEqual([n, 'cancelled']);
+    gate.open();
+    expect((await finalRun(durable, runIds.h)).status).toBe('completed');
+    await waitFor(() => hookCalls.length === 3);
+    expect(hookCalls.map((h) => `${h.name}:${h.reason}`).sort()).toEqual(['b:cancelled', 'c:cancelled', 'w2:cancelled']);
+  });
+
+  it('pruning a completed dep does not stall its dependants; deleting an unfinished one counts as deleted', async () => {
+    const { durable, schema } = await createApp({ workflows });
+    const { flowId, runIds } = await durable.startFlow(
+      durable
+        .flow()
+        .add('a', Ok)
+        .add('h', Hold)
+        .add('b', Ok, {}, { deps: ['a', 'h'] }),
+    );
+    await finalRun(durable, runIds.a);
+    await waitFor(() => gate.arrived === 1);
+    // prune everything finished: `a` is deleted while `b` still waits for `h`
+    const pruned = await durable.prune({ olderThan: 0 });
+    expect(pruned.runs).toBeGreaterThanOrEqual(1);
+    expect(await durable.getRun(runIds.a)).toBeNull();
+    expect((await durable.getRun(runIds.b))!.status).toBe('waiting');
+    gate.open();
+    expect((await finalRun(durable, runIds.b)).status).toBe('completed');
+    expect(hookCalls).toHaveLength(0);
+    // deleting a dep that had not finished: dependants are cancelled with reason 'deleted'
+    gate = new Gate();
+    const second = await durable.startFlow(durable.flow().add('a', Hold).add('b', Ok, {}, { deps: ['a'] }));
+    await waitFor(() => gate.arrived === 1);
+    await sql(`delete from ${ident(schema)}.runs where id = $1`, [second.runIds.a]);
+    expect(await finalRun(durable, second.runIds.b)).toMatchObject({ status: 'cancelled', error: expect.objectContaining({ reason: 'deleted' }) });
+    await waitFor(() => hookCalls.length === 1);
+    expect(hookCalls[0]).toMatchObject({ name: 'b', reason: 'deleted' });
+    gate.open();
+    expect(flowId).toBeDefined();
+  });
+
+  it('the repair pass wakes a node whose dep completed but whose wake-up was missed', async () => {
+    const first = await createApp({ workflows, options: { worker: false } });
+    const { schema, durable } = first;
+    const S = ident(schema);
+    const { runIds } = await durable.startFlow(durable.flow().add('a', Ok).add('b', Ok, {}, { deps: ['a'] }));
+    // simulate a lost wake-up: finish `a` with the flow trigger disabled
+    await sql(`alter table ${S}.runs disable trigger runs_flow_deps_trg`);
+    await sql(`update ${S}.runs set status = 'completed', finished_at = now(), result = '"ok"' where id = $1`, [runIds.a]);
+    await sql(`alter table ${S}.runs enable trigger runs_flow_deps_trg`);
+    expect((await durable.getRun(runIds.b))!.status).toBe('waiting');
+    await first.close();
+    // a worker node's maintenance finds the open edge whose dep is final and resolves it
+    const node = await createApp({ workflows, schema });
+    expect((await finalRun(node.durable, runIds.b)).status).toBe('completed');
+  });
+});
