@@ -10,6 +10,7 @@ import { Maintenance } from './engine/maintenance';
 import { FlowsEngine } from './flows/flows.service';
 import { Starter } from './engine/start';
 import { Worker } from './engine/worker';
+import { Scheduler } from './engine/scheduler';
 import { DurableHealthIndicator } from './observe/durable.health';
 import { KeyInsights } from './observe/key-insights';
 
@@ -19,7 +20,7 @@ import { KeyInsights } from './observe/key-insights';
  */
 @Module({
   imports: [DiscoveryModule, TerminusModule],
-  providers: [WorkflowRegistry, WorkflowExplorer, DurableCore, Starter, FlowsEngine, Maintenance, Worker, DurableService, DurableHealthIndicator, KeyInsights],
+  providers: [WorkflowRegistry, WorkflowExplorer, DurableCore, Starter, FlowsEngine, Maintenance, Worker, DurableService, DurableHealthIndicator, KeyInsights, Scheduler],
   exports: [DurableService, DurableHealthIndicator],
 })
 export class DurableModule extends DurableConfigurableModule {}

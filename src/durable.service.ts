@@ -7,6 +7,8 @@ import { KeyInsights, type ActivityEvent, type KeyInfo, type KeyStats, type List
 import { toMs, type Duration } from './options/duration';
 import type { WorkflowRef } from './discovery/workflow.registry';
 import { DurableCore } from './engine/durable.core';
+import { Scheduler, type ScheduleInfo } from './engine/scheduler';
+import type { ScheduleOptions } from './decorators/schedule.decorator';
 import { Maintenance } from './engine/maintenance';
 import { FlowsEngine, type AppendFlowOptions, type StartFlowResult } from './flows/flows.service';
 import type { FlowBuilder, FlowOptions } from './flows/flow.builder';
@@ -47,6 +49,7 @@ export class DurableService {
     private readonly maintenance: Maintenance,
     private readonly flows: FlowsEngine,
     private readonly insights: KeyInsights,
+    private readonly scheduler: Scheduler,
   ) {}
 
   /** Starts a run of `workflow` (see API.md for keys and `onDuplicate`). */
@@ -243,5 +246,29 @@ export class DurableService {
   prune(options: { olderThan?: Duration } = {}): Promise<{ runs: number; activity: number }> {
     const ms = options.olderThan === undefined ? undefined : toMs(options.olderThan, 'olderThan');
     return this.maintenance.prune(this.core.db, ms);
+  }
+
+  /**
+   * Stores (or replaces) the cron schedule `options.name` (default: the workflow's name) of
+   * `workflow`; every node ticks it, each tick fires once across the cluster. Invalid cron or time
+   * zone → `DurableValidationError`.
+   */
+  schedule(workflow: WorkflowRef, cron: string, options?: ScheduleOptions): Promise<ScheduleInfo> {
+    return this.scheduler.schedule(workflow, cron, options);
+  }
+
+  /** Deletes a schedule on every node; false when there was none. */
+  unschedule(name: string): Promise<boolean> {
+    return this.scheduler.unschedule(name);
+  }
+
+  /** Fires a schedule now, with its key and input (`ScheduleNotFoundError` for an unknown name). */
+  triggerSchedule(name: string): Promise<StartResult> {
+    return this.scheduler.trigger(name);
+  }
+
+  /** Every stored schedule, by name. */
+  listSchedules(): Promise<ScheduleInfo[]> {
+    return this.scheduler.list();
   }
 }

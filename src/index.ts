@@ -14,6 +14,8 @@ export type { DurableModuleOptions, WorkerOptions, RetentionOptions } from './op
 export type { WorkflowOptions, StepOptions, RetryPolicy, ReusePolicy, OnDuplicate, DebounceOptions } from './options/workflow-options.interface';
 export { type Duration, seconds, minutes, hours, days } from './options/duration';
 export { DurableHealthIndicator } from './observe/durable.health';
+export { Schedule, type ScheduleOptions } from './decorators/schedule.decorator';
+export type { ScheduleInfo } from './engine/scheduler';
 export { FlowBuilder, type FlowOptions, type FlowNodeOptions, type FlowDepOptions, type FlowNodeSpec } from './flows/flow.builder';
 export { FlowGraph, type FlowGraphNode, type FlowGraphEdge } from './flows/flow.graph';
 export type { FlowContext, FlowReadOptions } from './flows/flow-context';

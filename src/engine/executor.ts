@@ -6,6 +6,7 @@ import { serializeError, type StoredError } from './error.serialize';
 import { backoffDelay } from './retry.policy';
 import { ExecutionHandle, RunContextImpl } from './run-context';
 import type { TransitionBatcher } from './transition.batcher';
+import { runSpan, runTransition, stepSpan } from '../observe/telemetry';
 import type { FlowNodeInfo } from '../flows/flow-context';
 import { isSuspension, type Suspension } from './suspension';
 
@@ -53,7 +54,7 @@ export class Execution implements ExecutionHandle {
   /** Executes until the run finishes, waits for a retry, or is lost. Never throws. */
   async run(): Promise<void> {
     try {
-      await this.steps();
+      await runSpan(this.row, () => this.steps()); // telemetry: durable.run span (observe/telemetry.ts)
     } catch (err) {
       this.core.logger.error(`run ${this.runId} (${this.workflow}): ${(err as Error).stack ?? err}`);
     } finally {
@@ -88,7 +89,7 @@ export class Execution implements ExecutionHandle {
       const working = { ...context };
       let value: unknown;
       try {
-        value = await this.attempt(step, attempt, working);
+        value = await stepSpan(this.row, step.name, attempt, () => this.attempt(step, attempt, working)); // telemetry: durable.step span
       } catch (err) {
         if (this.lost) return;
         if (isSuspension(err)) return this.suspend(err, attempt);
@@ -233,6 +234,7 @@ export class Execution implements ExecutionHandle {
   private async write(t: Omit<Transition, 'id' | 'epoch'>): Promise<boolean> {
     if (this.lost) return false;
     const owned = await this.batcher.submit({ id: this.runId, epoch: this.epoch, ...t });
+    runTransition(this.row, t, owned); // telemetry: run outcome + durable.run.finished
     if (!owned) this.lose(new CancelledError(`run ${this.runId} was cancelled or recovered by another node`));
     return owned;
   }

@@ -12,7 +12,8 @@ export type DurableErrorCode =
   | 'cancelled'
   | 'child_failed'
   | 'not_cancellable'
-  | 'fenced';
+  | 'fenced'
+  | 'schedule_not_found';
 
 /** Base class of every error this package throws on purpose. */
 export abstract class DurableError extends Error {

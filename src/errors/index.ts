@@ -12,3 +12,4 @@ export * from './cancelled.error';
 export * from './flow-exists.error';
 export * from './child-failed.error';
 export * from './not-cancellable.error';
+export * from './schedule-not-found.error';

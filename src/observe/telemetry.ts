@@ -210,11 +210,9 @@ export function runTransition(row: TracedRow, t: { status: string; final?: boole
   if (t.final) emitRunFinished(row.workflow, t.status);
 }
 
-/** A step attempt that ended because the run must wait (not a failure). */
+/** A step attempt that ended because the run must wait (not a failure): see engine/suspension.ts. */
 function isSuspensionLike(err: unknown): boolean {
-  if (!err || typeof err !== 'object') return false;
-  const e = err as { name?: unknown; suspension?: unknown; isSuspension?: unknown };
-  return e.suspension !== undefined || e.isSuspension === true || (typeof e.name === 'string' && /suspen/i.test(e.name));
+  return typeof err === 'object' && err !== null && (err as Record<symbol, unknown>)[Symbol.for('nestjs-durable.suspension')] === true;
 }
 
 /** `durable.step` for one attempt of a step, plus `durable.step.duration`. */

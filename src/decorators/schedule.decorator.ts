@@ -1,0 +1,32 @@
+/** Metadata key of the `@Schedule` list on a workflow class. */
+export const SCHEDULES_METADATA = 'nestjs-durable:schedules';
+
+/** Options of `@Schedule` and `DurableService.schedule`. */
+export interface ScheduleOptions {
+  /** Unique name of the schedule (default: the workflow's name). */
+  name?: string;
+  /** Every fire starts with this key, so a fire while the last run holds it follows `onDuplicate`. */
+  key?: string;
+  /** Input of every fired run. */
+  input?: unknown;
+  /** IANA time zone the cron is read in (default `'UTC'`, so that every node agrees on the ticks). */
+  timezone?: string;
+}
+
+/** One `@Schedule` as recorded on its class. */
+export interface ScheduleMetadata {
+  cron: string;
+  options: ScheduleOptions;
+}
+
+/**
+ * Fires the decorated `@Workflow` on `cron` (5 fields, or 6 with seconds first), once per tick
+ * across all nodes. Metadata only: the module stores it at startup (invalid cron or time zone →
+ * `DurableValidationError` then). Several `@Schedule`s on one class need distinct names.
+ */
+export function Schedule(cron: string, options: ScheduleOptions = {}): ClassDecorator {
+  return (target) => {
+    const list: ScheduleMetadata[] = Reflect.getOwnMetadata(SCHEDULES_METADATA, target) ?? [];
+    Reflect.defineMetadata(SCHEDULES_METADATA, [...list, { cron, options }], target);
+  };
+}

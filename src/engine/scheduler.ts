@@ -1,0 +1,388 @@
+import { Injectable, OnApplicationBootstrap, OnModuleDestroy, Optional } from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { CronJob, CronTime } from 'cron';
+import { ValidationError } from 'class-validator';
+import type { EntityManager } from 'typeorm';
+import { KeyTakenError, ScheduleNotFoundError } from '../errors';
+import { SCHEDULES_METADATA, type ScheduleMetadata, type ScheduleOptions } from '../decorators/schedule.decorator';
+import type { WorkflowRef } from '../discovery/workflow.registry';
+import { managerQueryable } from '../store/db';
+import { SchedulesStore, type ClaimedTick, type ScheduleRow } from '../store/schedules.store';
+import { DurableCore } from './durable.core';
+import { serializeError } from './error.serialize';
+import { assertValid, jsonProblem, keyProblem } from './input.validation';
+import type { StartResult } from './run-info';
+import { Starter } from './start';
+
+/** A stored schedule as `listSchedules` returns it. */
+export interface ScheduleInfo {
+  name: string;
+  workflow: string;
+  cron: string;
+  timezone: string;
+  key: string | null;
+  input: unknown;
+  /** `'decorator'`: from `@Schedule` (re-stored at every startup); `'api'`: from `DurableService.schedule`. */
+  source: 'decorator' | 'api';
+  /** The next tick after now. */
+  nextFireAt: Date | null;
+  /** The last tick that fired (on any node). */
+  lastTickAt: Date | null;
+  /** When it last fired (tick or `triggerSchedule`). */
+  lastFireAt: Date | null;
+  lastRunId: string | null;
+  /** `StartResult.outcome` of the last fire, `'skipped'` (key held, `onDuplicate: 'error'`) or `'failed'`. */
+  lastOutcome: string | null;
+  /** Fires that started or found a run (skips included). */
+  fires: number;
+  /** Fires whose start failed for another reason than a held key. */
+  failures: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** What a fire did. */
+export interface FireResult {
+  /** false: another node fired this tick, or the tick is older than the last one fired. */
+  fired: boolean;
+  runId?: string | null;
+  outcome?: string;
+}
+
+interface LocalJob {
+  name: string;
+  cron: string;
+  timezone: string;
+  job: CronJob;
+  /** The tick the job fires next: the identity of a tick across nodes. */
+  nextTick: Date;
+  registryName: string;
+}
+
+/** Longest schedule name. */
+const MAX_NAME = 200;
+/** Fire records deleted per prune statement. */
+const PRUNE_BATCH = 5_000;
+/** How often a node prunes old fire records. */
+const PRUNE_EVERY_MS = 60_000;
+
+function problem(property: string, value: unknown, constraint: string, message: string): ValidationError {
+  const e = new ValidationError();
+  Object.assign(e, { property, value, children: [], constraints: { [constraint]: message } });
+  return e;
+}
+
+/**
+ * Parses `cron` in `timezone`; throws `DurableValidationError` naming what is wrong. `what` says
+ * where it comes from (`@Schedule on X`, `schedule`).
+ */
+export function parseCron(what: string, cron: unknown, timezone: unknown): CronTime {
+  const problems: (ValidationError | undefined)[] = [];
+  if (timezone !== undefined && (typeof timezone !== 'string' || !isTimeZone(timezone))) {
+    problems.push(problem('timezone', timezone, 'isTimeZone', `timezone must be an IANA time zone such as 'Europe/Paris', got ${JSON.stringify(timezone)}`));
+  }
+  let time: CronTime | undefined;
+  if (typeof cron !== 'string' || cron.trim() === '') {
+    problems.push(problem('cron', cron, 'isCron', `cron must be a cron expression such as '*/5 * * * *', got ${JSON.stringify(cron)}`));
+  } else if (!problems.length) {
+    try {
+      time = new CronTime(cron, (timezone as string | undefined) ?? 'UTC');
+    } catch (err) {
+      problems.push(problem('cron', cron, 'isCron', `cron ${JSON.stringify(cron)} is not a valid cron expression: ${(err as Error).message}`));
+    }
+  }
+  assertValid(what, problems);
+  return time!;
+}
+
+function isTimeZone(tz: string): boolean {
+  if (tz.trim() === '') return false;
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function nextOf(time: CronTime): Date | null {
+  try {
+    return time.sendAt().toJSDate();
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Cron schedules. Every node that has the workflow ticks on its own `CronJob` (in Nest's
+ * `SchedulerRegistry` when the app imports `ScheduleModule`, else in a registry of its own); a tick
+ * fires only on the node that wins the database guard of (schedule, tick) — see
+ * `SchedulesStore.claimTick` — and starts the run in the same transaction. Schedules are rows, so
+ * they survive restarts; every node re-reads them with its heartbeat to follow `schedule` and
+ * `unschedule` calls made elsewhere.
+ */
+@Injectable()
+export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
+  readonly store: SchedulesStore;
+  private readonly registry: SchedulerRegistry;
+  private readonly jobs = new Map<string, LocalJob>();
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private syncTimer?: NodeJS.Timeout;
+  private syncing?: Promise<void>;
+  private stopped = false;
+  private lastPruneAt = 0;
+  /** Per schedule: ticks this node saw and what came of them (tests, debugging). */
+  readonly stats = new Map<string, { ticks: number; fired: number; lost: number; failed: number }>();
+
+  constructor(
+    private readonly core: DurableCore,
+    private readonly starter: Starter,
+    @Optional() registry?: SchedulerRegistry,
+  ) {
+    this.store = new SchedulesStore(core.options.schema);
+    this.registry = registry ?? new SchedulerRegistry();
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    await this.storeDecorated();
+    await this.sync();
+    const every = Math.max(200, Math.min(this.core.options.heartbeatMs, 5_000));
+    this.syncTimer = setInterval(() => void this.sync().catch((err) => this.core.logger.warn(`schedule sync failed: ${(err as Error).message}`)), every);
+    this.syncTimer.unref?.();
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    this.stopped = true;
+    if (this.syncTimer) clearInterval(this.syncTimer);
+    for (const name of [...this.jobs.keys()]) this.unmount(name);
+    await this.syncing?.catch(() => undefined);
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  /** Validates and stores every `@Schedule` of the registered workflows (startup). */
+  private async storeDecorated(): Promise<void> {
+    const { registry, db } = this.core;
+    const found: { workflow: string; meta: ScheduleMetadata; name: string }[] = [];
+    for (const workflow of registry.names()) {
+      const def = registry.find(workflow)!;
+      const metas: ScheduleMetadata[] = Reflect.getMetadata(SCHEDULES_METADATA, def.type) ?? [];
+      for (const meta of metas) found.push({ workflow, meta, name: meta.options?.name ?? workflow });
+    }
+    const names = new Set<string>();
+    for (const f of found) {
+      if (names.has(f.name)) {
+        assertValid(`@Schedule on workflow "${f.workflow}"`, [
+          problem('name', f.name, 'unique', `two schedules are named "${f.name}"; give each @Schedule a distinct name`),
+        ]);
+      }
+      names.add(f.name);
+    }
+    const rows = found.map((f) => this.validate(`@Schedule('${f.meta.cron}') on workflow "${f.workflow}"`, f.workflow, f.meta.cron, f.meta.options ?? {}, f.name));
+    for (const row of rows) await this.store.upsert(db, { ...row, source: 'decorator' });
+    const dropped = await this.store.dropStaleDecorated(db, registry.names(), [...names]);
+    if (dropped.length) this.core.logger.log(`removed schedule(s) no longer declared with @Schedule: ${dropped.join(', ')}`);
+  }
+
+  private validate(what: string, workflow: string, cron: unknown, options: ScheduleOptions, name = options.name ?? workflow) {
+    const time = parseCron(what, cron, options.timezone);
+    const problems = [keyProblem(options.key, 'key'), jsonProblem(options.input, 'input')];
+    if (typeof name !== 'string' || name.length < 1 || name.length > MAX_NAME) {
+      problems.push(problem('name', name, 'isName', `name must be a string of 1 to ${MAX_NAME} characters`));
+    }
+    assertValid(what, problems);
+    return {
+      name,
+      workflow,
+      cron: cron as string,
+      timezone: options.timezone ?? 'UTC',
+      key: options.key ?? null,
+      input: options.input ?? null,
+      next_fire_at: nextOf(time)?.toISOString() ?? null,
+    };
+  }
+
+  /** `DurableService.schedule`: stores (or replaces) a schedule and starts ticking it here. */
+  async schedule(ref: WorkflowRef, cron: string, options: ScheduleOptions = {}): Promise<ScheduleInfo> {
+    const def = this.core.registry.get(ref);
+    const row = await this.store.upsert(this.core.db, { ...this.validate(`schedule ${def.name}`, def.name, cron, options ?? {}), source: 'api' });
+    this.mount(row);
+    return this.info(row);
+  }
+
+  /** `DurableService.unschedule`: deletes the schedule everywhere; false when there was none. */
+  async unschedule(name: string): Promise<boolean> {
+    this.unmount(name);
+    return this.store.remove(this.core.db, name);
+  }
+
+  /**
+   * `DurableService.triggerSchedule`: fires now, with the schedule's key and input (so a held key
+   * follows the workflow's `onDuplicate`; with `'error'` it rejects with `KeyTakenError`).
+   */
+  async trigger(name: string): Promise<StartResult> {
+    const row = await this.store.get(this.core.db, name);
+    if (!row) throw new ScheduleNotFoundError(name);
+    let taken: KeyTakenError | undefined;
+    const result = await this.core.dataSource.transaction(async (manager) => {
+      const out = await this.startFor(manager, row);
+      await this.store.recordFire(managerQueryable(manager), name, null, out.runId, out.outcome);
+      if (out.taken) taken = out.taken;
+      return out;
+    });
+    if (taken) throw taken;
+    return { runId: result.runId!, outcome: result.outcome as StartResult['outcome'] };
+  }
+
+  /** Names of the schedules this node ticks. */
+  mounted(): string[] {
+    return [...this.jobs.keys()].sort();
+  }
+
+  /** Every stored schedule, by name. */
+  async list(): Promise<ScheduleInfo[]> {
+    return (await this.store.all(this.core.db)).map((r) => this.info(r));
+  }
+
+  private info(r: ScheduleRow): ScheduleInfo {
+    let next: Date | null = null;
+    try {
+      next = nextOf(new CronTime(r.cron, r.timezone));
+    } catch {
+      next = r.next_fire_at;
+    }
+    return {
+      name: r.name,
+      workflow: r.workflow,
+      cron: r.cron,
+      timezone: r.timezone,
+      key: r.key,
+      input: r.input,
+      source: r.source,
+      nextFireAt: next,
+      lastTickAt: r.last_tick_at,
+      lastFireAt: r.last_fire_at,
+      lastRunId: r.last_run_id,
+      lastOutcome: r.last_outcome,
+      fires: r.fires,
+      failures: r.failures,
+      createdAt: r.created_at,
+      updatedAt: r.updated_at,
+    };
+  }
+
+  /** Brings this node's cron jobs in line with the stored schedules (and prunes old fire records). */
+  sync(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    if (!this.syncing) {
+      this.syncing = this.syncOnce().finally(() => {
+        this.syncing = undefined;
+      });
+    }
+    return this.syncing;
+  }
+
+  private async syncOnce(): Promise<void> {
+    const rows = await this.store.all(this.core.db);
+    if (this.stopped) return;
+    const stored = new Set<string>();
+    for (const row of rows) {
+      stored.add(row.name);
+      this.mount(row);
+    }
+    for (const name of [...this.jobs.keys()]) if (!stored.has(name)) this.unmount(name);
+    const every = Math.min(PRUNE_EVERY_MS, this.core.options.retention.activityMs);
+    if (Date.now() - this.lastPruneAt >= every) {
+      this.lastPruneAt = Date.now();
+      for (let n = PRUNE_BATCH; n === PRUNE_BATCH; ) n = await this.store.prune(this.core.db, this.core.options.retention.activityMs, PRUNE_BATCH);
+    }
+  }
+
+  /** Ticks `row` on this node (re-creating the job when its cron or time zone changed). */
+  private mount(row: Pick<ScheduleRow, 'name' | 'workflow' | 'cron' | 'timezone'>): void {
+    if (this.stopped) return;
+    const existing = this.jobs.get(row.name);
+    if (existing && existing.cron === row.cron && existing.timezone === row.timezone) return;
+    if (existing) this.unmount(row.name);
+    if (!this.core.registry.find(row.workflow)) return; // not registered on this node: another node ticks it
+    let job: CronJob;
+    try {
+      job = new CronJob(row.cron, () => undefined, null, false, row.timezone);
+    } catch (err) {
+      this.core.logger.warn(`schedule "${row.name}": cannot tick ${JSON.stringify(row.cron)} (${row.timezone}): ${(err as Error).message}`);
+      return;
+    }
+    const local: LocalJob = { name: row.name, cron: row.cron, timezone: row.timezone, job, nextTick: new Date(0), registryName: `durable:${row.name}` };
+    // `cron` computes the next date before it calls back, so the tick being fired is the one
+    // remembered before; a job that wakes late (paused process) fires that stale tick once, which
+    // the guard refuses when another node fired it.
+    job.addCallback(() => {
+      const tick = local.nextTick;
+      local.nextTick = job.nextDate().toJSDate();
+      this.track(this.fireTick(local, tick, local.nextTick));
+    });
+    if (this.registry.doesExist('cron', local.registryName)) this.registry.deleteCronJob(local.registryName);
+    this.registry.addCronJob(local.registryName, job);
+    job.start();
+    local.nextTick = job.nextDate().toJSDate();
+    this.jobs.set(row.name, local);
+  }
+
+  private unmount(name: string): void {
+    const local = this.jobs.get(name);
+    if (!local) return;
+    this.jobs.delete(name);
+    local.job.stop();
+    if (this.registry.doesExist('cron', local.registryName)) this.registry.deleteCronJob(local.registryName);
+  }
+
+  private track<T>(p: Promise<T>): void {
+    this.inFlight.add(p);
+    void p.finally(() => this.inFlight.delete(p));
+  }
+
+  private stat(name: string) {
+    let s = this.stats.get(name);
+    if (!s) this.stats.set(name, (s = { ticks: 0, fired: 0, lost: 0, failed: 0 }));
+    return s;
+  }
+
+  /** One tick on this node: take the (schedule, tick) guard and start the run, or find it taken. */
+  async fireTick(local: Pick<LocalJob, 'name' | 'cron' | 'timezone'>, tick: Date, next: Date | null): Promise<FireResult> {
+    const stat = this.stat(local.name);
+    try {
+      const out = await this.core.dataSource.transaction(async (manager) => {
+        const q = managerQueryable(manager);
+        const claimed = await this.store.claimTick(q, local.name, tick, this.core.options.nodeId, local.cron, local.timezone, next);
+        if (!claimed) return undefined;
+        const started = await this.startFor(manager, claimed);
+        await this.store.recordFire(q, local.name, tick, started.runId, started.outcome);
+        return started;
+      });
+      if (!out) {
+        stat.lost++;
+        return { fired: false };
+      }
+      stat.fired++;
+      return { fired: true, runId: out.runId, outcome: out.outcome };
+    } catch (err) {
+      // Nothing of this tick was written (its transaction rolled back): another node may still fire it.
+      stat.failed++;
+      this.core.logger.warn(`schedule "${local.name}" tick ${tick.toISOString()} failed: ${(err as Error).message}`);
+      await this.store.recordFailure(this.core.db, local.name, serializeError(err)).catch(() => undefined);
+      return { fired: false, outcome: 'failed' };
+    } finally {
+      stat.ticks++;
+    }
+  }
+
+  /** Starts the schedule's run inside the fire's transaction; a held key under `onDuplicate: 'error'` is a skip. */
+  private async startFor(manager: EntityManager, s: ClaimedTick): Promise<{ runId: string | null; outcome: string; taken?: KeyTakenError }> {
+    try {
+      const r = await this.starter.start(s.workflow, s.input ?? undefined, { key: s.key, manager });
+      return { runId: r.runId, outcome: r.outcome };
+    } catch (err) {
+      if (err instanceof KeyTakenError) return { runId: err.holderId, outcome: 'skipped', taken: err };
+      throw err;
+    }
+  }
+}

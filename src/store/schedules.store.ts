@@ -1,0 +1,174 @@
+import type { Queryable } from './db';
+
+/** A `schedules` row. */
+export interface ScheduleRow {
+  name: string;
+  workflow: string;
+  cron: string;
+  timezone: string;
+  key: string | null;
+  input: unknown;
+  source: 'decorator' | 'api';
+  next_fire_at: Date | null;
+  last_tick_at: Date | null;
+  last_fire_at: Date | null;
+  last_run_id: string | null;
+  last_outcome: string | null;
+  last_error: unknown;
+  fires: number;
+  failures: number;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** A schedule to store. */
+export interface NewSchedule {
+  name: string;
+  workflow: string;
+  cron: string;
+  timezone: string;
+  key: string | null;
+  input: unknown;
+  source: 'decorator' | 'api';
+  next_fire_at: string | null;
+}
+
+/** What a won tick needs to start its run. */
+export type ClaimedTick = Pick<ScheduleRow, 'name' | 'workflow' | 'key' | 'input'>;
+
+/** Statements on `schedules` and `schedule_fires`; `S` is the validated, quoted schema. */
+export class SchedulesStore {
+  private readonly sql: Record<string, string>;
+
+  constructor(schema: string) {
+    const S = `"${schema}"`;
+    this.sql = {
+      upsert: `
+        INSERT INTO ${S}.schedules AS t (name, workflow, cron, timezone, key, input, source, next_fire_at)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+        ON CONFLICT (name) DO UPDATE SET
+          workflow = EXCLUDED.workflow, cron = EXCLUDED.cron, timezone = EXCLUDED.timezone, key = EXCLUDED.key,
+          input = EXCLUDED.input, source = EXCLUDED.source, next_fire_at = EXCLUDED.next_fire_at,
+          updated_at = CASE
+            WHEN (t.workflow, t.cron, t.timezone, t.key, t.input, t.source)
+              IS NOT DISTINCT FROM (EXCLUDED.workflow, EXCLUDED.cron, EXCLUDED.timezone, EXCLUDED.key, EXCLUDED.input, EXCLUDED.source)
+            THEN t.updated_at ELSE now() END
+        RETURNING *`,
+      dropStaleDecorated: `
+        DELETE FROM ${S}.schedules
+        WHERE source = 'decorator' AND workflow = ANY($1::text[]) AND NOT (name = ANY($2::text[]))
+        RETURNING name`,
+      remove: `DELETE FROM ${S}.schedules WHERE name = $1 RETURNING name`,
+      get: `SELECT * FROM ${S}.schedules WHERE name = $1`,
+      all: `SELECT * FROM ${S}.schedules ORDER BY name`,
+      // The once-per-tick guard. The UPDATE locks the schedule row, so a second node running the
+      // same tick waits for the first one's transaction and then finds last_tick_at >= its tick
+      // (a stale tick of a node that was paused or down is refused the same way); the primary key
+      // of schedule_fires refuses a tick that was fired already, whatever happened to last_tick_at.
+      // A node whose copy of the cron is out of date fires nothing.
+      claimTick: `
+        WITH s AS (
+          UPDATE ${S}.schedules SET last_tick_at = $2, next_fire_at = $6
+          WHERE name = $1 AND cron = $4 AND timezone = $5 AND (last_tick_at IS NULL OR last_tick_at < $2)
+          RETURNING name, workflow, key, input
+        ), f AS (
+          INSERT INTO ${S}.schedule_fires (schedule, tick_at, node_id)
+          SELECT name, $2, $3 FROM s
+          ON CONFLICT (schedule, tick_at) DO NOTHING
+          RETURNING schedule
+        )
+        SELECT s.name, s.workflow, s.key, s.input FROM s JOIN f ON f.schedule = s.name`,
+      recordFire: `
+        WITH f AS (
+          UPDATE ${S}.schedule_fires SET run_id = $3, outcome = $4 WHERE schedule = $1 AND tick_at = $2
+        )
+        UPDATE ${S}.schedules SET last_fire_at = now(), last_run_id = coalesce($3, last_run_id), last_outcome = $4,
+          last_error = NULL, fires = fires + 1
+        WHERE name = $1`,
+      recordFailure: `
+        UPDATE ${S}.schedules SET last_outcome = 'failed', last_error = $2, failures = failures + 1 WHERE name = $1`,
+      fires: `SELECT schedule, tick_at, node_id, run_id, outcome, fired_at FROM ${S}.schedule_fires WHERE schedule = $1 ORDER BY tick_at`,
+      prune: `
+        WITH d AS (
+          DELETE FROM ${S}.schedule_fires WHERE ctid IN (
+            SELECT ctid FROM ${S}.schedule_fires WHERE fired_at < now() - $1 * interval '1 millisecond' LIMIT $2)
+          RETURNING 1
+        ) SELECT count(*)::int AS n FROM d`,
+    };
+  }
+
+  /** Creates or replaces a schedule (its fire history and counters are kept). */
+  async upsert(q: Queryable, s: NewSchedule): Promise<ScheduleRow> {
+    const [row] = await q.query<ScheduleRow>(this.sql.upsert, [
+      s.name,
+      s.workflow,
+      s.cron,
+      s.timezone,
+      s.key,
+      s.input === undefined ? null : JSON.stringify(s.input),
+      s.source,
+      s.next_fire_at,
+    ]);
+    return row;
+  }
+
+  /** Deletes decorator schedules of `workflows` whose name is not in `keep`; returns their names. */
+  async dropStaleDecorated(q: Queryable, workflows: string[], keep: string[]): Promise<string[]> {
+    return (await q.query<{ name: string }>(this.sql.dropStaleDecorated, [workflows, keep])).map((r) => r.name);
+  }
+
+  /** Deletes a schedule (and its fire history); false when there was none. */
+  async remove(q: Queryable, name: string): Promise<boolean> {
+    return (await q.query(this.sql.remove, [name])).length > 0;
+  }
+
+  async get(q: Queryable, name: string): Promise<ScheduleRow | undefined> {
+    const [row] = await q.query<ScheduleRow>(this.sql.get, [name]);
+    return row;
+  }
+
+  all(q: Queryable): Promise<ScheduleRow[]> {
+    return q.query<ScheduleRow>(this.sql.all);
+  }
+
+  /**
+   * Takes tick `tickAt` of schedule `name` for this node, if no node has and the stored cron and
+   * timezone are still the ones this node ticks on; returns what the run needs, or undefined.
+   */
+  async claimTick(
+    q: Queryable,
+    name: string,
+    tickAt: Date,
+    nodeId: string,
+    cron: string,
+    timezone: string,
+    nextFireAt: Date | null,
+  ): Promise<ClaimedTick | undefined> {
+    const [row] = await q.query<ClaimedTick>(this.sql.claimTick, [name, tickAt.toISOString(), nodeId, cron, timezone, nextFireAt?.toISOString() ?? null]);
+    return row;
+  }
+
+  /** Records what a fire (tick `tickAt`, or null for a trigger) started. */
+  async recordFire(q: Queryable, name: string, tickAt: Date | null, runId: string | null, outcome: string): Promise<void> {
+    await q.query(this.sql.recordFire, [name, tickAt?.toISOString() ?? null, runId, outcome]);
+  }
+
+  /** Counts a fire that could not start its run. */
+  async recordFailure(q: Queryable, name: string, error: unknown): Promise<void> {
+    await q.query(this.sql.recordFailure, [name, JSON.stringify(error)]);
+  }
+
+  /** The fired ticks of a schedule, oldest first. */
+  fires(q: Queryable, name: string) {
+    return q.query<{ schedule: string; tick_at: Date; node_id: string; run_id: string | null; outcome: string | null; fired_at: Date }>(
+      this.sql.fires,
+      [name],
+    );
+  }
+
+  /** Deletes up to `batch` fire records older than `olderThanMs`; returns how many. */
+  async prune(q: Queryable, olderThanMs: number, batch: number): Promise<number> {
+    const [row] = await q.query<{ n: number }>(this.sql.prune, [olderThanMs, batch]);
+    return row.n;
+  }
+}
