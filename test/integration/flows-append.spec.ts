@@ -1,0 +1,165 @@
+import { DurableService, DurableValidationError, OnFlowCancelled, RunContext, RunInfo, Step, Workflow } from '../../src';
+import { createApp, ident, sql, waitFor } from '../support';
+
+const order: string[] = [];
+const hookCalls: { reason: string; name: string | null }[] = [];
+
+@Workflow('app_echo')
+class Echo implements OnFlowCancelled {
+  @Step()
+  async run(ctx: RunContext) {
+    order.push(ctx.flow!.name);
+    return ctx.flow!.name;
+  }
+
+  afterCancelled(reason: 'cancelled' | 'failed' | 'deleted', run: RunInfo) {
+    hookCalls.push({ reason, name: run.name });
+  }
+}
+
+@Workflow('app_fail', { retry: { attempts: 1 } })
+class Fail {
+  @Step()
+  async run() {
+    throw new Error('nope');
+  }
+}
+
+/** The spec's WorkflowWorker: appends d, e, f depending on a, b, c from inside a step. */
+@Workflow('app_appender')
+class Appender {
+  constructor(private readonly durable: DurableService) {}
+
+  @Step()
+  async run(ctx: RunContext<{ checkDeps?: boolean }>) {
+    order.push(ctx.flow!.name);
+    const flow = await this.durable.appendFlow(ctx.flow!.flowId, { checkDeps: ctx.input?.checkDeps ?? true });
+    const { runIds } = await this.durable.startFlow(
+      flow
+        .add('d', Echo, {}, { deps: ['a'] })
+        .add('e', Echo, {}, { deps: ['b'] })
+        .add('f', Echo, {}, { deps: ['c'] }),
+    );
+    return Object.keys(runIds);
+  }
+}
+
+const workflows = [Echo, Fail, Appender];
+const FINAL = ['completed', 'failed', 'cancelled'];
+
+async function finalRun(durable: DurableService, id: string, timeout = 15_000) {
+  return waitFor(
+    async () => {
+      const r = await durable.getRun(id);
+      return r && FINAL.includes(r.status) ? r : undefined;
+    },
+    { timeout, message: `run ${id} finished` },
+  );
+}
+
+async function runsByName(durable: DurableService, flowId: string) {
+  return Object.fromEntries((await durable.listRuns({ flowId, limit: 1000 })).map((r) => [r.name!, r]));
+}
+
+describe('DAG flows: appendFlow', () => {
+  beforeEach(() => {
+    order.length = 0;
+    hookCalls.length = 0;
+  });
+
+  it('appends from inside a step (the spec example), with deps on existing nodes checked', async () => {
+    const { durable } = await createApp({ workflows });
+    const { flowId } = await durable.startFlow(
+      durable.flow({ name: 'grow' }).add('a', Echo).add('b', Echo).add('c', Appender, {}, { deps: ['a', 'b'] }),
+    );
+    await waitFor(async () => {
+      const r = await runsByName(durable, flowId);
+      return Object.keys(r).length === 6 && Object.values(r).every((x) => x.status === 'completed');
+    });
+    const runs = await runsByName(durable, flowId);
+    expect(runs.c.result).toEqual(['d', 'e', 'f']);
+    expect(runs.f.deps).toEqual(['c']);
+    expect(runs.d.flowName).toBe('grow');
+    // f depended on c, which was running when f was appended: it ran after c finished
+    expect(runs.f.startedAt!.getTime()).toBeGreaterThanOrEqual(runs.c.finishedAt!.getTime());
+    const g = await durable.getFlowGraph(flowId);
+    expect(g.toMermaid()).toContain('c[app_appender] --> f[app_echo]');
+  });
+
+  it('appended nodes whose deps already finished resolve at once: completed → runs, failed → cancelled with the hook', async () => {
+    const { durable } = await createApp({ workflows });
+    const { flowId, runIds } = await durable.startFlow(durable.flow().add('ok', Echo).add('bad', Fail));
+    await finalRun(durable, runIds.ok);
+    await finalRun(durable, runIds.bad);
+    const more = await durable.startFlow(
+      (await durable.appendFlow(flowId))
+        .add('after_ok', Echo, {}, { deps: ['ok'] })
+        .add('after_bad', Echo, {}, { deps: ['bad'] })
+        .add('after_bad_ignored', Echo, {}, { deps: ['bad'], ignoreFailed: true }),
+    );
+    expect(more.flowId).toBe(flowId);
+    expect((await finalRun(durable, more.runIds.after_ok)).status).toBe('completed');
+    expect((await finalRun(durable, more.runIds.after_bad)).status).toBe('cancelled');
+    expect((await finalRun(durable, more.runIds.after_bad_ignored)).status).toBe('completed');
+    await waitFor(() => hookCalls.length === 1);
+    expect(hookCalls[0]).toEqual({ reason: 'failed', name: 'after_bad' });
+  });
+
+  it('appended nodes inherit the flow-level ignore options', async () => {
+    const { durable } = await createApp({ workflows });
+    const { flowId, runIds } = await durable.startFlow(durable.flow({ ignoreFailed: true }).add('bad', Fail));
+    await finalRun(durable, runIds.bad);
+    const more = await durable.startFlow((await durable.appendFlow(flowId)).add('next', Echo, {}, { deps: ['bad'] }));
+    expect((await finalRun(durable, more.runIds.next)).status).toBe('completed');
+  });
+
+  it('with checkDeps (the default) deps must name existing nodes and names must be new; nothing is written otherwise', async () => {
+    const { durable, schema } = await createApp({ workflows, options: { worker: false } });
+    const { flowId } = await durable.startFlow(durable.flow().add('a', Echo));
+    const unknown = await durable
+      .startFlow((await durable.appendFlow(flowId)).add('b', Echo, {}, { deps: ['zz'] }))
+      .catch((e) => e);
+    expect(unknown).toBeInstanceOf(DurableValidationError);
+    expect(unknown.message).toMatch(/depends on "zz", which is not a node of flow/);
+    const dup = await durable.startFlow((await durable.appendFlow(flowId)).add('a', Echo)).catch((e) => e);
+    expect(dup).toBeInstanceOf(DurableValidationError);
+    expect(dup.message).toMatch(/node "a" already exists/);
+    expect(await durable.listRuns({ flowId })).toHaveLength(1);
+    expect((await sql(`select count(*)::int n from ${ident(schema)}.flow_deps`))[0].n).toBe(0);
+  });
+
+  it('without checkDeps a dep may name a node added later: the node waits for it', async () => {
+    const { durable } = await createApp({ workflows });
+    const { flowId, runIds } = await durable.startFlow(durable.flow().add('a', Echo));
+    await finalRun(durable, runIds.a);
+    const early = await durable.startFlow(
+      (await durable.appendFlow(flowId, { checkDeps: false })).add('late_child', Echo, {}, { deps: ['a', 'later'] }),
+    );
+    expect((await durable.getRun(early.runIds.late_child))!.status).toBe('waiting');
+    const later = await durable.startFlow((await durable.appendFlow(flowId)).add('later', Echo));
+    expect((await finalRun(durable, early.runIds.late_child)).status).toBe('completed');
+    expect(order.indexOf('later')).toBeLessThan(order.indexOf('late_child'));
+    expect(later.flowId).toBe(flowId);
+  });
+
+  it('without checkDeps, a dep that never appears counts as deleted once the flow is quiet (repair rule)', async () => {
+    // nodeTimeout is 1s in the tests: the grace period of the rule
+    const { durable, schema } = await createApp({ workflows });
+    const { flowId, runIds } = await durable.startFlow(durable.flow().add('a', Echo));
+    await finalRun(durable, runIds.a);
+    const { runIds: more } = await durable.startFlow(
+      (await durable.appendFlow(flowId, { checkDeps: false }))
+        .add('orphan', Echo, {}, { deps: ['ghost'] })
+        .add('orphan_ok', Echo, {}, { deps: ['ghost'], ignoreDeleted: true })
+        .add('downstream', Echo, {}, { deps: ['orphan'] }),
+    );
+    const t0 = Date.now();
+    expect(await finalRun(durable, more.orphan)).toMatchObject({ status: 'cancelled', error: expect.objectContaining({ reason: 'deleted' }) });
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(900);
+    expect((await finalRun(durable, more.orphan_ok)).status).toBe('completed');
+    expect((await finalRun(durable, more.downstream)).status).toBe('cancelled');
+    await waitFor(() => hookCalls.length === 2);
+    expect(hookCalls.map((h) => `${h.name}:${h.reason}`).sort()).toEqual(['downstream:cancelled', 'orphan:deleted']);
+    expect((await sql(`select count(*)::int n from ${ident(schema)}.flow_deps where not resolved`))[0].n).toBe(0);
+  });
+});
