@@ -8,6 +8,7 @@ import { toMs, type Duration } from './options/duration';
 import type { WorkflowRef } from './discovery/workflow.registry';
 import { DurableCore } from './engine/durable.core';
 import { Scheduler, type ScheduleInfo } from './engine/scheduler';
+import { emitRunFinished } from './observe/telemetry';
 import type { ScheduleOptions } from './decorators/schedule.decorator';
 import { Maintenance } from './engine/maintenance';
 import { FlowsEngine, type AppendFlowOptions, type StartFlowResult } from './flows/flows.service';
@@ -116,7 +117,7 @@ export class DurableService {
     // a deadlock with a child finishing at that moment is retried
     for (let attempt = 1; ; attempt++) {
       try {
-        if (await runs.cancel(db, runId, reason, error)) return;
+        if (await runs.cancel(db, runId, reason, error)) return emitRunFinished(row.workflow, 'cancelled'); // telemetry
         break;
       } catch (err) {
         if ((err as { code?: string }).code !== '40P01' || attempt >= 5) throw err;

@@ -40,8 +40,13 @@ export const ATTR = {
   outcome: 'durable.outcome',
 } as const;
 
-/** The module's tracer (a proxy: picks up an SDK registered later). */
-export const tracer = trace.getTracer(INSTRUMENTATION_NAME, INSTRUMENTATION_VERSION);
+/**
+ * The module's tracer, looked up on the global provider at each use (an SDK provider caches it; a
+ * tracer kept from load time would keep delegating to a provider the app has since replaced).
+ */
+export function tracer() {
+  return trace.getTracer(INSTRUMENTATION_NAME, INSTRUMENTATION_VERSION);
+}
 
 interface Instruments {
   keyDuplicate: Counter;
@@ -130,7 +135,7 @@ function recordError(span: Span, err: unknown): void {
 }
 
 async function inSpan<T>(name: string, options: SpanOptions, parent: Context, fn: (span: Span) => Promise<T>): Promise<T> {
-  return tracer.startActiveSpan(name, options, parent, async (span) => {
+  return tracer().startActiveSpan(name, options, parent, async (span) => {
     try {
       return await fn(span);
     } catch (err) {
@@ -220,7 +225,7 @@ export function stepSpan<T>(row: TracedRow, step: string, attempt: number, fn: (
   const attributes: Attributes = { [ATTR.workflow]: row.workflow, [ATTR.runId]: row.id, [ATTR.step]: step, [ATTR.attempt]: attempt };
   if (row.key !== null) attributes[ATTR.key] = row.key;
   const t0 = performance.now();
-  return tracer.startActiveSpan('durable.step', { kind: SpanKind.INTERNAL, attributes }, async (span) => {
+  return tracer().startActiveSpan('durable.step', { kind: SpanKind.INTERNAL, attributes }, async (span) => {
     let outcome = 'completed';
     try {
       return await fn();

@@ -1,0 +1,253 @@
+import { context, metrics, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { DataPointType, MeterProvider, MetricReader, type HistogramMetricData, type SumMetricData } from '@opentelemetry/sdk-metrics';
+import { RunContext, Step, Workflow } from '../../src';
+import { createApp, freshSchema, ident, sql, waitFor } from '../support';
+
+// ---- the SDK, with in-memory exporters ----------------------------------------------------------
+
+const spans = new InMemorySpanExporter();
+const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] });
+
+class TestReader extends MetricReader {
+  protected async onForceFlush(): Promise<void> {}
+  protected async onShutdown(): Promise<void> {}
+}
+const reader = new TestReader();
+const meterProvider = new MeterProvider({ readers: [reader] });
+
+const contextManager = new AsyncLocalStorageContextManager();
+
+beforeAll(() => {
+  context.setGlobalContextManager(contextManager.enable());
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  trace.setGlobalTracerProvider(tracerProvider);
+  metrics.setGlobalMeterProvider(meterProvider);
+});
+
+afterAll(async () => {
+  await tracerProvider.shutdown();
+  await meterProvider.shutdown();
+});
+
+const appTracer = () => trace.getTracer('test-app');
+
+// ---- workflows ----------------------------------------------------------------------------------
+
+@Workflow('tel_two')
+class Two {
+  @Step()
+  async first(ctx: RunContext<{ n: number }>) {
+    // the step's own spans are children of durable.step
+    appTracer().startActiveSpan('user.work', (s) => s.end());
+    return ctx.input.n;
+  }
+
+  @Step()
+  async second(ctx: RunContext<{ n: number }>) {
+    return ctx.input.n * 2;
+  }
+}
+
+const flakyAttempts: number[] = [];
+@Workflow('tel_flaky')
+class Flaky {
+  @Step({ retry: { attempts: 2, initialDelay: 50, backoff: 'fixed' } })
+  async once(ctx: RunContext) {
+    flakyAttempts.push(ctx.attempt);
+    if (ctx.attempt === 1) throw new Error('first attempt fails');
+    return 'ok';
+  }
+}
+
+@Workflow('tel_fail')
+class Fail {
+  @Step({ retry: { attempts: 1 } })
+  async boom() {
+    throw new Error('boom');
+  }
+}
+
+// ---- helpers ------------------------------------------------------------------------------------
+
+const named = (name: string, runId?: string) =>
+  spans.getFinishedSpans().filter((s) => s.name === name && (runId === undefined || s.attributes['durable.run_id'] === runId));
+
+const parentOf = (s: ReadableSpan) => s.parentSpanContext?.spanId;
+
+async function collect() {
+  const { resourceMetrics } = await reader.collect();
+  return resourceMetrics.scopeMetrics.filter((sm) => sm.scope.name === 'nestjs-durable').flatMap((sm) => sm.metrics);
+}
+
+/** Sum of a counter's points whose attributes include `attrs`. */
+async function counter(name: string, attrs: Record<string, string> = {}): Promise<number> {
+  const m = (await collect()).find((x) => x.descriptor.name === name) as SumMetricData | undefined;
+  if (!m) return 0;
+  expect(m.dataPointType).toBe(DataPointType.SUM);
+  return m.dataPoints
+    .filter((p) => Object.entries(attrs).every(([k, v]) => p.attributes[k] === v))
+    .reduce((n, p) => n + (p.value as number), 0);
+}
+
+async function histogram(name: string, attrs: Record<string, string> = {}) {
+  const m = (await collect()).find((x) => x.descriptor.name === name) as HistogramMetricData | undefined;
+  if (!m) return { count: 0, sum: 0, unit: undefined as string | undefined };
+  const points = m.dataPoints.filter((p) => Object.entries(attrs).every(([k, v]) => p.attributes[k] === v));
+  return { count: points.reduce((n, p) => n + p.value.count, 0), sum: points.reduce((n, p) => n + (p.value.sum ?? 0), 0), unit: m.descriptor.unit };
+}
+
+// ---- tests --------------------------------------------------------------------------------------
+
+describe('OpenTelemetry', () => {
+  beforeEach(() => {
+    spans.reset();
+    flakyAttempts.length = 0;
+  });
+
+  it("a run's spans continue the trace of the request that started it", async () => {
+    const { durable, schema } = await createApp({ workflows: [Two] });
+    const request = appTracer().startSpan('GET /articles', { kind: SpanKind.SERVER });
+    const { runId } = await context.with(trace.setSpan(context.active(), request), () =>
+      durable.start('tel_two', { n: 21 }, { key: 'article:1' }),
+    );
+    request.end();
+    const traceId = request.spanContext().traceId;
+    await durable.waitForRun(runId, { timeout: 10_000 });
+    await waitFor(() => named('durable.run', runId).length === 1 && named('durable.step', runId).length === 2, { message: 'run and step spans' });
+
+    const [start] = named('durable.start');
+    expect(start.spanContext().traceId).toBe(traceId);
+    expect(parentOf(start)).toBe(request.spanContext().spanId);
+    expect(start.kind).toBe(SpanKind.PRODUCER);
+    expect(start.attributes).toMatchObject({
+      'durable.workflow': 'tel_two',
+      'durable.key': 'article:1',
+      'durable.run_id': runId,
+      'durable.outcome': 'created',
+    });
+    expect(start.instrumentationScope.name).toBe('nestjs-durable');
+
+    // the context is stored with the run (W3C traceparent), so any node continues the trace
+    const [row] = await sql(`select trace from ${ident(schema)}.runs where id = $1`, [runId]);
+    expect(row.trace.traceparent).toContain(traceId);
+    expect(row.trace.traceparent).toContain(start.spanContext().spanId);
+
+    const [run] = named('durable.run', runId);
+    expect(run.spanContext().traceId).toBe(traceId);
+    expect(parentOf(run)).toBe(start.spanContext().spanId);
+    expect(run.kind).toBe(SpanKind.CONSUMER);
+    expect(run.attributes).toMatchObject({
+      'durable.workflow': 'tel_two',
+      'durable.run_id': runId,
+      'durable.key': 'article:1',
+      'durable.attempt': 1,
+      'durable.outcome': 'completed',
+    });
+
+    const steps = named('durable.step', runId).sort((a, b) => (a.attributes['durable.step'] as string).localeCompare(b.attributes['durable.step'] as string));
+    expect(steps.map((s) => s.attributes['durable.step'])).toEqual(['first', 'second']);
+    for (const s of steps) {
+      expect(s.spanContext().traceId).toBe(traceId);
+      expect(parentOf(s)).toBe(run.spanContext().spanId);
+      expect(s.attributes).toMatchObject({ 'durable.workflow': 'tel_two', 'durable.run_id': runId, 'durable.attempt': 1, 'durable.outcome': 'completed' });
+    }
+    const [user] = spans.getFinishedSpans().filter((s) => s.name === 'user.work');
+    expect(parentOf(user)).toBe(steps[0].spanContext().spanId);
+  });
+
+  it('continues the trace on another node: a start-only node stores it, a worker node claims the run', async () => {
+    const schema = freshSchema();
+    const starter = await createApp({ schema, workflows: [Two], options: { worker: false, nodeId: 'api' } });
+    const request = appTracer().startSpan('POST /jobs', { kind: SpanKind.SERVER });
+    const { runId } = await context.with(trace.setSpan(context.active(), request), () => starter.durable.start('tel_two', { n: 1 }));
+    request.end();
+    const worker = await createApp({ schema, workflows: [Two], options: { nodeId: 'worker' } });
+    await worker.durable.waitForRun(runId, { timeout: 10_000 });
+    await waitFor(() => named('durable.run', runId).length === 1, { message: 'run span' });
+    const [run] = named('durable.run', runId);
+    expect(run.spanContext().traceId).toBe(request.spanContext().traceId);
+    expect(parentOf(run)).toBe(named('durable.start').find((s) => s.attributes['durable.run_id'] === runId)!.spanContext().spanId);
+  });
+
+  it('a retried step: a failed step span with the error, then a second run span that completes', async () => {
+    const { durable } = await createApp({ workflows: [Flaky] });
+    const { runId } = await durable.start('tel_flaky');
+    await durable.waitForRun(runId, { timeout: 10_000 });
+    await waitFor(() => named('durable.run', runId).length === 2 && named('durable.step', runId).length === 2, { message: 'two executions' });
+    const runs = named('durable.run', runId).sort((a, b) => (a.attributes['durable.attempt'] as number) - (b.attributes['durable.attempt'] as number));
+    expect(runs.map((r) => r.attributes['durable.outcome'])).toEqual(['retry', 'completed']);
+    expect(runs[0].spanContext().traceId).toBe(runs[1].spanContext().traceId);
+    const steps = named('durable.step', runId).sort((a, b) => (a.attributes['durable.attempt'] as number) - (b.attributes['durable.attempt'] as number));
+    expect(steps.map((s) => [s.attributes['durable.attempt'], s.attributes['durable.outcome']])).toEqual([
+      [1, 'failed'],
+      [2, 'completed'],
+    ]);
+    expect(steps[0].status.code).toBe(SpanStatusCode.ERROR);
+    expect(steps[0].events.some((e) => e.name === 'exception')).toBe(true);
+    expect(steps[1].status.code).not.toBe(SpanStatusCode.ERROR);
+  });
+
+  it('counters and histograms: key duplicate / handoff / release, runs finished, step duration, pickup latency', async () => {
+    const { durable } = await createApp({ workflows: [Two, Fail] });
+    const before = {
+      dup: await counter('durable.key.duplicate', { workflow: 'tel_two', outcome: 'use_existing' }),
+      handoff: await counter('durable.key.handoff', { workflow: 'tel_two' }),
+      release: await counter('durable.key.release', { workflow: 'tel_two' }),
+      completed: await counter('durable.run.finished', { workflow: 'tel_two', status: 'completed' }),
+      failed: await counter('durable.run.finished', { workflow: 'tel_fail', status: 'failed' }),
+      steps: (await histogram('durable.step.duration', { workflow: 'tel_two' })).count,
+      pickups: (await histogram('durable.run.pickup_latency', { workflow: 'tel_two' })).count,
+    };
+    const first = await durable.start('tel_two', { n: 1 }, { key: 'm1', runAt: new Date(Date.now() + 60_000) });
+    // two duplicates while the first run is pending
+    expect((await durable.start('tel_two', { n: 1 }, { key: 'm1' })).outcome).toBe('useExisting');
+    expect((await durable.start('tel_two', { n: 2 }, { key: 'm1' })).outcome).toBe('useExisting');
+    expect(await counter('durable.key.duplicate', { workflow: 'tel_two', outcome: 'use_existing' })).toBe(before.dup + 2);
+    await durable.cancel(first.runId);
+    // the key goes from the cancelled run to a new one
+    const second = await durable.start('tel_two', { n: 3 }, { key: 'm1' });
+    expect(second.outcome).toBe('created');
+    expect(await counter('durable.key.handoff', { workflow: 'tel_two' })).toBe(before.handoff + 1);
+    await durable.waitForRun(second.runId, { timeout: 10_000 });
+    await durable.releaseKey(second.runId, { by: 'test' });
+    expect(await counter('durable.key.release', { workflow: 'tel_two' })).toBe(before.release + 1);
+    const failed = await durable.start('tel_fail');
+    await durable.waitForRun(failed.runId, { timeout: 10_000 });
+    await waitFor(async () => (await counter('durable.run.finished', { workflow: 'tel_fail', status: 'failed' })) === before.failed + 1, {
+      message: 'failed run counted',
+    });
+    expect(await counter('durable.run.finished', { workflow: 'tel_two', status: 'completed' })).toBe(before.completed + 1);
+    const stepHist = await histogram('durable.step.duration', { workflow: 'tel_two' });
+    expect(stepHist.count).toBe(before.steps + 2);
+    expect(stepHist.unit).toBe('s');
+    expect((await histogram('durable.step.duration', { workflow: 'tel_two', step: 'first', outcome: 'completed' })).count).toBeGreaterThanOrEqual(1);
+    const pickup = await histogram('durable.run.pickup_latency', { workflow: 'tel_two' });
+    expect(pickup.count).toBe(before.pickups + 1);
+    expect(pickup.unit).toBe('s');
+    expect(pickup.sum).toBeGreaterThanOrEqual(0);
+    expect(pickup.sum).toBeLessThan(30);
+  });
+
+  it('without an SDK nothing is recorded and no trace context is stored', async () => {
+    trace.disable();
+    metrics.disable();
+    propagation.disable();
+    try {
+      const { durable, schema } = await createApp({ workflows: [Two] });
+      spans.reset();
+      const { runId } = await durable.start('tel_two', { n: 1 }, { key: 'quiet' });
+      const run = await durable.waitForRun(runId, { timeout: 10_000 });
+      expect(run.status).toBe('completed');
+      expect(spans.getFinishedSpans()).toHaveLength(0);
+      const [row] = await sql(`select trace from ${ident(schema)}.runs where id = $1`, [runId]);
+      expect(row.trace).toBeNull();
+    } finally {
+      propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+      trace.setGlobalTracerProvider(tracerProvider);
+      metrics.setGlobalMeterProvider(meterProvider);
+    }
+  });
+});
