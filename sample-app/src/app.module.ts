@@ -1,5 +1,6 @@
-import { DynamicModule, Module } from '@nestjs/common';
+import { DynamicModule, MiddlewareConsumer, Module, NestModule } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
+import { ScheduleModule } from '@nestjs/schedule';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DurableModule } from 'nestjs-durable';
 import { DataSource } from 'typeorm';
@@ -7,14 +8,23 @@ import { Article } from './articles/article.entity';
 import { ArticlesModule } from './articles/articles.module';
 import { DurableErrorFilter } from './common/durable-error.filter';
 import { HealthModule } from './health/health.module';
+import { MaintenanceModule } from './maintenance/maintenance.module';
 import { RunsModule } from './runs/runs.module';
+import { TraceMiddleware } from './telemetry/trace.middleware';
 
 export interface AppOptions {
   databaseUrl: string;
+  /** Postgres schema of the durable tables (default `DURABLE_SCHEMA` or `durable`). */
+  durableSchema?: string;
 }
 
 @Module({})
-export class AppModule {
+export class AppModule implements NestModule {
+  configure(consumer: MiddlewareConsumer): void {
+    // a request span (continuing an incoming traceparent); a no-op without an OpenTelemetry SDK
+    consumer.apply(TraceMiddleware).forRoutes('*');
+  }
+
   static register(options: AppOptions): DynamicModule {
     return {
       module: AppModule,
@@ -31,9 +41,15 @@ export class AppModule {
         // The module uses the app's DataSource: starts can join the app's transactions.
         DurableModule.forRootAsync({
           inject: [DataSource],
-          useFactory: (dataSource: DataSource) => ({ dataSource }),
+          useFactory: (dataSource: DataSource) => ({
+            dataSource,
+            schema: options.durableSchema ?? process.env.DURABLE_SCHEMA ?? 'durable',
+          }),
         }),
+        // Nest's scheduler: the durable schedules' cron jobs show up in its SchedulerRegistry.
+        ScheduleModule.forRoot(),
         ArticlesModule,
+        MaintenanceModule,
         RunsModule,
         HealthModule,
       ],

@@ -3,6 +3,10 @@ import { INestApplication, Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app.module';
 import { Database, openDatabase } from './database/database.config';
+import { setupTracing } from './telemetry/tracing';
+
+// before the app is built: OTEL_TRACES_EXPORTER=console prints every span
+setupTracing();
 
 const logger = new Logger('SampleApp');
 

@@ -25,9 +25,27 @@ export class ProcessArticle {
     if (body.includes('[flaky]') && ctx.attempt < 3) {
       throw new Error(`summarizer unavailable (simulated, attempt ${ctx.attempt})`);
     }
-    const summary = this.cms.summarize(body.replace('[flaky]', ''));
+    // Demo of the graceful drain: "[slow]" makes this step take 5 seconds (it stops early
+    // if the run is cancelled: ctx.signal aborts).
+    if (body.includes('[slow]')) await pause(5_000, ctx.signal);
+    const summary = this.cms.summarize(body.replace(/\[(flaky|slow)\]/g, ''));
     // Recorded with the run: if this step runs again, the update is not repeated.
     await ctx.transaction((manager) => this.cms.saveSummary(manager, ctx.input.id, summary));
     return { summary };
   }
+}
+
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      },
+      { once: true },
+    );
+  });
 }

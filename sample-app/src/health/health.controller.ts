@@ -9,10 +9,12 @@ export class HealthController {
     private readonly durable: DurableHealthIndicator,
   ) {}
 
-  /** 200 `{ status: 'ok', … }` when the database answers and this node's worker is alive; else 503. */
+  /** 200 `{ status: 'ok', info: { durable: { nodeId, pending, lagMs, … } } }` when healthy; else 503 with the reason. */
   @Get()
   @HealthCheck()
   check() {
-    return this.health.check([() => this.durable.isHealthy('durable')]);
+    // down when the database does not answer, the worker loop stalled, or a due run has waited
+    // longer than HEALTH_MAX_LAG (default 5 minutes)
+    return this.health.check([() => this.durable.isHealthy('durable', { maxLag: process.env.HEALTH_MAX_LAG ?? '5m' })]);
   }
 }
