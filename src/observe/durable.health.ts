@@ -20,14 +20,18 @@ export class DurableHealthIndicator {
     private readonly worker: Worker,
   ) {}
 
-  /** Checks this node; `maxLag` defaults to unlimited. */
-  async isHealthy(key = 'durable', options: { maxLag?: Duration } = {}): Promise<HealthIndicatorResult> {
+  /**
+   * Checks this node. `maxLag`: how long the oldest due pending run may wait (default unlimited);
+   * `timeout`: how long the database may take to answer (default 2s).
+   */
+  async isHealthy(key = 'durable', options: { maxLag?: Duration; timeout?: Duration } = {}): Promise<HealthIndicatorResult> {
     const indicator = this.health.check(key);
     const { options: opts, runs, db } = this.core;
     const nodeId = opts.nodeId;
     let backlog: { pending: number; lagMs: number };
     try {
-      backlog = await withTimeout(runs.backlog(db), DB_TIMEOUT_MS);
+      const timeoutMs = options.timeout === undefined ? DB_TIMEOUT_MS : toMs(options.timeout, 'timeout');
+      backlog = await withTimeout(runs.backlog(db), timeoutMs);
     } catch (err) {
       return indicator.down({ nodeId, reason: `database: ${(err as Error).message}` });
     }
@@ -35,6 +39,7 @@ export class DurableHealthIndicator {
     if (opts.worker !== false) {
       const silentMs = Date.now() - this.worker.lastTickAt;
       details.running = this.worker.running.size;
+      details.lastTickMsAgo = silentMs;
       if (silentMs > 3 * opts.worker.pollIntervalMs) {
         return indicator.down({ ...details, reason: `worker loop has not ticked for ${silentMs}ms` });
       }

@@ -1,0 +1,123 @@
+import type { INestApplication } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import * as net from 'net';
+import * as path from 'path';
+import { AppModule } from '../../sample-app/src/app.module';
+import { databaseUrl, DIST_ENTRY, freshSchema, ident, sql, waitFor } from '../support';
+
+/**
+ * The sample app's real `/health` endpoint (terminus + DurableHealthIndicator), up and down. The
+ * app reaches Postgres through a TCP proxy the test can cut, to make the database unreachable.
+ */
+
+/** A TCP proxy to Postgres that can refuse and drop connections (database down) and come back. */
+class PgProxy {
+  private server?: net.Server;
+  private readonly sockets = new Set<net.Socket>();
+  port = 0;
+
+  constructor(
+    private readonly host: string,
+    private readonly targetPort: number,
+  ) {}
+
+  async up(): Promise<void> {
+    this.server = net.createServer((client) => {
+      const upstream = net.connect(this.targetPort, this.host);
+      for (const s of [client, upstream]) {
+        this.sockets.add(s);
+        s.on('close', () => this.sockets.delete(s));
+        s.on('error', () => undefined);
+      }
+      client.pipe(upstream).pipe(client);
+      client.on('close', () => upstream.destroy());
+      upstream.on('close', () => client.destroy());
+    });
+    await new Promise<void>((resolve) => this.server!.listen(this.port, '127.0.0.1', resolve));
+    this.port = (this.server.address() as net.AddressInfo).port;
+  }
+
+  async down(): Promise<void> {
+    const server = this.server;
+    this.server = undefined;
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+  }
+}
+
+async function get(base: string, route: string) {
+  const res = await fetch(`${base}${route}`);
+  return { status: res.status, body: (await res.json()) as Record<string, any> };
+}
+
+describe('GET /health (sample app, DurableHealthIndicator)', () => {
+  let app: INestApplication | undefined;
+  let proxy: PgProxy;
+
+  afterEach(async () => {
+    await app?.close().catch(() => undefined);
+    app = undefined;
+    await proxy?.down();
+  });
+
+  it('is up, then down when a due run waits past maxLag, the database is unreachable, or the worker loop stalls', async () => {
+    const target = new URL(databaseUrl());
+    proxy = new PgProxy(target.hostname, Number(target.port || 5432));
+    await proxy.up();
+    const viaProxy = new URL(databaseUrl());
+    viaProxy.hostname = '127.0.0.1';
+    viaProxy.port = String(proxy.port);
+    const schema = freshSchema();
+    app = await NestFactory.create(AppModule.register({ databaseUrl: viaProxy.toString(), durableSchema: schema }), { logger: false });
+    await app.listen(0, '127.0.0.1');
+    const base = `http://127.0.0.1:${(app.getHttpServer().address() as net.AddressInfo).port}`;
+
+    // up
+    await waitFor(async () => (await get(base, '/health')).status === 200, { message: '/health is 200' });
+    const up = await get(base, '/health');
+    expect(up.body.status).toBe('ok');
+    expect(up.body.info.durable).toMatchObject({ status: 'up', nodeId: expect.any(String), pending: 0, lagMs: 0, running: expect.any(Number) });
+
+    // down: the oldest due pending run has waited longer than maxLag (the sample's is 5 minutes)
+    await sql(
+      `insert into ${ident(schema)}.runs (id, workflow, status, run_at) values (gen_random_uuid(), 'nobody_runs_this', 'pending', now() - interval '10 minutes')`,
+    );
+    const lagging = await get(base, '/health');
+    expect(lagging.status).toBe(503);
+    expect(lagging.body.status).toBe('error');
+    expect(lagging.body.error.durable).toMatchObject({ status: 'down', pending: 1, reason: expect.stringMatching(/maxLag/) });
+    expect(lagging.body.error.durable.lagMs).toBeGreaterThanOrEqual(600_000);
+    await sql(`delete from ${ident(schema)}.runs where workflow = 'nobody_runs_this'`);
+    expect((await get(base, '/health')).status).toBe(200);
+
+    // down: the database does not answer
+    await proxy.down();
+    const noDb = await get(base, '/health');
+    expect(noDb.status).toBe(503);
+    expect(noDb.body.error.durable).toMatchObject({ status: 'down', nodeId: up.body.info.durable.nodeId, reason: expect.stringMatching(/^database/) });
+    // and up again once it is back
+    await proxy.up();
+    await waitFor(async () => (await get(base, '/health')).status === 200, { timeout: 15_000, message: '/health is 200 again' });
+
+    // down: this node's worker loop stopped ticking (3 poll intervals without a tick)
+    const { Worker } = require(path.join(path.dirname(DIST_ENTRY), 'engine', 'worker'));
+    await app.get(Worker).beforeApplicationShutdown();
+    await waitFor(async () => (await get(base, '/health')).status === 503, { timeout: 15_000, message: '/health is 503 after the loop stopped' });
+    const stalled = await get(base, '/health');
+    expect(stalled.body.error.durable).toMatchObject({ status: 'down', reason: expect.stringMatching(/worker loop has not ticked/) });
+    expect(stalled.body.error.durable.lastTickMsAgo).toBeGreaterThan(3_000);
+  });
+
+  it('shows the sample’s keyed cleanup schedule', async () => {
+    proxy = new PgProxy('127.0.0.1', 1); // unused
+    app = await NestFactory.create(AppModule.register({ databaseUrl: databaseUrl(), durableSchema: freshSchema() }), { logger: false });
+    await app.listen(0, '127.0.0.1');
+    const base = `http://127.0.0.1:${(app.getHttpServer().address() as net.AddressInfo).port}`;
+    const { status, body } = await get(base, '/schedules');
+    expect(status).toBe(200);
+    expect(body).toEqual([expect.objectContaining({ name: 'cleanup', workflow: 'cleanup', cron: '*/5 * * * *', key: 'cleanup', source: 'decorator' })]);
+    const fired = await fetch(`${base}/schedules/cleanup/trigger`, { method: 'POST' });
+    expect(fired.status).toBe(202);
+    expect(((await fired.json()) as { outcome: string }).outcome).toMatch(/created|useExisting/);
+  });
+});
