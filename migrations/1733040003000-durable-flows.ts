@@ -14,8 +14,9 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  *   decrements (exact under concurrency: the dependant's row lock serialises its parents) or, per
  *   the ignore options, cancels dependants, iterating level by level (no trigger recursion), and
  *   notifies the workers when a node became pending.
- * - triggers `runs_flow_deps_trg` (a flow node reached a final status) and `runs_flow_deleted_trg`
- *   (an unfinished flow node was deleted) calling it, in the transaction of the change.
+ * - triggers calling it in the transaction of the change: `runs_flow_deps_trg` (statement level,
+ *   with transition tables: the flow nodes an UPDATE moved to a final status, grouped by flow) and
+ *   `runs_flow_deleted_trg` (an unfinished flow node was deleted).
  *
  * Every statement is idempotent.
  */
@@ -69,6 +70,7 @@ export class DurableFlows1733040003000 implements MigrationInterface {
       LANGUAGE plpgsql AS $fn$
       DECLARE
         ids uuid[]; oks int[]; bads text[];
+        nbad int; nok int;
         next_names text[];
         woke int := 0;
         n int;
@@ -87,11 +89,13 @@ export class DurableFlows1733040003000 implements MigrationInterface {
             SELECT run_id, (count(*) FILTER (WHERE ok))::int AS oks, (array_agg(o) FILTER (WHERE NOT ok))[1] AS bad
             FROM e GROUP BY run_id
           )
-          SELECT array_agg(g.run_id ORDER BY g.run_id), array_agg(g.oks ORDER BY g.run_id), array_agg(g.bad ORDER BY g.run_id)
-            INTO ids, oks, bads
+          SELECT array_agg(g.run_id ORDER BY g.run_id), array_agg(g.oks ORDER BY g.run_id), array_agg(g.bad ORDER BY g.run_id),
+              count(*) FILTER (WHERE g.bad IS NOT NULL), count(*) FILTER (WHERE g.bad IS NULL AND g.oks > 0)
+            INTO ids, oks, bads, nbad, nok
           FROM g;
           EXIT WHEN ids IS NULL;
           -- dependants whose dep counts as completed: one dep fewer; the last one makes them pending
+          IF nok > 0 THEN
           WITH w AS (
             UPDATE ${s}.runs r SET
               deps_left = r.deps_left - x.oks,
@@ -102,6 +106,8 @@ export class DurableFlows1733040003000 implements MigrationInterface {
             RETURNING r.status
           ) SELECT count(*) FILTER (WHERE status = 'pending') INTO n FROM w;
           woke := woke + n;
+          END IF;
+          EXIT WHEN nbad = 0;
           -- dependants with a dep that cancels them: cancelled now, hook due; their own dependants next
           PERFORM set_config('durable.flow_resolving', 'on', true);
           WITH c AS (
@@ -125,14 +131,30 @@ export class DurableFlows1733040003000 implements MigrationInterface {
       END
       $fn$`);
 
+    // One call per UPDATE statement, not per row: a batch of finished parents of one flow is
+    // resolved together (a fan-in child is updated once per batch, not once per parent).
     await q.query(`
       CREATE OR REPLACE FUNCTION ${s}.durable_flow_on_finish() RETURNS trigger
       LANGUAGE plpgsql AS $fn$
+      DECLARE
+        f record;
       BEGIN
         -- rows cancelled by durable_flow_resolve itself: its loop handles their dependants
         IF current_setting('durable.flow_resolving', true) = 'on' THEN RETURN NULL; END IF;
-        PERFORM ${s}.durable_flow_resolve(NEW.flow_id, ARRAY[NEW.name],
-          ARRAY[CASE NEW.status WHEN 'completed' THEN 'completed' WHEN 'cancelled' THEN 'cancelled' ELSE 'failed' END]);
+        IF NOT EXISTS (SELECT 1 FROM new_rows n WHERE n.flow_id IS NOT NULL
+                         AND n.status IN ('completed', 'failed', 'cancelled', 'compensated', 'compensation_failed')) THEN
+          RETURN NULL;
+        END IF;
+        FOR f IN
+          SELECT n.flow_id, array_agg(n.name) AS names,
+            array_agg(CASE n.status WHEN 'completed' THEN 'completed' WHEN 'cancelled' THEN 'cancelled' ELSE 'failed' END) AS outcomes
+          FROM new_rows n JOIN old_rows o ON o.id = n.id
+          WHERE n.flow_id IS NOT NULL AND o.status IS DISTINCT FROM n.status
+            AND n.status IN ('completed', 'failed', 'cancelled', 'compensated', 'compensation_failed')
+          GROUP BY n.flow_id ORDER BY n.flow_id
+        LOOP
+          PERFORM ${s}.durable_flow_resolve(f.flow_id, f.names, f.outcomes);
+        END LOOP;
         RETURN NULL;
       END
       $fn$`);
@@ -146,10 +168,9 @@ export class DurableFlows1733040003000 implements MigrationInterface {
       $fn$`);
     await q.query(`DROP TRIGGER IF EXISTS runs_flow_deps_trg ON ${s}.runs`);
     await q.query(`
-      CREATE TRIGGER runs_flow_deps_trg AFTER UPDATE OF status ON ${s}.runs FOR EACH ROW
-      WHEN (NEW.flow_id IS NOT NULL AND OLD.status IS DISTINCT FROM NEW.status
-            AND NEW.status IN ('completed', 'failed', 'cancelled', 'compensated', 'compensation_failed'))
-      EXECUTE FUNCTION ${s}.durable_flow_on_finish()`);
+      CREATE TRIGGER runs_flow_deps_trg AFTER UPDATE ON ${s}.runs
+      REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+      FOR EACH STATEMENT EXECUTE FUNCTION ${s}.durable_flow_on_finish()`);
     await q.query(`DROP TRIGGER IF EXISTS runs_flow_deleted_trg ON ${s}.runs`);
     await q.query(`
       CREATE TRIGGER runs_flow_deleted_trg AFTER DELETE ON ${s}.runs FOR EACH ROW
