@@ -1,10 +1,13 @@
 import { Injectable, OnApplicationBootstrap, OnModuleDestroy, Optional } from '@nestjs/common';
+import { DiscoveryService } from '@nestjs/core';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { CronJob, CronTime } from 'cron';
 import { ValidationError } from 'class-validator';
 import type { EntityManager } from 'typeorm';
 import { KeyTakenError, ScheduleNotFoundError } from '../errors';
 import { SCHEDULES_METADATA, type ScheduleMetadata, type ScheduleOptions } from '../decorators/schedule.decorator';
+import { WORKFLOW_METADATA } from '../decorators/metadata.constants';
+import type { WorkflowMetadata } from '../decorators/workflow.decorator';
 import type { WorkflowRef } from '../discovery/workflow.registry';
 import { managerQueryable } from '../store/db';
 import { SchedulesStore, type ClaimedTick, type ScheduleRow } from '../store/schedules.store';
@@ -137,10 +140,27 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
   constructor(
     private readonly core: DurableCore,
     private readonly starter: Starter,
+    discovery: DiscoveryService,
     @Optional() registry?: SchedulerRegistry,
   ) {
     this.store = new SchedulesStore(core.options.schema);
     this.registry = registry ?? new SchedulerRegistry();
+    this.checkDeclared(discovery);
+  }
+
+  /**
+   * Validates every `@Schedule` of the app's providers while the app is being built, before any
+   * lifecycle hook runs (so a bad cron fails the startup with nothing started yet).
+   */
+  private checkDeclared(discovery: DiscoveryService): void {
+    for (const wrapper of discovery.getProviders()) {
+      const type = wrapper.metatype;
+      if (!type || typeof type !== 'function') continue;
+      const metas: ScheduleMetadata[] | undefined = Reflect.getMetadata(SCHEDULES_METADATA, type);
+      if (!metas?.length) continue;
+      const workflow = (Reflect.getMetadata(WORKFLOW_METADATA, type) as WorkflowMetadata | undefined)?.name ?? type.name;
+      for (const m of metas) this.validate(`@Schedule('${m.cron}') on workflow "${workflow}"`, workflow, m.cron, m.options ?? {}, m.options?.name ?? workflow);
+    }
   }
 
   async onApplicationBootstrap(): Promise<void> {
