@@ -6,6 +6,7 @@ import { DurableModule } from 'nestjs-durable';
 import { DataSource } from 'typeorm';
 import { Article } from './articles/article.entity';
 import { ArticlesModule } from './articles/articles.module';
+import { EtlModule } from './etl/etl.module';
 import { DurableErrorFilter } from './common/durable-error.filter';
 import { HealthModule } from './health/health.module';
 import { MaintenanceModule } from './maintenance/maintenance.module';
@@ -49,6 +50,7 @@ export class AppModule implements NestModule {
         // Nest's scheduler: the durable schedules' cron jobs show up in its SchedulerRegistry.
         ScheduleModule.forRoot(),
         ArticlesModule,
+        EtlModule,
         MaintenanceModule,
         RunsModule,
         HealthModule,
