@@ -8,7 +8,7 @@ import {
   Workflow,
 } from '../../src';
 import { Scheduler } from '../../src/engine/scheduler';
-import { createApp, freshSchema, Gate, ident, sql, TestApp, waitFor } from '../support';
+import { createApp, freshSchema, Gate, ident, NodeProcess, spawnNode, sql, TestApp, waitFor } from '../support';
 
 // ---- workflows ----------------------------------------------------------------------------------
 
@@ -191,6 +191,40 @@ describe('schedules', () => {
     const runs = await runsOf(schema, 'sched_plain');
     expect(runs).toHaveLength(all.length);
     expect(new Set(all.map((x) => new Date(x.tick_at).getTime())).size).toBe(all.length);
+  });
+
+  it('two processes: a node paused (SIGSTOP) through several ticks does not fire them again when it resumes', async () => {
+    const schema = freshSchema();
+    const a = await spawnNode({ schema, nodeId: 'proc-a', fixture: 'schedule-node.js' });
+    const b = await spawnNode({ schema, nodeId: 'proc-b', fixture: 'schedule-node.js' });
+    const ticks = (n: NodeProcess) => n.linesMatching(/^TICK /);
+    await waitFor(() => ticks(a).length >= 2 && ticks(b).length >= 2, { timeout: 20_000, message: 'both processes tick' });
+    // pause b right after one of its ticks is done (so it holds no transaction)
+    const seen = ticks(b).length;
+    await waitFor(() => ticks(b).length > seen, { message: 'b ticks once more' });
+    b.signal('SIGSTOP');
+    const aAtPause = ticks(a).length;
+    await waitFor(() => ticks(a).length >= aAtPause + 3, { timeout: 20_000, message: 'a ticks 3 times while b is paused' });
+    const missed = ticks(a).slice(aAtPause).map((l) => l.split(' ')[1]);
+    const bAtResume = ticks(b).length;
+    b.signal('SIGCONT');
+    await waitFor(() => ticks(b).length >= bAtResume + 3, { timeout: 20_000, message: 'b ticks again after resuming' });
+    // b wakes with the tick it was waiting for when it stopped: a fired it already
+    const [first] = ticks(b).slice(bAtResume);
+    expect(first).toMatch(/ lost$/);
+    expect(missed).toContain(first.split(' ')[1]);
+    a.signal('SIGKILL');
+    b.signal('SIGKILL');
+    await Promise.all([a.exited, b.exited]);
+    const f = await fires(schema, 'node_tick');
+    const runs = await runsOf(schema, 'sched_node_tick');
+    expect(runs).toHaveLength(f.length);
+    expect(new Set(f.map((x) => x.run_id)).size).toBe(f.length);
+    // every tick reported as fired, by either process, was fired once
+    const fired = [...ticks(a), ...ticks(b)].filter((l) => / fired /.test(l)).map((l) => l.split(' ')[1]);
+    expect(new Set(fired).size).toBe(fired.length);
+    // the ticks of b's pause were fired by a
+    for (const t of missed) expect(f.find((x) => new Date(x.tick_at).toISOString() === t)?.node_id).toBe('proc-a');
   });
 
   it('a keyed schedule: fires while the last run holds the key start nothing and record key_duplicate (useExisting)', async () => {
