@@ -72,7 +72,7 @@ class Signal {
  * ends first, progress() counts the units done so far and the rate is taken over that part.
  * complete(cancelled) must stop polling once cancelled() is true.
  */
-async function boxedDrain({ start, stop, complete, progress, target, boxMs, counter }) {
+async function boxedDrain({ start, stop, complete, progress, target, boxMs, counter, unitsPerTarget = 1 }) {
   let boxed = false;
   const t0 = now();
   const handle = await start();
@@ -83,7 +83,7 @@ async function boxedDrain({ start, stop, complete, progress, target, boxMs, coun
     const first = await Promise.race([done, box]);
     clearTimeout(timer);
     const startupMs = counter && counter.firstAt ? counter.firstAt - t0 : undefined;
-    if (first === 'done' && !boxed) return { ms: now() - t0, units: target, boxed: false, startupMs };
+    if (first === 'done' && !boxed) return { ms: now() - t0, units: target * unitsPerTarget, boxed: false, startupMs };
     boxed = true;
     const a = now();
     const units = await progress();

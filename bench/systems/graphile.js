@@ -38,11 +38,11 @@ function create(url, variant) {
   });
   const countLeft = () => withClient(url, async (c) => Number((await c.query(`select count(*)::int n from ${SCHEMA}._private_jobs`)).rows[0].n));
 
-  function drain(target, boxMs, progress) {
+  function drain(target, boxMs, progress, unitsPerTarget = 1) {
     done.reset();
     checkpoints.reset();
     return boxedDrain({
-      target, boxMs, counter: checkpoints, progress,
+      target, boxMs, counter: checkpoints, progress, unitsPerTarget,
       start: () => run(workerOpts()),
       stop: (runner) => runner.stop(),
       complete: async (cancelled) => {
@@ -72,7 +72,7 @@ function create(url, variant) {
     drainNoop(n, boxMs) { return drain(n, boxMs, async () => n - (await countLeft())); },
     enqueueFive(n, batch, deadline) { return bulkAdd(n, batch, deadline, (i) => ({ identifier: 'bench_five', payload: { i, s: 0 }, maxAttempts: 1 })); },
     // completed jobs are deleted, so the chain's progress is counted in the handlers
-    drainFive(n, boxMs) { return drain(n, boxMs, async () => checkpoints.n); },
+    drainFive(n, boxMs) { return drain(n, boxMs, async () => checkpoints.n, 5); },
     starts(n, callers, boxMs) { return boxedCalls(n, callers, boxMs, (i) => utils.addJob('bench_noop', { i }, { maxAttempts: 1 })); },
     async latency(samples, warmup, gapMs) {
       const runner = await run(workerOpts());

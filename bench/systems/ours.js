@@ -63,10 +63,10 @@ function create(url) {
   const countOpen = (workflow) => withClient(url, async (c) => Number((await c.query(
     `select count(*)::int n from ${SCHEMA}.runs where workflow = $1 and status <> 'completed'`, [workflow])).rows[0].n));
 
-  function drain(workflow, target, boxMs, progressSql) {
+  function drain(workflow, target, boxMs, progressSql, unitsPerTarget = 1) {
     done.reset();
     return boxedDrain({
-      target, boxMs, counter: done,
+      target, boxMs, counter: done, unitsPerTarget,
       progress: () => withClient(url, async (c) => Number((await c.query(progressSql, [workflow])).rows[0].n)),
       start: () => makeApp(true),
       stop: ({ app }) => app.close(),
@@ -94,7 +94,7 @@ function create(url) {
     drainNoop(n, boxMs) { return drain('bench_noop', n, boxMs, `select count(*)::int n from ${SCHEMA}.runs where workflow = $1 and status = 'completed'`); },
     enqueueFive(n, batch, deadline) { return bulk(BenchFive, n, batch, deadline); },
     // the run's cursor is the number of checkpointed steps
-    drainFive(n, boxMs) { return drain('bench_five', n, boxMs, `select coalesce(sum(step), 0)::int n from ${SCHEMA}.runs where workflow = $1`); },
+    drainFive(n, boxMs) { return drain('bench_five', n, boxMs, `select coalesce(sum(step), 0)::int n from ${SCHEMA}.runs where workflow = $1`, 5); },
     starts(n, callers, boxMs) { return boxedCalls(n, callers, boxMs, (i) => producer.durable.start(BenchNoop, { i })); },
     async latency(samples, warmup, gapMs) {
       const worker = await makeApp(true);

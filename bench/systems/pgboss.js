@@ -31,10 +31,10 @@ function create(url) {
     return boss;
   }
 
-  function drain(queue, target, boxMs, handler) {
+  function drain(queue, target, boxMs, handler, unitsPerTarget = 1) {
     done.reset();
     return boxedDrain({
-      target, boxMs, counter: done,
+      target, boxMs, counter: done, unitsPerTarget,
       // every chained job is its own row, so completed rows are the checkpoints (or the one-step runs)
       progress: () => count(queue, `state = 'completed'`),
       start: () => startWorker(queue, handler),
@@ -74,7 +74,7 @@ function create(url) {
         for (const j of jobs) { if (j.data.s < 4) next.push({ name: 'bench_five', data: { i: j.data.i, s: j.data.s + 1 } }); else finished++; }
         if (next.length) await producer.insert(next);
         done.inc(finished);
-      });
+      }, 5);
     },
     starts(n, callers, boxMs) { return boxedCalls(n, callers, boxMs, (i) => producer.send('bench_noop', { i })); },
     async latency(samples, warmup, gapMs) {
