@@ -9,6 +9,7 @@ import { assertValid, jsonProblem } from './input.validation';
 import { isFinished } from './run-info';
 import { Suspension } from './suspension';
 import { uuidv7 } from './uuid';
+import { traceCarrier } from '../observe/telemetry';
 
 /** Options of `ctx.waitForEvent` / `ctx.waitForInput`. */
 export interface WaitOptions<T = unknown> {
@@ -107,6 +108,7 @@ export async function callChildren(scope: WaitScope, calls: ChildCall[], options
       run_at: runAt,
       timeout_ms: def.timeoutMs ?? null,
       parent_id: scope.runId,
+      trace: traceCarrier(), // telemetry: a child run continues its parent's trace
     }));
     const fresh = children.map((c) => c.id);
     const recorded = await core.db.tx(async (q) => {

@@ -70,6 +70,14 @@ class Fail {
   }
 }
 
+@Workflow('tel_parent')
+class Parent {
+  @Step()
+  async call(ctx: RunContext) {
+    return ctx.callWorkflow('tel_two', { n: 5 });
+  }
+}
+
 // ---- helpers ------------------------------------------------------------------------------------
 
 const named = (name: string, runId?: string) =>
@@ -170,6 +178,26 @@ describe('OpenTelemetry', () => {
     const [run] = named('durable.run', runId);
     expect(run.spanContext().traceId).toBe(request.spanContext().traceId);
     expect(parentOf(run)).toBe(named('durable.start').find((s) => s.attributes['durable.run_id'] === runId)!.spanContext().spanId);
+  });
+
+  it("a child run (ctx.callWorkflow) continues its parent's trace", async () => {
+    const { durable } = await createApp({ workflows: [Two, Parent] });
+    const { runId } = await durable.start('tel_parent');
+    const run = await durable.waitForRun(runId, { timeout: 15_000 });
+    expect(run.status).toBe('completed');
+    await waitFor(() => named('durable.run').filter((s) => s.attributes['durable.workflow'] === 'tel_two').length === 1, { message: 'child run span' });
+    const [child] = named('durable.run').filter((s) => s.attributes['durable.workflow'] === 'tel_two');
+    const parentRuns = named('durable.run', runId);
+    expect(parentRuns.length).toBeGreaterThanOrEqual(1);
+    expect(child.spanContext().traceId).toBe(parentRuns[0].spanContext().traceId);
+    // parented on the parent's step span that called it
+    const callSteps = named('durable.step', runId).map((s) => s.spanContext().spanId);
+    expect(callSteps).toContain(parentOf(child));
+    // the parent's first attempt waited for the child: not a failure
+    const first = named('durable.step', runId).find((s) => s.attributes['durable.outcome'] === 'waiting');
+    expect(first).toBeDefined();
+    expect(first!.status.code).not.toBe(SpanStatusCode.ERROR);
+    expect(parentRuns.map((r) => r.attributes['durable.outcome'])).toEqual(expect.arrayContaining(['waiting', 'completed']));
   });
 
   it('a retried step: a failed step span with the error, then a second run span that completes', async () => {
