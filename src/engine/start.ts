@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { KeyContendedError, KeyTakenError } from '../errors';
+import { KeyContendedError, KeyTakenError, SerializationError } from '../errors';
 import type { OnDuplicate } from '../options/workflow-options.interface';
 import { toMs, type Duration } from '../options/duration';
 import type { WorkflowDefinition } from '../discovery/workflow-definition';
@@ -15,6 +15,7 @@ import { assertValid, jsonProblem, keyProblem } from './input.validation';
 import { decideStart, statusesThatFreeKey, type KeyDecision } from './keys.policy';
 import type { StartResult } from './run-info';
 import { uuidv7 } from './uuid';
+import { deliverEvent } from './events';
 import { ValidationError } from 'class-validator';
 
 /** Options of `DurableService.start`. */
@@ -86,7 +87,7 @@ export class Starter {
     const def = this.core.registry.get(ref);
     return startSpan(def.name, options.key, async (span) => { // telemetry: durable.start span (observe/telemetry.ts)
       const plan = this.plan(def, { input, key: options.key, runAt: options.runAt }, options.delay, options.onDuplicate);
-      const [result] = await this.execute(def, [plan], options.manager);
+      const [result] = await this.execute(def, [plan], options.manager).catch((err) => Promise.reject(SerializationError.wrap(err)));
       if ('error' in result) throw result.error;
       return startDone(span, result);
     });
@@ -216,8 +217,14 @@ export class Starter {
         await duplicate('run_again', { runsAfter: holder.id, waitingRunId: waiterId });
         return { runId: waiterId, outcome: 'runAgain' };
       }
-      case 'sendEvent':
-        throw new Error(`nestjs-durable: onDuplicate { sendEvent } needs event delivery, which is not built yet`);
+      case 'sendEvent': {
+        // Signal-With-Start: kept until the holder waits for it (buffered), in the start's transaction.
+        const outcome = await deliverEvent(this.core, q, holder.id, decision.name, p.run.input, { buffer: true });
+        if (outcome === undefined || outcome === 'dropped') return undefined;
+        await runs.countReadd(q, holder.id);
+        await duplicate('send_event', { event: decision.name, delivery: outcome });
+        return { runId: holder.id, outcome: 'sendEvent' };
+      }
     }
   }
 

@@ -13,6 +13,7 @@ export type DurableErrorCode =
   | 'child_failed'
   | 'not_cancellable'
   | 'fenced'
+  | 'serialization_failure'
   | 'schedule_not_found';
 
 /** Base class of every error this package throws on purpose. */

@@ -13,3 +13,4 @@ export * from './flow-exists.error';
 export * from './child-failed.error';
 export * from './not-cancellable.error';
 export * from './schedule-not-found.error';
+export * from './serialization.error';
