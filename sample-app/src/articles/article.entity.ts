@@ -1,6 +1,6 @@
 import { Column, CreateDateColumn, Entity, PrimaryGeneratedColumn } from 'typeorm';
 
-export type ArticleStatus = 'submitted' | 'summarized';
+export type ArticleStatus = 'submitted' | 'summarized' | 'published' | 'rejected';
 
 @Entity('articles')
 export class Article {

@@ -13,6 +13,7 @@ import { DurableService } from 'nestjs-durable';
 import { DataSource } from 'typeorm';
 import { Article } from './article.entity';
 import { ProcessArticle } from './process-article.workflow';
+import { PublishArticle, type EditorDecision } from './publish-article.workflow';
 
 interface CreateArticleBody {
   title?: unknown;
@@ -53,6 +54,42 @@ export class ArticlesController {
   async process(@Param('id', ParseIntPipe) id: number) {
     await this.find(id);
     return this.durable.start(ProcessArticle, { id }, { key: `article:${id}` });
+  }
+
+  /**
+   * Starts the approval flow (`publish_article`, key `publish:<id>`): the run waits for an editor's
+   * decision, listed by `GET /runs?waitingFor=input` meanwhile.
+   */
+  @Post(':id/publish')
+  async publish(@Param('id', ParseIntPipe) id: number) {
+    await this.find(id);
+    return this.durable.start(PublishArticle, { id }, { key: `publish:${id}` });
+  }
+
+  /**
+   * The editor's decision `{ approved: boolean, by?: string, note?: string }`: provided to the
+   * article's going `publish_article` run (it resumes; a decision sent before the run reaches its
+   * wait is kept for it). 404 when no approval flow is going for the article.
+   */
+  @Post(':id/approve')
+  async approve(@Param('id', ParseIntPipe) id: number, @Body() body: Partial<EditorDecision>) {
+    if (body?.approved !== undefined && typeof body.approved !== 'boolean') {
+      throw new BadRequestException('approved must be a boolean');
+    }
+    const decision: EditorDecision = {
+      approved: body?.approved ?? true,
+      by: typeof body?.by === 'string' ? body.by : null,
+      ...(typeof body?.note === 'string' ? { note: body.note } : {}),
+    };
+    const [run] = await this.durable.listRuns({
+      workflow: PublishArticle,
+      key: `publish:${id}`,
+      status: ['pending', 'running', 'waiting'],
+      limit: 1,
+    });
+    if (!run) throw new NotFoundException(`no approval is going for article ${id} (POST /articles/${id}/publish first)`);
+    await this.durable.provideInput(run.id, 'editor_approval', decision);
+    return { runId: run.id, decision };
   }
 
   @Get(':id')

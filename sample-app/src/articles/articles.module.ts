@@ -4,11 +4,12 @@ import { Article } from './article.entity';
 import { ArticlesController } from './articles.controller';
 import { CmsService } from './cms.service';
 import { ProcessArticle } from './process-article.workflow';
+import { PublishArticle } from './publish-article.workflow';
 
 @Module({
   imports: [TypeOrmModule.forFeature([Article])],
   controllers: [ArticlesController],
   // The workflow is an ordinary provider; DurableModule discovers it.
-  providers: [CmsService, ProcessArticle],
+  providers: [CmsService, ProcessArticle, PublishArticle],
 })
 export class ArticlesModule {}

@@ -1,7 +1,7 @@
 import { Injectable, NotFoundException } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { EntityManager, Repository } from 'typeorm';
-import { Article } from './article.entity';
+import { Article, type ArticleStatus } from './article.entity';
 
 /** The "CMS" the workflow talks to: reads articles and writes their summaries. */
 @Injectable()
@@ -24,5 +24,10 @@ export class CmsService {
   /** Run inside `ctx.transaction`, so the write happens exactly once per run. */
   async saveSummary(manager: EntityManager, id: number, summary: string): Promise<void> {
     await manager.update(Article, { id }, { summary, status: 'summarized' });
+  }
+
+  /** Run inside `ctx.transaction` by `publish_article`: the editor's decision is applied once. */
+  async setStatus(manager: EntityManager, id: number, status: ArticleStatus): Promise<void> {
+    await manager.update(Article, { id }, { status });
   }
 }

@@ -6,6 +6,7 @@ import {
   KeyContendedError,
   KeyTakenError,
   NoKeyError,
+  NotCancellableError,
   NotFailedError,
   NotFinishedError,
   RunNotFoundError,
@@ -35,7 +36,8 @@ function statusOf(error: DurableError): number {
     error instanceof KeyContendedError ||
     error instanceof NotFinishedError ||
     error instanceof NotFailedError ||
-    error instanceof NoKeyError
+    error instanceof NoKeyError ||
+    error instanceof NotCancellableError
   ) {
     return HttpStatus.CONFLICT;
   }

@@ -7,7 +7,7 @@ type ListRunsFilter = Parameters<DurableService['listRuns']>[0];
 export class RunsController {
   constructor(private readonly durable: DurableService) {}
 
-  /** `GET /runs?workflow=process_article&key=article:1&status=completed&limit=20&cursor=…` */
+  /** `GET /runs?workflow=process_article&key=article:1&status=completed&waitingFor=input&limit=20&cursor=…` */
   @Get()
   async list(
     @Query('workflow') workflow?: string,
@@ -15,12 +15,19 @@ export class RunsController {
     @Query('status') status?: string,
     @Query('limit') limit?: string,
     @Query('cursor') cursor?: string,
+    @Query('waitingFor') waitingFor?: string,
   ) {
     const filter: Record<string, unknown> = {};
     if (workflow) filter.workflow = workflow;
     if (key) filter.key = key;
     if (status) filter.status = status;
     if (cursor) filter.cursor = cursor;
+    if (waitingFor) {
+      if (!['sleep', 'event', 'input', 'children'].includes(waitingFor)) {
+        throw new BadRequestException('waitingFor must be one of sleep, event, input, children');
+      }
+      filter.waitingFor = waitingFor;
+    }
     if (limit !== undefined) {
       const n = Number(limit);
       if (!Number.isInteger(n) || n < 1 || n > 1000) {
