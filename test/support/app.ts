@@ -2,6 +2,7 @@ import { DynamicModule, LoggerService, Provider, Type } from '@nestjs/common';
 import { Test, TestingModule } from '@nestjs/testing';
 import { DurableModule, DurableService } from '../../src';
 import { databaseUrl, freshSchema } from './db';
+import { currentScope } from './phase';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyOptions = Record<string, any>;
@@ -33,7 +34,7 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-const openApps: TestApp[] = [];
+const openApps: { app: TestApp; scope: 'test' | 'file' }[] = [];
 
 const verbose = process.env.DURABLE_TEST_LOGS === '1';
 
@@ -114,19 +115,22 @@ export async function createApp(spec: AppSpec = {}): Promise<TestApp> {
     close: () => {
       if (!closed) {
         closed = app.close();
-        const i = openApps.indexOf(testApp);
+        const i = openApps.findIndex((o) => o.app === testApp);
         if (i >= 0) openApps.splice(i, 1);
       }
       return closed;
     },
   };
-  openApps.push(testApp);
+  openApps.push({ app: testApp, scope: currentScope() });
   return testApp;
 }
 
-/** Closes every app created by the current test that is still open (newest first). */
-export async function closeAllApps(): Promise<void> {
-  const apps = openApps.splice(0).reverse();
+/** Closes the apps still open (newest first): the current test's (`'test'`) or all (`'all'`). */
+export async function closeAllApps(which: 'test' | 'all' = 'all'): Promise<void> {
+  const apps: TestApp[] = [];
+  for (let i = openApps.length - 1; i >= 0; i--) {
+    if (which === 'all' || openApps[i].scope === 'test') apps.push(openApps.splice(i, 1)[0].app);
+  }
   for (const a of apps) {
     // A close that hangs is a bug (the drain tests assert on it); here it must not stall the suite.
     let timer: NodeJS.Timeout | undefined;

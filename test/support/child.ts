@@ -2,6 +2,7 @@ import { ChildProcess, spawn } from 'child_process';
 import { existsSync } from 'fs';
 import * as path from 'path';
 import { databaseUrl } from './db';
+import { currentScope } from './phase';
 import { waitFor } from './wait';
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -23,7 +24,9 @@ export interface NodeProcess {
   send(line: string): void;
 }
 
-const children: NodeProcess[] = [];
+/** Children and whether they belong to one test (spawned in a test or beforeEach) or to the file (beforeAll). */
+const children: { node: NodeProcess; scope: 'test' | 'file' }[] = [];
+
 const verbose = process.env.DURABLE_TEST_LOGS === '1';
 
 export interface SpawnOptions {
@@ -106,14 +109,20 @@ export async function spawnNode(opts: SpawnOptions): Promise<NodeProcess> {
       proc.stdin!.write(`${line}\n`);
     },
   };
-  children.push(node);
+  children.push({ node, scope: currentScope() });
   if (opts.waitReady !== false) await node.waitForLine(/^READY\b/, opts.readyTimeout ?? 60_000);
   return node;
 }
 
-/** Kills (SIGCONT then SIGKILL) every child spawned by the current test that is still alive. */
-export async function killAllChildren(): Promise<void> {
-  const list = children.splice(0);
+/**
+ * Kills (SIGCONT then SIGKILL) the children still alive: those of the current test (`'test'`, after
+ * each test) or all of them (`'all'`, after the file).
+ */
+export async function killAllChildren(which: 'test' | 'all' = 'all'): Promise<void> {
+  const list: NodeProcess[] = [];
+  for (let i = children.length - 1; i >= 0; i--) {
+    if (which === 'all' || children[i].scope === 'test') list.push(children.splice(i, 1)[0].node);
+  }
   for (const c of list) {
     if (c.exitCode === undefined && c.proc.pid) {
       try {

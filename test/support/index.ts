@@ -2,3 +2,4 @@ export * from './app';
 export * from './child';
 export * from './db';
 export * from './wait';
+export * from './phase';
