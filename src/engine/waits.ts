@@ -99,8 +99,10 @@ export async function callChildren(scope: WaitScope, calls: ChildCall[], options
   let ids = scope.recorded ? scope.recorded.children : ((await core.waits.get(core.db, scope.runId, scope.step, scope.call))?.children ?? null);
   if (!ids) {
     const runAt = delayMs > 0 ? new Date(Date.now() + delayMs).toISOString() : null;
+    // ids in call order (uuidv7 of one millisecond are not ordered among themselves)
+    const newIds = defs.map(() => uuidv7()).sort();
     const children: NewRun[] = defs.map((def, i) => ({
-      id: uuidv7(),
+      id: newIds[i],
       workflow: def.name,
       key: null,
       holds_key: false,
