@@ -82,6 +82,9 @@ export class FlowsEngine {
     return flowsStoreOf(this.core);
   }
 
+  /** A transaction on the pool (repairs that must hold a flow's row). */
+  private readonly tx = <T>(fn: (q: Queryable) => Promise<T>): Promise<T> => this.core.db.tx(fn);
+
   /** A new builder. */
   flow(options: FlowOptions = {}): FlowBuilder {
     return new FlowBuilder({ ...(options ?? {}) });
@@ -136,13 +139,13 @@ export class FlowsEngine {
   async maintain(q: Queryable): Promise<void> {
     const { options } = this.core;
     const grace = options.nodeTimeoutMs;
-    await this.store.repairMissing(q, grace, 100, false);
+    await this.store.repairMissing(q, this.tx, grace, 100, false);
     const every = Math.min(DEEP_REPAIR_EVERY_MS, options.nodeTimeoutMs);
     if (Date.now() - this.lastDeepRepairAt >= every) {
       this.lastDeepRepairAt = Date.now();
       const woke = (await this.store.repairMissedEdges(q, 100)) + (await this.store.repairStalled(q, 1000));
       if (woke > 0) this.core.logger.warn(`flow repair: woke ${woke} node(s) whose deps had finished unnoticed`);
-      await this.store.repairMissing(q, grace, 100, true);
+      await this.store.repairMissing(q, this.tx, grace, 100, true);
       if (options.retention.runsMs !== false) await this.store.pruneFlows(q, options.retention.runsMs, 1000);
     }
     this.kickHooks();

@@ -169,7 +169,7 @@ export class FlowsStore {
       missingDeps: `
         WITH m AS (
           SELECT d.flow_id, d.dep_name FROM ${S}.flow_deps d
-          WHERE NOT d.resolved AND (d.missing OR $3::boolean)
+          WHERE NOT d.resolved AND (d.missing OR $3::boolean) AND ($4::text IS NULL OR d.flow_id = $4)
             AND NOT EXISTS (SELECT 1 FROM ${S}.runs p WHERE p.flow_id = d.flow_id AND p.name = d.dep_name)
           LIMIT $1
         )
@@ -183,6 +183,7 @@ export class FlowsStore {
           AND NOT EXISTS (
             SELECT 1 FROM ${S}.flows f WHERE f.id = m.flow_id AND f.updated_at > now() - $2 * interval '1 millisecond')
         GROUP BY m.flow_id`,
+      lockFlow: `SELECT id FROM ${S}.flows WHERE id = $1 FOR UPDATE SKIP LOCKED`,
       pruneFlows: `
         WITH d AS (
           DELETE FROM ${S}.flows WHERE id IN (
@@ -307,14 +308,29 @@ export class FlowsStore {
   /**
    * Treats deps that name no node as deleted in flows quiet for `graceMs` (see README, "DAG
    * flows": the rule for `checkDeps: false`); `anyMissing` also covers edges not flagged missing
-   * (a dep row that vanished unnoticed). Returns the number of flows repaired.
+   * (a dep row that vanished unnoticed). Each flow is re-checked and resolved in a transaction of
+   * `tx` holding the flow's row, so an append in progress (which locks it) is never raced. Returns
+   * the number of flows repaired.
    */
-  async repairMissing(q: Queryable, graceMs: number, limit: number, anyMissing: boolean): Promise<number> {
-    const flows = await q.query<{ flow_id: string; names: string[] }>(this.sql.missingDeps, [limit, graceMs, anyMissing]);
-    for (const f of flows) {
-      await this.resolve(q, f.flow_id, f.names, f.names.map(() => 'deleted' as const));
+  async repairMissing(
+    q: Queryable,
+    tx: <T>(fn: (q: Queryable) => Promise<T>) => Promise<T>,
+    graceMs: number,
+    limit: number,
+    anyMissing: boolean,
+  ): Promise<number> {
+    const candidates = await q.query<{ flow_id: string }>(this.sql.missingDeps, [limit, graceMs, anyMissing, null]);
+    let repaired = 0;
+    for (const c of candidates) {
+      repaired += await tx(async (t) => {
+        if ((await t.query(this.sql.lockFlow, [c.flow_id])).length === 0) return 0;
+        const [f] = await t.query<{ flow_id: string; names: string[] }>(this.sql.missingDeps, [100_000, graceMs, anyMissing, c.flow_id]);
+        if (!f) return 0;
+        await this.resolve(t, f.flow_id, f.names, f.names.map(() => 'deleted' as const));
+        return 1;
+      });
     }
-    return flows.length;
+    return repaired;
   }
 
   /** Deletes up to `batch` flow rows with no runs left, untouched for `olderThanMs`. */
