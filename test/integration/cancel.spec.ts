@@ -89,5 +89,7 @@ describe('cancel', () => {
     const { durable } = await createApp({ workflows: [Long, Quick] });
     const err = await durable.cancel(randomUUID()).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RunNotFoundError);
+    // an id that is not even a run id is just as unknown
+    await expect(durable.cancel('not-a-run-id')).rejects.toBeInstanceOf(RunNotFoundError);
   });
 });

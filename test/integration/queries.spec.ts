@@ -40,6 +40,12 @@ describe('getRun / waitForRun / listRuns', () => {
     await expect(durable.getRun(randomUUID())).resolves.toBeNull();
   });
 
+  it('getRun returns null for an id that is not a run id at all (e.g. from a URL)', async () => {
+    const { durable } = await createApp({ workflows: [Fast] });
+    await expect(durable.getRun('not-a-run-id')).resolves.toBeNull();
+    await expect(durable.getRun('')).resolves.toBeNull();
+  });
+
   it('getRun returns the RunInfo of a run, with every field of API.md', async () => {
     const { durable } = await createApp({ workflows: [Fast] });
     const { runId } = await durable.start('queries_fast', { i: 4 }, { key: 'q-1' });

@@ -107,11 +107,17 @@ describe('worker', () => {
   it('retries a failing step with backoff; the run stays unfinished between attempts', async () => {
     const { durable } = await createApp({ workflows: [Flaky] });
     const { runId } = await durable.start('worker_flaky', { succeedOn: 3 });
-    await waitFor(() => attemptsAt.length >= 1);
-    // between attempt 1 and 2 (300ms backoff) the run is not final
-    const between = await durable.getRun(runId);
-    expect(['pending', 'running']).toContain(between!.status);
-    expect(between!.finishedAt).toBeNull();
+    // between attempt 1 and 2 (300ms backoff): attempt 1's failure is recorded, and the run is not final
+    const between = await waitFor(
+      async () => {
+        const r = await durable.getRun(runId);
+        return attemptsAt.length === 1 && r?.error ? r : undefined;
+      },
+      { interval: 10, message: "attempt 1's failure recorded before attempt 2 starts" },
+    );
+    expect(['pending', 'running']).toContain(between.status);
+    expect(between.finishedAt).toBeNull();
+    expect(JSON.stringify(between.error)).toMatch(/attempt 1 failed/);
     const run = await durable.waitForRun(runId, { timeout: 15_000 });
     expect(run.status).toBe('completed');
     expect(run.result).toEqual({ attempt: 3 });
