@@ -171,6 +171,7 @@ export class DurableService {
         await runs.takeKey(q, runId);
         await this.core.activity.record(q, 'key_retaken', runId, row.workflow, row.key, { from: holder?.id ?? null });
       }
+      await this.core.waits.resetForRetry(q, runId); // a timed-out wait or failed child is tried anew
       await runs.retry(q, runId);
     });
   }

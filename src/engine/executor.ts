@@ -1,4 +1,4 @@
-import { CancelledError, ChildFailedError, TimeoutError } from '../errors';
+import { CancelledError, TimeoutError } from '../errors';
 import type { StepDefinition, WorkflowDefinition } from '../discovery/workflow-definition';
 import type { ClaimedRow, Transition } from '../store/runs.store';
 import type { DurableCore } from './durable.core';
@@ -6,9 +6,10 @@ import { serializeError, type StoredError } from './error.serialize';
 import { backoffDelay } from './retry.policy';
 import { ExecutionHandle, RunContextImpl } from './run-context';
 import type { TransitionBatcher } from './transition.batcher';
-import { runSpan, runTransition, stepSpan } from '../observe/telemetry';
 import type { FlowNodeInfo } from '../flows/flow-context';
 import { isSuspension, type Suspension } from './suspension';
+import { isFinalError } from './waits';
+import { runSpan, runTransition, stepSpan } from '../observe/telemetry';
 
 /** Runs one claimed run's steps from its cursor, writing each outcome through the batcher. */
 export class Execution implements ExecutionHandle {
@@ -94,8 +95,8 @@ export class Execution implements ExecutionHandle {
         if (this.lost) return;
         if (isSuspension(err)) return this.suspend(err, attempt);
         if (this.timedOut) return this.finishFailed(new TimeoutError(`workflow "${this.workflow}" timed out`), index);
-        // a failed child fails every attempt the same way: no retries
-        if (attempt < step.retry.attempts && !(err instanceof ChildFailedError)) {
+        // a failed child or a timed-out wait fails every attempt the same way: no retries
+        if (attempt < step.retry.attempts && !isFinalError(err)) {
           const delay = backoffDelay(step.retry, attempt);
           await this.write({ status: 'pending', attempt, error: serializeError(err, { step: step.name, attempt }), delay_ms: delay });
           this.onRetryScheduled(delay);

@@ -11,6 +11,13 @@ import { Suspension } from './suspension';
 import { uuidv7 } from './uuid';
 import { traceCarrier } from '../observe/telemetry';
 
+/** Marks an error that fails the step for good (its retries would fail the same way). */
+export const FINAL = Symbol.for('nestjs-durable.final');
+
+/** True for a failed child or a wait that timed out: retrying the step cannot help. */
+export const isFinalError = (err: unknown): boolean =>
+  err instanceof ChildFailedError || (typeof err === 'object' && err !== null && (err as Record<symbol, unknown>)[FINAL] === true);
+
 /** Options of `ctx.waitForEvent` / `ctx.waitForInput`. */
 export interface WaitOptions<T = unknown> {
   /** Give up after this long (counted from the first time the step reached this wait). */
@@ -81,7 +88,8 @@ export async function waitFor<T>(scope: WaitScope, kind: EventKind, name: string
     await core.waits.markTimedOut(core.db, scope.runId, scope.step, scope.call);
   }
   if ('timeoutValue' in options) return options.timeoutValue as T;
-  throw new TimeoutError(`${what} timed out after ${timeoutMs}ms`);
+  // every re-run of the step would time out the same way: no retries (like a failed child)
+  throw Object.assign(new TimeoutError(`${what} timed out after ${timeoutMs}ms`), { [FINAL]: true });
 }
 
 /**

@@ -40,6 +40,11 @@ export class WaitsStore {
         INSERT INTO ${S}.waits (run_id, step, call, kind, children) VALUES ($1, $2, $3, 'children', $4::uuid[])
         ON CONFLICT (run_id, step, call) DO NOTHING RETURNING 1`,
       markParent: `UPDATE ${S}.runs SET has_children = true WHERE id = $1 AND NOT has_children`,
+      resetForRetry: `
+        DELETE FROM ${S}.waits w USING ${S}.runs r
+        WHERE w.run_id = $1 AND r.id = $1 AND w.step = r.step
+          AND (w.timed_out OR (w.kind = 'children' AND EXISTS (
+                SELECT 1 FROM ${S}.runs c WHERE c.id = ANY (w.children) AND c.status <> 'completed')))`,
       timedOut: `UPDATE ${S}.waits SET timed_out = true WHERE run_id = $1 AND step = $2 AND call = $3`,
       children: `
         SELECT c.id, c.status, c.result, c.error FROM unnest($1::uuid[]) WITH ORDINALITY AS x(id, n)
@@ -73,6 +78,14 @@ export class WaitsStore {
     if (rows.length === 0) return false;
     await q.query(this.sql.markParent, [runId]);
     return true;
+  }
+
+  /**
+   * Before `retry` of a failed run: forgets the waits of its failed step that would fail it again
+   * (timed out, or children that did not complete), so the retried step waits / starts children anew.
+   */
+  async resetForRetry(q: Queryable, runId: string): Promise<void> {
+    await q.query(this.sql.resetForRetry, [runId]);
   }
 
   /** Marks a wait as timed out (so a later re-run of the step gets the same answer). */

@@ -76,7 +76,25 @@ class Tree {
   }
 }
 
-const workflows = [Double, DoubleOnce, Parent, ParentFail, FanOut, Forever, Tree];
+const flaky = { fail: true };
+@Workflow('ch_flaky_child', { retry: { attempts: 1 } })
+class FlakyChild {
+  @Step()
+  async run() {
+    if (flaky.fail) throw new Error('child not ready');
+    return 'ready';
+  }
+}
+
+@Workflow('ch_retry_parent', { retry: { attempts: 3, initialDelay: '50ms' } })
+class RetryParent {
+  @Step()
+  async call(ctx: RunContext) {
+    return ctx.callWorkflow(FlakyChild);
+  }
+}
+
+const workflows = [Double, DoubleOnce, Parent, ParentFail, FanOut, Forever, Tree, FlakyChild, RetryParent];
 
 beforeEach(() => {
   log.length = 0;
@@ -157,6 +175,23 @@ describe('child runs', () => {
       { status: 'cancelled', depth: 2 },
       { status: 'cancelled', depth: 3 },
     ]);
+  });
+
+  it('retry of a parent that failed because of its child starts a new child', async () => {
+    flaky.fail = true;
+    const { durable } = await createApp({ workflows });
+    const { runId } = await durable.start('ch_retry_parent');
+    const failed = await durable.waitForRun(runId, { timeout: 10_000 });
+    expect(failed.status).toBe('failed');
+    expect(failed.children).toHaveLength(1);
+    flaky.fail = false;
+    await durable.retry(runId);
+    const done = await durable.waitForRun(runId, { timeout: 10_000 });
+    expect(done.status).toBe('completed');
+    expect(done.result).toBe('ready');
+    expect(done.children).toHaveLength(2);
+    const kids = await Promise.all(done.children.map((id) => durable.getRun(id)));
+    expect(kids.map((k) => k!.status)).toEqual(['failed', 'completed']);
   });
 
   it('an unknown child workflow fails the step with UnknownWorkflowError', async () => {

@@ -59,10 +59,12 @@ class MidStep {
   }
 }
 
+let timeoutAttempts = 0;
 @Workflow('e_timeout')
 class Timeout {
-  @Step({ retry: { attempts: 1 } })
+  @Step({ retry: { attempts: 3, initialDelay: '2s' } })
   async listen(ctx: RunContext<{ value?: boolean }>) {
+    timeoutAttempts++;
     return ctx.input?.value
       ? ctx.waitForEvent('never', { timeout: 250, timeoutValue: { none: true } })
       : ctx.waitForEvent('never', { timeout: 250 });
@@ -180,6 +182,9 @@ describe('sendEvent / waitForEvent', () => {
     expect(ra.result).toEqual({ none: true });
     expect(rb.status).toBe('failed');
     expect(rb.error).toMatchObject({ name: TimeoutError.name, code: 'timeout' });
+    // a timed-out wait fails the step for good (a retry would time out the same way): each run's
+    // step ran twice (first try, after the timer), no retry with its 2 s backoff
+    expect(timeoutAttempts).toBe(4);
   });
 
   it('sendEvent to an unknown run rejects with RunNotFoundError; a bad name or payload is refused', async () => {
