@@ -95,16 +95,24 @@ async function main() {
   }
 
   const others = variants.filter((v) => v !== 'ours');
-  const head = ['Scenario', 'target (ours)', ...variants.flatMap((v) => (v === 'ours' ? [SHORT[v]] : [SHORT[v], `ours / ${SHORT[v]}`]))];
+  const verdict = (m, st) => {
+    const t = /^([≥≤])\s*([\d,.]+)/.exec(METRICS[m].target);
+    if (!t || !st) return '';
+    const goal = Number(t[2].replace(/,/g, ''));
+    const ok = t[1] === '≥' ? st.median >= goal : st.median <= goal;
+    const f = t[1] === '≥' ? st.median / goal : goal / st.median;
+    return ok ? `met (${f.toFixed(2)}× target)` : `missed: ${(f * 100).toFixed(0)}% of target`;
+  };
+  const head = ['Scenario', 'target (ours)', ...(variants.includes('ours') ? ['ours vs target'] : []), ...variants.flatMap((v) => (v === 'ours' ? [SHORT[v]] : [SHORT[v], `ours / ${SHORT[v]}`]))];
   const rows = metrics.filter((m) => variants.some((v) => results[v] && results[v][m])).map((m) => {
     const mine = results.ours && results.ours[m];
-    return [`${METRICS[m].title}, ${METRICS[m].unit}`, METRICS[m].target,
+    return [`${METRICS[m].title}, ${METRICS[m].unit}`, METRICS[m].target, ...(variants.includes('ours') ? [verdict(m, mine)] : []),
       ...variants.flatMap((v) => { const s = results[v] && results[v][m]; return v === 'ours' ? [cell(s, m)] : [cell(s, m), variants.includes('ours') ? ratio(mine, s) : '']; })];
   });
   const table = [head, head.map(() => '---'), ...rows].map((r) => `| ${r.join(' | ')} |`).join('\n');
 
   const notes = [];
-  notes.push(`Each cell: median of ${reps()} runs (min–max). Ratios are ours ÷ theirs on the median: above 1 is better for throughput, below 1 is better for latency.`);
+  notes.push(`Each cell: median of ${reps()} runs (min–max). Ratios are ours ÷ theirs on the median: above 1 is better for throughput, below 1 is better for latency. For latency, "% of target" is target ÷ ours.`);
   notes.push(`Sizes: drain ${fmt(sz.drain)} one-step runs; five-step ${fmt(sz.five)} runs (${fmt(sz.five * 5)} checkpoints); starts ${fmt(sz.starts)} per caller count (16 callers share them); bulk = the drain's enqueue phase (${fmt(sz.drain)} runs in batches of ${fmt(sz.batch)}); latency ${fmt(sz.latency)} sequential samples after 20 warm-up.`);
   const capped = [];
   for (const v of variants) {
