@@ -10,9 +10,9 @@ import type { HolderRow, NewRun } from '../store/runs.store';
 import type { ActivityKind } from '../store/activity.store';
 import { isDeepStrictEqual } from 'node:util';
 import { DurableCore } from './durable.core';
-import { startDone, startSpan, traceCarrier } from '../observe/telemetry';
+import { emitKeyMetric, startDone, startSpan, traceCarrier } from '../observe/telemetry';
 import { assertValid, jsonProblem, keyProblem } from './input.validation';
-import { decideStart, statusesThatFreeKey, type KeyDecision } from './keys.policy';
+import { decideStart, settledDuplicateStatuses, statusesThatFreeKey, type KeyDecision } from './keys.policy';
 import type { StartResult } from './run-info';
 import { uuidv7 } from './uuid';
 import { deliverEvent } from './events';
@@ -128,15 +128,23 @@ export class Starter {
 
   private async execute(def: WorkflowDefinition, plans: Planned[], manager?: EntityManager): Promise<StartManyResult[]> {
     const { db, runs } = this.core;
-    // Outside a caller's transaction the common case (every key free) is one autocommit statement;
-    // only a conflict opens a transaction of its own, to lock the holder and decide.
+    // Outside a caller's transaction the common case is one autocommit statement; only a start the
+    // key policy cannot settle at once opens a transaction of its own, to lock the holder and decide.
     const joined = manager?.queryRunner?.isTransactionActive ? managerQueryable(manager) : undefined;
+    const resolve = (p: Planned) => (joined ? this.resolveDuplicate(joined, def, p) : db.tx((tx) => this.resolveDuplicate(tx, def, p)));
+    if (plans.length === 1 && plans[0].run.key !== null) {
+      const [p] = plans;
+      const settled = settledDuplicateStatuses(def.reuse, p.onDuplicate);
+      const row = await runs.insertOrAnswer(joined ?? db, p.run, settled.useExisting, settled.reject);
+      if (!row) return [await resolve(p)];
+      if (row.status === null) return [{ runId: row.id, outcome: 'created' }];
+      const rejected = settled.reject.includes(row.status);
+      emitKeyMetric('key_duplicate', def.name, { outcome: rejected ? 'error' : 'use_existing' });
+      return [rejected ? { error: new KeyTakenError(row.id) } : { runId: row.id, outcome: 'useExisting' }];
+    }
     const inserted = await runs.insert(joined ?? db, plans.map((p) => p.run));
     const out: StartManyResult[] = [];
-    for (const p of plans) {
-      if (inserted.has(p.run.id)) out.push({ runId: p.run.id, outcome: 'created' });
-      else out.push(joined ? await this.resolveDuplicate(joined, def, p) : await db.tx((tx) => this.resolveDuplicate(tx, def, p)));
-    }
+    for (const p of plans) out.push(inserted.has(p.run.id) ? { runId: p.run.id, outcome: 'created' } : await resolve(p));
     return out;
   }
 

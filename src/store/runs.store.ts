@@ -105,6 +105,31 @@ export class RunsStore {
           SELECT pg_notify($2, '') FROM ins WHERE run_at <= now() LIMIT 1
         )
         SELECT ins.id FROM ins LEFT JOIN note ON true`,
+      insertOrAnswer: `
+        WITH ins AS (
+          INSERT INTO ${S}.runs (id, workflow, key, holds_key, input, run_at, timeout_ms, parent_id, runs_after_id, trace,
+            debounce_until)
+          SELECT id, workflow, key, holds_key, input, coalesce(run_at, now()), timeout_ms, parent_id, runs_after_id, trace,
+            debounce_until
+          FROM jsonb_to_recordset($1::jsonb) AS v(${INSERT_COLUMNS})
+          ON CONFLICT (workflow, key) WHERE holds_key DO NOTHING
+          RETURNING id, run_at
+        ), note AS MATERIALIZED (
+          SELECT pg_notify($2, '') FROM ins WHERE run_at <= now() LIMIT 1
+        ), dup AS (
+          UPDATE ${S}.runs r SET readds = r.readds + 1
+          WHERE NOT EXISTS (SELECT 1 FROM ins) AND r.workflow = $3 AND r.key = $4 AND r.holds_key
+            AND (r.status = ANY($5::text[]) OR r.status = ANY($6::text[]))
+          RETURNING r.id, r.status, r.input
+        ), act AS (
+          INSERT INTO ${S}.activity (kind, run_id, workflow, key, details)
+          SELECT 'key_duplicate', dup.id, $3, $4, jsonb_build_object('workflow', $3::text, 'key', $4::text,
+            'outcome', CASE WHEN dup.status = ANY($6::text[]) THEN 'error' ELSE 'use_existing' END,
+            'inputChanged', dup.input IS DISTINCT FROM $7::jsonb, 'input', $7::jsonb)
+          FROM dup
+        )
+        SELECT ins.id, NULL::text AS status FROM ins LEFT JOIN note ON true
+        UNION ALL SELECT dup.id, dup.status FROM dup`,
       holder: `
         SELECT id, status, started_at IS NOT NULL AS picked_up, debounce_until IS NOT NULL AS debouncing, input
         FROM ${S}.runs WHERE workflow = $1 AND key = $2 AND holds_key FOR UPDATE`,
@@ -225,6 +250,26 @@ export class RunsStore {
   async insert(q: Queryable, runs: NewRun[]): Promise<Set<string>> {
     const rows = await q.query<{ id: string }>(this.sql.insert, [JSON.stringify(runs), this.channel], 'durable_insert');
     return new Set(rows.map((r) => r.id));
+  }
+
+  /**
+   * One keyed start in one statement: inserts the run if its key is free; else, when the holder's
+   * status is one of `useExisting` or `reject` (statuses the key policy settles without a lock held
+   * across round trips), counts the re-add and records the `key_duplicate` — returning the holder
+   * and its status. Resolves undefined when neither happened (the caller takes the locking path).
+   */
+  async insertOrAnswer(
+    q: Queryable,
+    run: NewRun,
+    useExisting: RunStatus[],
+    reject: RunStatus[],
+  ): Promise<{ id: string; status: RunStatus | null } | undefined> {
+    const [row] = await q.query<{ id: string; status: RunStatus | null }>(
+      this.sql.insertOrAnswer,
+      [JSON.stringify([run]), this.channel, run.workflow, run.key, useExisting, reject, JSON.stringify(run.input ?? null)],
+      'durable_insert_or_answer',
+    );
+    return row;
   }
 
   /** The run holding (workflow, key), locked for the rest of the transaction. */
