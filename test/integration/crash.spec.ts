@@ -37,6 +37,9 @@ class Fence {
   @Step({ retry: { attempts: 5, initialDelay: 100 } })
   async work(ctx: RunContext) {
     await fenceGate.wait();
+    await ctx.transaction((m: EntityManager) =>
+      m.query(`insert into "${effectsSchema}".effects (run_id, node_id) values ($1, $2)`, [ctx.runId, SURVIVOR]),
+    );
     ctx.put('by', SURVIVOR);
     return { by: SURVIVOR };
   }
@@ -131,15 +134,22 @@ describe('crashes and fencing (multi-process)', () => {
     const schema = await prepareSchema();
     const victim = await spawnNode({ schema, nodeId: 'victim', env: { HOLD_MS: '600000' } });
     const starter = await createApp({ schema, workflows, options: { worker: false } });
-    const ids = idsOf(await starter.durable.startMany('crash_ctx', [{ input: {} }, { input: {} }]));
+    const ids = idsOf(
+      await starter.durable.startMany('crash_ctx', [
+        { input: {}, key: 'crash-k1' },
+        { input: {}, key: 'crash-k2' },
+      ]),
+    );
     await waitFor(() => runIdsIn(victim, 'second').size === 2, { timeout: 20_000 });
     victim.signal('SIGKILL');
     await victim.exited;
     const survivor = await createApp({ schema, workflows });
-    for (const id of ids) {
+    for (const [i, id] of ids.entries()) {
       const run = await survivor.durable.waitForRun(id, { timeout: 20_000 });
       expect(run).toMatchObject({ status: 'completed', result: { from: 'victim', by: SURVIVOR } });
       expect(run.context).toMatchObject({ from: 'victim' });
+      // recovery leaves keys untouched: the run still holds its key
+      expect(run).toMatchObject({ key: `crash-k${i + 1}`, holdsKey: true });
     }
   });
 
@@ -195,7 +205,10 @@ describe('crashes and fencing (multi-process)', () => {
 
     zombie.signal('SIGCONT');
     // the zombie's step ends and it tries to record it while the survivor still runs the same step...
-    await zombie.waitForLine(new RegExp(`^STEP_DONE work ${runId}`), 15_000);
+    const stepDone = await zombie.waitForLine(new RegExp(`^STEP_DONE work ${runId}`), 15_000);
+    // its ctx.transaction after the pause was refused and rolled back
+    expect(stepDone).toMatch(/ refused:/);
+    expect(await sql(`select node_id from "${schema}".effects where run_id = $1`, [runId])).toEqual([]);
     // ...and the zombie goes on working (it runs a fresh barrier run, which only it may run)
     const barrier = await starter.durable.start('barrier', {});
     const b = await starter.durable.waitForRun(barrier.runId, { timeout: 15_000 });
@@ -210,6 +223,7 @@ describe('crashes and fencing (multi-process)', () => {
     const done = await starter.durable.waitForRun(runId, { timeout: 20_000 });
     expect(done).toMatchObject({ status: 'completed', result: { by: SURVIVOR, ctxBy: SURVIVOR } });
     expect(done.context).toMatchObject({ by: SURVIVOR });
+    expect(await sql(`select node_id from "${schema}".effects where run_id = $1`, [runId])).toEqual([{ node_id: SURVIVOR }]);
     // and the zombie did not go on to the next step
     expect(zombie.linesMatching(new RegExp(`^IN_STEP after ${runId}`))).toEqual([]);
   });

@@ -249,12 +249,15 @@ describe('worker', () => {
     expect(Date.now() - t0).toBeLessThan(2_000);
   });
 
-  it('drains on app.close(): a running step finishes and its run completes', async () => {
+  it('drains on app.close(): a running step finishes and its run completes; nothing new is claimed', async () => {
     const schema = freshSchema();
     const node = await createApp({ schema, workflows: [Drain], options: { shutdownTimeout: '10s' } });
+    const observer = await createApp({ schema, workflows: [Drain], options: { worker: false } });
     const { runId } = await node.durable.start('worker_drain');
     await waitFor(() => drainLog.includes('started'));
     const closing = node.close();
+    // a run started while the node drains is not claimed by it
+    const late = await observer.durable.start('worker_drain');
     let closed = false;
     void closing.then(() => (closed = true));
     // an absence window (not synchronisation): close() must still be waiting for the held step
@@ -263,8 +266,24 @@ describe('worker', () => {
     drainGate.open();
     await closing;
     expect(drainLog).toEqual(['started', 'finished']);
-    const observer = await createApp({ schema, workflows: [Drain], options: { worker: false } });
     const run = await observer.durable.getRun(runId);
+    expect(run).toMatchObject({ status: 'completed', result: 'drained' });
+    expect((await observer.durable.getRun(late.runId))!.status).toBe('pending');
+  });
+
+  it('a step still running at shutdownTimeout is released back to pending, and another node finishes it', async () => {
+    const schema = freshSchema();
+    const node = await createApp({ schema, workflows: [Drain], options: { shutdownTimeout: '500ms' } });
+    const { runId } = await node.durable.start('worker_drain');
+    await waitFor(() => drainLog.includes('started'));
+    const t0 = Date.now();
+    await node.close();
+    expect(Date.now() - t0).toBeLessThan(5_000);
+    const observer = await createApp({ schema, workflows: [Drain], options: { worker: false } });
+    expect((await observer.durable.getRun(runId))!.status).toBe('pending');
+    drainGate.open();
+    await createApp({ schema, workflows: [Drain] });
+    const run = await observer.durable.waitForRun(runId, { timeout: 10_000 });
     expect(run).toMatchObject({ status: 'completed', result: 'drained' });
   });
 
