@@ -4,7 +4,7 @@ import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { DataPointType, MeterProvider, MetricReader, type HistogramMetricData, type SumMetricData } from '@opentelemetry/sdk-metrics';
 import { RunContext, Step, Workflow } from '../../src';
-import { createApp, freshSchema, ident, sql, waitFor } from '../support';
+import { createApp, freshSchema, ident, spawnNode, sql, waitFor } from '../support';
 
 // ---- the SDK, with in-memory exporters ----------------------------------------------------------
 
@@ -68,6 +68,13 @@ class Fail {
   async boom() {
     throw new Error('boom');
   }
+}
+
+/** Registered here only to start runs; a child process runs them. */
+@Workflow('tel_remote')
+class Remote {
+  @Step()
+  async work() {}
 }
 
 @Workflow('tel_parent')
@@ -178,6 +185,24 @@ describe('OpenTelemetry', () => {
     const [run] = named('durable.run', runId);
     expect(run.spanContext().traceId).toBe(request.spanContext().traceId);
     expect(parentOf(run)).toBe(named('durable.start').find((s) => s.attributes['durable.run_id'] === runId)!.spanContext().spanId);
+  });
+
+  it('across processes: a run started here is executed by another process, whose spans continue this trace', async () => {
+    const schema = freshSchema();
+    const api = await createApp({ schema, workflows: [Remote], options: { worker: false, nodeId: 'api' } });
+    const request = appTracer().startSpan('POST /remote', { kind: SpanKind.SERVER });
+    const { runId } = await context.with(trace.setSpan(context.active(), request), () => api.durable.start('tel_remote', { n: 7 }));
+    request.end();
+    const [start] = named('durable.start').filter((s) => s.attributes['durable.run_id'] === runId);
+    const worker = await spawnNode({ schema, nodeId: 'remote-worker', fixture: 'trace-node.js' });
+    const line = await worker.waitForLine(new RegExp(`^SPAN durable\\.run \\S+ \\S+ ${runId} `), 20_000);
+    const [, , traceId, parentId, , outcome] = line.split(' ');
+    expect(traceId).toBe(request.spanContext().traceId);
+    expect(parentId).toBe(start.spanContext().spanId);
+    expect(outcome).toBe('completed');
+    const step = await worker.waitForLine(new RegExp(`^SPAN durable\\.step ${traceId} \\S+ ${runId} completed`));
+    expect(step).toBeDefined();
+    expect((await api.durable.getRun(runId))!.status).toBe('completed');
   });
 
   it("a child run (ctx.callWorkflow) continues its parent's trace", async () => {
