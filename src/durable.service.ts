@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { KeyTakenError, NoKeyError, NotCancellableError, NotFailedError, NotFinishedError, RunNotFoundError, TimeoutError } from './errors';
-import { deliverEvent, type SendEventOutcome } from './engine/events';
+import { deliverEvent, eventNameProblem, type SendEventOutcome } from './engine/events';
 import type { WaitKind } from './engine/suspension';
 import { KeyInsights, type ActivityEvent, type KeyInfo, type KeyStats, type ListActivityOptions } from './observe/key-insights';
 import { toMs, type Duration } from './options/duration';
@@ -145,10 +145,7 @@ export class DurableService {
   }
 
   private async deliver(runId: string, name: string, payload: unknown, opts: { buffer: boolean; kind: 'event' | 'input' }, what: string) {
-    if (typeof name !== 'string' || name.length === 0 || Buffer.byteLength(name) > 255) {
-      assertValid(what, [jsonProblem(Symbol(), 'name')]);
-    }
-    assertValid(what, [jsonProblem(payload, 'payload')]);
+    assertValid(what, [eventNameProblem(name), jsonProblem(payload, 'payload')]);
     if (!isUuid(runId)) throw new RunNotFoundError(runId);
     const outcome = await this.core.db.tx((q) => deliverEvent(this.core, q, runId, name, payload, opts));
     if (!outcome) throw new RunNotFoundError(runId);

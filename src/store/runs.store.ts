@@ -237,7 +237,11 @@ export class RunsStore {
       prune: `
         WITH d AS (
           DELETE FROM ${S}.runs WHERE id IN (
-            SELECT id FROM ${S}.runs WHERE finished_at < now() - $1 * interval '1 millisecond' LIMIT $2)
+            SELECT id FROM ${S}.runs c WHERE finished_at < now() - $1 * interval '1 millisecond'
+              -- a child is kept while its parent is going (the parent's step reads it when it runs again)
+              AND (c.parent_id IS NULL OR NOT EXISTS (
+                SELECT 1 FROM ${S}.runs p WHERE p.id = c.parent_id AND p.finished_at IS NULL))
+            LIMIT $2)
           RETURNING 1
         ) SELECT count(*)::int AS n FROM d`,
       backlog: `

@@ -94,7 +94,17 @@ class RetryParent {
   }
 }
 
-const workflows = [Double, DoubleOnce, Parent, ParentFail, FanOut, Forever, Tree, FlakyChild, RetryParent];
+@Workflow('ch_then_input')
+class ThenInput {
+  @Step()
+  async call(ctx: RunContext) {
+    const doubled = await ctx.callWorkflow<number>(Double, { n: 5 });
+    const extra = await ctx.waitForInput<number>('extra');
+    return doubled + extra;
+  }
+}
+
+const workflows = [Double, DoubleOnce, Parent, ParentFail, FanOut, Forever, Tree, FlakyChild, RetryParent, ThenInput];
 
 beforeEach(() => {
   log.length = 0;
@@ -192,6 +202,22 @@ describe('child runs', () => {
     expect(done.children).toHaveLength(2);
     const kids = await Promise.all(done.children.map((id) => durable.getRun(id)));
     expect(kids.map((k) => k!.status)).toEqual(['failed', 'completed']);
+  });
+
+  it('prune keeps the finished children of a parent that is still going', async () => {
+    const { durable } = await createApp({ workflows });
+    const { runId } = await durable.start('ch_then_input');
+    await waitFor(async () => (await durable.getRun(runId))?.waitingFor?.kind === 'input');
+    const [childId] = (await durable.getRun(runId))!.children;
+    expect((await durable.getRun(childId))!.status).toBe('completed');
+    await durable.prune({ olderThan: 0 });
+    expect(await durable.getRun(childId)).not.toBeNull();
+    await durable.provideInput(runId, 'extra', 1);
+    const done = await durable.waitForRun(runId, { timeout: 10_000 });
+    expect(done.result).toBe(11);
+    // once the parent has finished, both go
+    await durable.prune({ olderThan: 0 });
+    expect(await durable.getRun(childId)).toBeNull();
   });
 
   it('an unknown child workflow fails the step with UnknownWorkflowError', async () => {

@@ -222,6 +222,18 @@ describe('ctx.waitForInput / provideInput', () => {
     expect(await durable.listRuns({ waitingFor: 'input' })).toEqual([]);
   });
 
+  it('a wait for input spans a restart of the whole app', async () => {
+    const schema = freshSchema();
+    const first = await createApp({ workflows, schema });
+    const { runId } = await first.durable.start('w_input');
+    await waitFor(async () => (await first.durable.getRun(runId))?.status === 'waiting');
+    await first.close();
+    const second = await createApp({ workflows, schema });
+    await second.durable.provideInput(runId, 'editor_approval', { ok: true, by: 'after-restart' });
+    const done = await second.durable.waitForRun(runId, { timeout: 10_000 });
+    expect(done.result).toEqual({ decision: { ok: true, by: 'after-restart' }, draft: 'v1' });
+  });
+
   it('input provided before the run waits is kept for it', async () => {
     const { durable } = await createApp({ workflows, options: { worker: false } });
     const { runId } = await durable.start('w_input');
