@@ -91,32 +91,25 @@ export class RunsStore {
     readonly channel: string,
   ) {
     const S = `"${schema}"`;
+    // The runs of $1 (JSON array) whose key is free, and one wake-up for the workers ($2) if any is due.
+    const insertAndNotify = `
+        WITH ins AS (
+          INSERT INTO ${S}.runs (id, workflow, key, holds_key, input, run_at, timeout_ms, parent_id, runs_after_id, trace,
+            debounce_until)
+          SELECT id, workflow, key, holds_key, input, coalesce(run_at, now()), timeout_ms, parent_id, runs_after_id, trace,
+            debounce_until
+          FROM jsonb_to_recordset($1::jsonb) AS v(${INSERT_COLUMNS})
+          ON CONFLICT (workflow, key) WHERE holds_key DO NOTHING
+          RETURNING id, run_at
+        ), note AS MATERIALIZED (
+          SELECT pg_notify($2, '') FROM ins WHERE run_at <= now() LIMIT 1
+        )`;
     this.sql = {
       insert: `
-        WITH ins AS (
-          INSERT INTO ${S}.runs (id, workflow, key, holds_key, input, run_at, timeout_ms, parent_id, runs_after_id, trace,
-            debounce_until)
-          SELECT id, workflow, key, holds_key, input, coalesce(run_at, now()), timeout_ms, parent_id, runs_after_id, trace,
-            debounce_until
-          FROM jsonb_to_recordset($1::jsonb) AS v(${INSERT_COLUMNS})
-          ON CONFLICT (workflow, key) WHERE holds_key DO NOTHING
-          RETURNING id, run_at
-        ), note AS MATERIALIZED (
-          SELECT pg_notify($2, '') FROM ins WHERE run_at <= now() LIMIT 1
-        )
+        ${insertAndNotify}
         SELECT ins.id FROM ins LEFT JOIN note ON true`,
       insertOrAnswer: `
-        WITH ins AS (
-          INSERT INTO ${S}.runs (id, workflow, key, holds_key, input, run_at, timeout_ms, parent_id, runs_after_id, trace,
-            debounce_until)
-          SELECT id, workflow, key, holds_key, input, coalesce(run_at, now()), timeout_ms, parent_id, runs_after_id, trace,
-            debounce_until
-          FROM jsonb_to_recordset($1::jsonb) AS v(${INSERT_COLUMNS})
-          ON CONFLICT (workflow, key) WHERE holds_key DO NOTHING
-          RETURNING id, run_at
-        ), note AS MATERIALIZED (
-          SELECT pg_notify($2, '') FROM ins WHERE run_at <= now() LIMIT 1
-        ), dup AS (
+        ${insertAndNotify}, dup AS (
           UPDATE ${S}.runs r SET readds = r.readds + 1
           WHERE NOT EXISTS (SELECT 1 FROM ins) AND r.workflow = $3 AND r.key = $4 AND r.holds_key
             AND (r.status = ANY($5::text[]) OR r.status = ANY($6::text[]))
