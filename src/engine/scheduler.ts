@@ -372,6 +372,7 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
     try {
       const out = await this.core.dataSource.transaction(async (manager) => {
         const q = managerQueryable(manager);
+        await this.store.fireSession(q);
         const claimed = await this.store.claimTick(q, local.name, tick, this.core.options.nodeId, local.cron, local.timezone, next);
         if (!claimed) return undefined;
         const started = await this.startFor(manager, claimed);

@@ -61,6 +61,10 @@ export class SchedulesStore {
       remove: `DELETE FROM ${S}.schedules WHERE name = $1 RETURNING name`,
       get: `SELECT * FROM ${S}.schedules WHERE name = $1`,
       all: `SELECT * FROM ${S}.schedules ORDER BY name`,
+      // Inside a fire's transaction: a node that stops in the middle of it (paused process, lost
+      // network) is cut off after this long, so the schedule row it locked does not hold up the
+      // other nodes' ticks.
+      fireSession: `SET LOCAL idle_in_transaction_session_timeout = 5000`,
       // The once-per-tick guard. The UPDATE locks the schedule row, so a second node running the
       // same tick waits for the first one's transaction and then finds last_tick_at >= its tick
       // (a stale tick of a node that was paused or down is refused the same way); the primary key
@@ -129,6 +133,11 @@ export class SchedulesStore {
 
   all(q: Queryable): Promise<ScheduleRow[]> {
     return q.query<ScheduleRow>(this.sql.all);
+  }
+
+  /** First statement of a fire's transaction (see `fireSession` above). */
+  async fireSession(q: Queryable): Promise<void> {
+    await q.query(this.sql.fireSession);
   }
 
   /**

@@ -7,8 +7,10 @@ import {
   Step,
   Workflow,
 } from '../../src';
+import { Client } from 'pg';
 import { Scheduler } from '../../src/engine/scheduler';
-import { createApp, freshSchema, Gate, ident, NodeProcess, spawnNode, sql, TestApp, waitFor } from '../support';
+import { clientQueryable } from '../../src/store/db';
+import { createApp, databaseUrl, freshSchema, Gate, ident, NodeProcess, spawnNode, sql, TestApp, waitFor } from '../support';
 
 // ---- workflows ----------------------------------------------------------------------------------
 
@@ -225,6 +227,36 @@ describe('schedules', () => {
     expect(new Set(fired).size).toBe(fired.length);
     // the ticks of b's pause were fired by a
     for (const t of missed) expect(f.find((x) => new Date(x.tick_at).toISOString() === t)?.node_id).toBe('proc-a');
+  });
+
+  it('a node stuck in the middle of a fire (schedule row locked) is cut off, and the other nodes fire the next ticks', async () => {
+    const schema = freshSchema();
+    const a = await createApp({ schema, workflows: [Plain], options: { nodeId: 'node-a' } });
+    await a.durable.schedule('sched_plain', '* * * * * *', { name: 'stuck' });
+    await waitFor(async () => (await fires(schema, 'stuck')).length >= 1, { message: 'a first fire' });
+    // "node b": opens a fire's transaction, takes a tick (locking the schedule row), then stops
+    const client = new Client({ connectionString: databaseUrl() });
+    client.on('error', () => undefined);
+    await client.connect();
+    const q = clientQueryable(client);
+    const store = schedulerOf(a).store;
+    await client.query('BEGIN');
+    await store.fireSession(q);
+    const future = new Date(Math.ceil(Date.now() / 1000) * 1000 + 3_600_000);
+    expect(await store.claimTick(q, 'stuck', future, 'node-b', '* * * * * *', 'UTC', null)).toMatchObject({ name: 'stuck' });
+    const stalledAt = Date.now();
+    // node a's ticks wait on the row lock until Postgres ends b's idle transaction (5 s)
+    await waitFor(async () => (await fires(schema, 'stuck')).some((f) => new Date(f.tick_at).getTime() > stalledAt + 1000), {
+      timeout: 15_000,
+      message: 'a fires again after b was cut off',
+    });
+    await expect(client.query('select 1')).rejects.toThrow();
+    await client.end().catch(() => undefined);
+    await a.close();
+    const all = await fires(schema, 'stuck');
+    expect(all.every((f) => f.node_id === 'node-a')).toBe(true);
+    expect(all.some((f) => new Date(f.tick_at).getTime() === future.getTime())).toBe(false);
+    expect(await runsOf(schema, 'sched_plain')).toHaveLength(all.length);
   });
 
   it('a keyed schedule: fires while the last run holds the key start nothing and record key_duplicate (useExisting)', async () => {
