@@ -3,7 +3,8 @@ import { NestFactory } from '@nestjs/core';
 import * as net from 'net';
 import * as path from 'path';
 import { AppModule } from '../../sample-app/src/app.module';
-import { databaseUrl, DIST_ENTRY, freshSchema, ident, sql, waitFor } from '../support';
+import { DurableHealthIndicator } from '../../src';
+import { createApp, databaseUrl, DIST_ENTRY, freshSchema, ident, sql, waitFor } from '../support';
 
 /**
  * The sample app's real `/health` endpoint (terminus + DurableHealthIndicator), up and down. The
@@ -106,6 +107,18 @@ describe('GET /health (sample app, DurableHealthIndicator)', () => {
     const stalled = await get(base, '/health');
     expect(stalled.body.error.durable).toMatchObject({ status: 'down', reason: expect.stringMatching(/worker loop has not ticked/) });
     expect(stalled.body.error.durable.lastTickMsAgo).toBeGreaterThan(3_000);
+  });
+
+  it('a start-only node (worker: false) is not checked for a worker loop; maxLag and timeout are options', async () => {
+    const t = await createApp({ options: { worker: false, nodeId: 'api-only' } });
+    const indicator = t.get(DurableHealthIndicator);
+    const up = await indicator.isHealthy('db');
+    expect(up).toEqual({ db: { status: 'up', nodeId: 'api-only', pending: 0, lagMs: 0 } });
+    await sql(`insert into ${ident(t.schema)}.runs (id, workflow, status, run_at) values (gen_random_uuid(), 'x', 'pending', now() - interval '2 seconds')`);
+    expect((await indicator.isHealthy('db', { maxLag: '1m', timeout: '5s' })).db.status).toBe('up');
+    const late = await indicator.isHealthy('db', { maxLag: 500 });
+    expect(late.db).toMatchObject({ status: 'down', pending: 1, reason: expect.stringMatching(/maxLag 500ms/) });
+    expect(late.db.lagMs).toBeGreaterThanOrEqual(2000);
   });
 
   it('shows the sample’s keyed cleanup schedule', async () => {
