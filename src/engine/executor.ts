@@ -1,4 +1,4 @@
-import { CancelledError, TimeoutError } from '../errors';
+import { CancelledError, ChildFailedError, TimeoutError } from '../errors';
 import type { StepDefinition, WorkflowDefinition } from '../discovery/workflow-definition';
 import type { ClaimedRow, Transition } from '../store/runs.store';
 import type { DurableCore } from './durable.core';
@@ -158,7 +158,8 @@ export class Execution implements ExecutionHandle {
    */
   private async finishFailed(err: unknown, index: number, attempt?: number): Promise<boolean> {
     const step = this.def.steps[index]?.name;
-    const error = serializeError(err, { step, attempt });
+    const child = err instanceof ChildFailedError ? { childId: err.childId, childStatus: err.childStatus, childError: err.childError } : {};
+    const error = serializeError(err, { step, attempt, ...child });
     const first = this.lastCompensable(index - 1);
     if (first < 0) return this.write({ status: 'failed', error, final: true });
     if (!(await this.write({ status: 'compensating', error, comp_step: first, attempt: 0 }))) return false;

@@ -141,7 +141,13 @@ describe('child runs', () => {
     expect(err.childId).toBe(childId);
     expect(err.childStatus).toBe('failed');
     expect(err.childError).toMatchObject({ message: 'cannot double 7' });
-    expect(done.error).toMatchObject({ name: 'ChildFailedError', code: 'child_failed' });
+    expect(done.error).toMatchObject({
+      name: 'ChildFailedError',
+      code: 'child_failed',
+      childId,
+      childStatus: 'failed',
+      childError: { message: 'cannot double 7' },
+    });
   });
 
   it('parallel resolves with the results in order once all have finished', async () => {
