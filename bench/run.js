@@ -57,15 +57,35 @@ function ratio(a, b) {
   return `${r >= 10 ? r.toFixed(0) : r.toFixed(2)}×`;
 }
 
+/** Copy the built library so every child of this run uses the same build; record which commit it is. */
+function snapshotLibrary() {
+  const root = path.resolve(__dirname, '..');
+  const dist = path.join(root, 'dist');
+  let commit = 'unknown';
+  try {
+    const { execSync } = require('child_process');
+    commit = execSync('git rev-parse --short HEAD', { cwd: root }).toString().trim();
+    const dirty = execSync('git status --porcelain -- src migrations', { cwd: root }).toString().trim();
+    if (dirty) commit += ' (+ uncommitted changes in src/ or migrations/)';
+  } catch { /* not a git checkout */ }
+  if (process.env.BENCH_NO_SNAPSHOT || !fs.existsSync(path.join(dist, 'src', 'index.js'))) return { commit, built: fs.existsSync(path.join(dist, 'src', 'index.js')) ? fs.statSync(path.join(dist, 'src', 'index.js')).mtime.toISOString() : 'not built' };
+  const snap = path.join(__dirname, '.lib-snapshot');
+  fs.rmSync(snap, { recursive: true, force: true });
+  fs.cpSync(dist, path.join(snap, 'dist'), { recursive: true });
+  process.env.BENCH_OURS_LIB = path.join(snap, 'dist', 'src', 'index.js');
+  return { commit, built: fs.statSync(path.join(dist, 'src', 'index.js')).mtime.toISOString() };
+}
+
 async function main() {
   const t0 = Date.now();
+  const lib = snapshotLibrary();
   const url = await resolveUrl({ log });
   const env = await envFacts(url);
   const variants = selectedVariants();
   const metrics = selectedMetrics();
   const sz = sizes();
   log(`bench: scale ${scale()}, ${reps()} reps, systems ${variants.join(', ')}, metrics ${metrics.join(', ')}`);
-  log(`postgres: ${env.pgVersion.split(' on ')[0]}; node ${env.node}; ${env.cores} cores`);
+  log(`postgres: ${env.pgVersion.split(' on ')[0]}; node ${env.node}; ${env.cores} cores; nestjs-durable ${lib.commit}`);
 
   const results = {}; // variant -> metric -> summary
   const info = {}; // variant -> { describe, fiveStepModel, errors: [], meta: { metric: [...] } }
@@ -79,7 +99,7 @@ async function main() {
       log(`${group} — ${LABEL[variant]} (${wanted.join(', ')})`);
       const c0 = Date.now();
       let r = await runChild(url, variant, group, wanted);
-      if (!r.ok && /too many clients|ECONNREFUSED|ECONNRESET|terminat/i.test(r.error || '')) {
+      if (!r.ok && /too many clients|ECONNREFUSED|ECONNRESET|terminat|Cannot find module|not built|SyntaxError/i.test(r.error || '')) {
         log(`  retrying once in 5 s (${r.error})`);
         await new Promise((res) => setTimeout(res, 5000));
         r = await runChild(url, variant, group, wanted);
@@ -148,6 +168,7 @@ async function main() {
     '',
     `- date: ${env.date}`,
     `- Postgres: ${env.pgVersion} (${Object.entries(env.pgSettings).map(([k, v]) => `${k}=${v}`).join(', ')})`,
+    `- nestjs-durable at ${lib.commit}, dist built ${lib.built}`,
     `- node ${env.node}; ${env.cores} cores (${env.cpu}), ${env.memGb} GB RAM`,
     `- load average (1 min) at start ${env.load1.toFixed(2)}, at end ${require('os').loadavg()[0].toFixed(2)} — the 2 cores are shared with whatever else runs on the machine`,
     `- scale ${scale()}${process.env.BENCH_ONLY ? `, BENCH_ONLY=${process.env.BENCH_ONLY}` : ''}${process.env.BENCH_SCENARIOS ? `, BENCH_SCENARIOS=${process.env.BENCH_SCENARIOS}` : ''}; wall time ${Math.round((Date.now() - t0) / 1000)} s`,

@@ -8,7 +8,8 @@ const SCHEMA = process.env.BENCH_OURS_SCHEMA || 'bench_durable';
 
 function loadLibrary() {
   try {
-    return require('nestjs-durable');
+    // run.js snapshots dist/ at start (BENCH_OURS_LIB) so a rebuild during the run cannot change it under us
+    return require(process.env.BENCH_OURS_LIB || 'nestjs-durable');
   } catch (e) {
     const err = new Error(`nestjs-durable is not built or does not load (run \`npm run build\` at the repo root): ${e.message}`);
     err.code = 'OURS_UNAVAILABLE';
