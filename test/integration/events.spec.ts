@@ -3,8 +3,11 @@
  * event per name per run (newest kept one wins, later ones never read), an event sent while the
  * step is mid-flight (kept, not lost), timeouts, and a race of many sends against suspensions.
  */
-import { RunContext, Step, TimeoutError, Workflow } from '../../src';
-import { createApp, Gate, sql, waitFor } from '../support';
+import { Client } from 'pg';
+import { deliverEvent, RunContext, Step, TimeoutError, Workflow } from '../../src';
+import { DurableCore } from '../../src/engine/durable.core';
+import { clientQueryable } from '../../src/store/db';
+import { createApp, databaseUrl, Gate, sql, waitFor } from '../support';
 
 const got: Record<string, unknown[]> = {};
 let gate = new Gate();
@@ -92,7 +95,17 @@ class Race {
   }
 }
 
-const workflows = [WaitOne, WaitTwice, Gated, MidStep, Timeout, Sleeper, Race];
+@Workflow('e_hit')
+class Hit {
+  @Step({ retry: { attempts: 1 } })
+  async listen(ctx: RunContext) {
+    push(ctx.runId, 'attempt');
+    await gate.wait(ctx.signal);
+    return ctx.waitForEvent('hit');
+  }
+}
+
+const workflows = [WaitOne, WaitTwice, Gated, MidStep, Timeout, Sleeper, Race, Hit];
 
 beforeEach(() => {
   for (const k of Object.keys(got)) delete got[k];
@@ -194,6 +207,36 @@ describe('sendEvent / waitForEvent', () => {
     const { runId } = await durable.start('e_wait');
     await expect(durable.sendEvent(runId, '', 1)).rejects.toMatchObject({ code: 'invalid' });
     await expect(durable.sendEvent(runId, 'go', { n: BigInt(1) })).rejects.toMatchObject({ code: 'invalid' });
+  });
+
+  it('an event kept between "no event yet" and the suspension\'s write resumes the run at once', async () => {
+    const app = await createApp({ workflows });
+    const { durable, schema } = app;
+    const { runId } = await durable.start('e_hit');
+    await waitFor(() => got[runId]?.length === 1);
+    const client = new Client({ connectionString: databaseUrl() });
+    await client.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query(`select 1 from "${schema}".runs where id = $1 for no key update`, [runId]); // not FOR UPDATE: the step's waits insert (FK) must pass
+      gate.open(); // the step finds no event and suspends: its write now waits for our row lock
+      await waitFor(async () => {
+        const rows = await sql(
+          `select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like $1`,
+          [`%UPDATE "${schema}".runs r SET%`],
+        );
+        return rows.length > 0;
+      }, { message: 'the suspension write is blocked on the run row' });
+      // the run is still `running`: the event is kept (and marked on the run), then we commit
+      expect(await deliverEvent(app.get(DurableCore), clientQueryable(client), runId, 'hit', { late: true })).toBe('kept');
+      await client.query('COMMIT');
+    } finally {
+      await client.end();
+    }
+    const done = await durable.waitForRun(runId, { timeout: 10_000 });
+    expect(done.status).toBe('completed');
+    expect(done.result).toEqual({ late: true });
+    expect(got[runId]).toHaveLength(2); // suspended once, resumed at once
   });
 
   it('race: 100 runs, each sent its event at a random moment around its wait, all complete with it', async () => {
