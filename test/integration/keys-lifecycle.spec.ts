@@ -1,0 +1,448 @@
+/**
+ * Keys across the lifecycle (spec/workflow-keys.md, "Inside Your Own Transaction" and "Retry,
+ * Rerun and Releasing a Key"): starts in the caller's transaction (duplicates don't poison it, a
+ * rollback undoes the run, its key, a hand-off or a cancelExisting), retry taking the key back,
+ * rerun, releaseKey, and pruning a holder.
+ */
+import { DataSource } from 'typeorm';
+import {
+  KeyTakenError,
+  NoKeyError,
+  NotFinishedError,
+  RunContext,
+  RunStatus,
+  Step,
+  Workflow,
+} from '../../src';
+import { countRuns, createApp, databaseUrl, Gate, ident, sql, TestApp, waitFor } from '../support';
+
+/** Keys whose runs fail (until removed). */
+const failing = new Set<string>();
+let gate = new Gate();
+const ranWith: Record<string, unknown[]> = {};
+
+async function body(ctx: RunContext<{ n?: number; gate?: boolean; event?: string } | null>) {
+  (ranWith[ctx.runId] ??= []).push(ctx.input);
+  if (ctx.key && failing.has(ctx.key)) throw new Error(`failing ${ctx.key}`);
+  if (ctx.input?.gate) await gate.wait(ctx.signal);
+  if (ctx.input?.event) return { event: await ctx.waitForEvent(ctx.input.event) };
+  return { input: ctx.input };
+}
+
+@Workflow('l_close', { retry: { attempts: 1 } })
+class LClose {
+  @Step()
+  async go(ctx: RunContext<{ n?: number } | null>) {
+    return body(ctx);
+  }
+}
+
+@Workflow('l_failure', { reuse: 'afterFailure', retry: { attempts: 1 } })
+class LFailure {
+  @Step()
+  async go(ctx: RunContext<{ n?: number } | null>) {
+    return body(ctx);
+  }
+}
+
+@Workflow('l_never', { reuse: 'never', retry: { attempts: 1 } })
+class LNever {
+  @Step()
+  async go(ctx: RunContext<{ n?: number } | null>) {
+    return body(ctx);
+  }
+}
+
+const ALL = [LClose, LFailure, LNever];
+const FINAL: RunStatus[] = ['completed', 'failed', 'cancelled', 'compensated', 'compensation_failed'];
+
+async function force(schema: string, id: string, status: RunStatus) {
+  await sql(
+    `UPDATE ${ident(schema)}.runs SET status = $2, finished_at = CASE WHEN $3 THEN now() END,
+       started_at = CASE WHEN $2 <> 'pending' THEN coalesce(started_at, now()) END
+     WHERE id = $1`,
+    [id, status, FINAL.includes(status)],
+  );
+}
+
+async function holdersOf(schema: string, workflow: string, key: string): Promise<string[]> {
+  const rows = await sql(`SELECT id FROM ${ident(schema)}.runs WHERE workflow = $1 AND key = $2 AND holds_key`, [workflow, key]);
+  return rows.map((r) => r.id);
+}
+
+async function activityKinds(schema: string, key: string): Promise<string[]> {
+  const rows = await sql(`SELECT kind FROM ${ident(schema)}.activity WHERE key = $1 ORDER BY id`, [key]);
+  return rows.map((r) => r.kind);
+}
+
+async function rejection(p: Promise<unknown>): Promise<unknown> {
+  try {
+    await p;
+  } catch (err) {
+    return err;
+  }
+  throw new Error('expected a rejection, but it resolved');
+}
+
+async function expectKeyTaken(p: Promise<unknown>, holderId: string) {
+  const err = await rejection(p);
+  expect(err).toBeInstanceOf(KeyTakenError);
+  expect((err as KeyTakenError).holderId).toBe(holderId);
+}
+
+describe('keys across the lifecycle', () => {
+  beforeEach(() => {
+    failing.clear();
+    gate = new Gate();
+  });
+
+  describe("inside the caller's transaction (manager)", () => {
+    let ds: DataSource;
+    let t: TestApp;
+
+    beforeAll(async () => {
+      ds = new DataSource({ type: 'postgres', url: databaseUrl() });
+      await ds.initialize();
+      t = await createApp({ workflows: ALL, options: { worker: false } });
+      await sql(`CREATE TABLE ${ident(t.schema)}.articles (id serial PRIMARY KEY, title text NOT NULL)`);
+    });
+
+    afterAll(async () => {
+      await ds.destroy();
+    });
+
+    const articles = async (title: string) =>
+      (await sql(`SELECT count(*)::int AS n FROM ${ident(t.schema)}.articles WHERE title = $1`, [title]))[0].n;
+
+    it('a duplicate neither throws nor poisons the transaction (useExisting and error)', async () => {
+      const a = await t.durable.start('l_close', {}, { key: 'tx-dup' });
+      let got: unknown;
+      let err: unknown;
+      await ds.transaction(async (manager) => {
+        await manager.query(`INSERT INTO ${ident(t.schema)}.articles (title) VALUES ('dup-before')`);
+        got = await t.durable.start('l_close', { n: 2 }, { key: 'tx-dup', manager });
+        err = await rejection(t.durable.start('l_close', { n: 3 }, { key: 'tx-dup', manager, onDuplicate: 'error' }));
+        await manager.query(`INSERT INTO ${ident(t.schema)}.articles (title) VALUES ('dup-after')`);
+      });
+      expect(got).toEqual({ runId: a.runId, outcome: 'useExisting' });
+      expect(err).toBeInstanceOf(KeyTakenError);
+      expect(await articles('dup-before')).toBe(1);
+      expect(await articles('dup-after')).toBe(1);
+      expect(await countRuns(t.schema, 'key = $1', ['tx-dup'])).toBe(1);
+    });
+
+    it.each(['REPEATABLE READ', 'SERIALIZABLE'] as const)('a duplicate does not poison a %s transaction either', async (level) => {
+      const key = `tx-iso-${level}`;
+      const a = await t.durable.start('l_close', {}, { key });
+      await ds.transaction(level, async (manager) => {
+        expect(await t.durable.start('l_close', {}, { key, manager })).toEqual({ runId: a.runId, outcome: 'useExisting' });
+        await expect(t.durable.start('l_close', {}, { key, manager, onDuplicate: 'error' })).rejects.toBeInstanceOf(KeyTakenError);
+        await manager.query(`INSERT INTO ${ident(t.schema)}.articles (title) VALUES ($1)`, [key]);
+      });
+      expect(await articles(key)).toBe(1);
+    });
+
+    it('a rollback removes the new run and its key', async () => {
+      let runId = '';
+      await rejection(
+        ds.transaction(async (manager) => {
+          runId = (await t.durable.start('l_close', {}, { key: 'tx-rb', manager })).runId;
+          throw new Error('rollback');
+        }),
+      );
+      expect(runId).not.toBe('');
+      expect(await t.durable.getRun(runId)).toBeNull();
+      expect(await holdersOf(t.schema, 'l_close', 'tx-rb')).toEqual([]);
+      expect((await t.durable.start('l_close', {}, { key: 'tx-rb' })).outcome).toBe('created');
+    });
+
+    it('a rollback undoes a hand-off from a finished holder', async () => {
+      const a = await t.durable.start('l_close', {}, { key: 'tx-ho' });
+      await force(t.schema, a.runId, 'completed');
+      let b = '';
+      await rejection(
+        ds.transaction(async (manager) => {
+          const r = await t.durable.start('l_close', {}, { key: 'tx-ho', manager });
+          expect(r.outcome).toBe('created');
+          b = r.runId;
+          throw new Error('rollback');
+        }),
+      );
+      expect(await t.durable.getRun(b)).toBeNull();
+      expect(await holdersOf(t.schema, 'l_close', 'tx-ho')).toEqual([a.runId]);
+      expect(await activityKinds(t.schema, 'tx-ho')).toEqual([]);
+    });
+
+    it('a rollback undoes a cancelExisting: the holder is going again and holds its key', async () => {
+      const a = await t.durable.start('l_never', { n: 1 }, { key: 'tx-ce' });
+      await rejection(
+        ds.transaction(async (manager) => {
+          const r = await t.durable.start('l_never', { n: 2 }, { key: 'tx-ce', manager, onDuplicate: 'cancelExisting' });
+          expect(r.outcome).toBe('cancelExisting');
+          throw new Error('rollback');
+        }),
+      );
+      const run = (await t.durable.getRun(a.runId))!;
+      expect(run).toMatchObject({ status: 'pending', holdsKey: true, error: null, finishedAt: null });
+      expect(await countRuns(t.schema, 'key = $1', ['tx-ce'])).toBe(1);
+      expect(await activityKinds(t.schema, 'tx-ce')).toEqual([]);
+    });
+
+    it('a committed cancelExisting in a transaction replaces the holder', async () => {
+      const a = await t.durable.start('l_close', {}, { key: 'tx-ce2' });
+      let b = '';
+      await ds.transaction(async (manager) => {
+        b = (await t.durable.start('l_close', {}, { key: 'tx-ce2', manager, onDuplicate: 'cancelExisting' })).runId;
+      });
+      expect((await t.durable.getRun(a.runId))!).toMatchObject({ status: 'cancelled', holdsKey: false });
+      expect(await holdersOf(t.schema, 'l_close', 'tx-ce2')).toEqual([b]);
+    });
+
+    it('a rollback undoes a runAgain waiting run', async () => {
+      const a = await t.durable.start('l_close', {}, { key: 'tx-ra' });
+      await force(t.schema, a.runId, 'running');
+      await rejection(
+        ds.transaction(async (manager) => {
+          const r = await t.durable.start('l_close', {}, { key: 'tx-ra', manager, onDuplicate: 'runAgain' });
+          expect(r.outcome).toBe('runAgain');
+          expect(r.runId).not.toBe(a.runId);
+          throw new Error('rollback');
+        }),
+      );
+      expect(await countRuns(t.schema, 'key = $1', ['tx-ra'])).toBe(1);
+    });
+  });
+
+  describe('sendEvent inside a transaction', () => {
+    it('is atomic with the start: a rollback delivers nothing, a commit delivers', async () => {
+      const ds = new DataSource({ type: 'postgres', url: databaseUrl() });
+      await ds.initialize();
+      try {
+        const t = await createApp({ workflows: ALL });
+        const h = await t.durable.start('l_close', { event: 'upd' }, { key: 'tx-se' });
+        await waitFor(async () => (await t.durable.getRun(h.runId))?.status === 'waiting');
+        await rejection(
+          ds.transaction(async (manager) => {
+            const r = await t.durable.start('l_close', { v: 1 } as never, { key: 'tx-se', manager, onDuplicate: { sendEvent: 'upd' } });
+            expect(r).toEqual({ runId: h.runId, outcome: 'sendEvent' });
+            throw new Error('rollback');
+          }),
+        );
+        expect((await t.durable.getRun(h.runId))!.status).toBe('waiting');
+        await ds.transaction(async (manager) => {
+          await t.durable.start('l_close', { v: 2 } as never, { key: 'tx-se', manager, onDuplicate: { sendEvent: 'upd' } });
+        });
+        const done = await t.durable.waitForRun(h.runId, { timeout: 10_000 });
+        expect(done.result).toEqual({ event: { v: 2 } });
+      } finally {
+        await ds.destroy();
+      }
+    });
+  });
+
+  describe('retry', () => {
+    let t: TestApp;
+    beforeAll(async () => {
+      t = await createApp({ workflows: ALL });
+    });
+
+    it('a failed run that still holds its key: nothing changes about the key', async () => {
+      failing.add('r1');
+      const a = await t.durable.start('l_close', { n: 1 }, { key: 'r1' });
+      expect((await t.durable.waitForRun(a.runId, { timeout: 10_000 })).status).toBe('failed');
+      failing.delete('r1');
+      await t.durable.retry(a.runId);
+      const done = await t.durable.waitForRun(a.runId, { timeout: 10_000 });
+      expect(done).toMatchObject({ status: 'completed', holdsKey: true });
+      expect(await activityKinds(t.schema, 'r1')).toEqual([]);
+    });
+
+    it('takes the key back from a newer run that finished and that reuse lets go', async () => {
+      failing.add('r2');
+      const a = await t.durable.start('l_close', { n: 1 }, { key: 'r2' });
+      await t.durable.waitForRun(a.runId, { timeout: 10_000 });
+      failing.delete('r2');
+      const b = await t.durable.start('l_close', { n: 2 }, { key: 'r2' });
+      expect(b.outcome).toBe('created');
+      expect((await t.durable.waitForRun(b.runId, { timeout: 10_000 })).status).toBe('completed');
+      await t.durable.retry(a.runId);
+      expect(await holdersOf(t.schema, 'l_close', 'r2')).toEqual([a.runId]);
+      const done = await t.durable.waitForRun(a.runId, { timeout: 10_000 });
+      expect(done).toMatchObject({ status: 'completed', holdsKey: true });
+      expect((await t.durable.getRun(b.runId))!).toMatchObject({ status: 'completed', holdsKey: false });
+      expect(await activityKinds(t.schema, 'r2')).toEqual(['key_handed_off', 'key_retaken']);
+    });
+
+    it('is refused with KeyTakenError(newerId) while the newer run is going, leaving the run failed', async () => {
+      failing.add('r3');
+      const a = await t.durable.start('l_close', { n: 1 }, { key: 'r3' });
+      await t.durable.waitForRun(a.runId, { timeout: 10_000 });
+      failing.delete('r3');
+      const b = await t.durable.start('l_close', { gate: true } as never, { key: 'r3' });
+      await waitFor(async () => (await t.durable.getRun(b.runId))?.status === 'running');
+      const before = (await t.durable.getRun(a.runId))!;
+      await expectKeyTaken(t.durable.retry(a.runId), b.runId);
+      const after = (await t.durable.getRun(a.runId))!;
+      expect(after).toMatchObject({ status: 'failed', holdsKey: false, error: before.error, attempt: before.attempt });
+      expect(await holdersOf(t.schema, 'l_close', 'r3')).toEqual([b.runId]);
+      gate.open();
+      await t.durable.waitForRun(b.runId, { timeout: 10_000 });
+    });
+
+    it('is refused under afterFailure when the newer run completed (reuse keeps it)', async () => {
+      failing.add('r4');
+      const a = await t.durable.start('l_failure', { n: 1 }, { key: 'r4' });
+      await t.durable.waitForRun(a.runId, { timeout: 10_000 });
+      failing.delete('r4');
+      const b = await t.durable.start('l_failure', { n: 2 }, { key: 'r4' });
+      expect(b.outcome).toBe('created');
+      await t.durable.waitForRun(b.runId, { timeout: 10_000 });
+      await expectKeyTaken(t.durable.retry(a.runId), b.runId);
+      expect((await t.durable.getRun(a.runId))!).toMatchObject({ status: 'failed', holdsKey: false });
+    });
+
+    it('takes back a key nobody holds (released)', async () => {
+      failing.add('r5');
+      const a = await t.durable.start('l_never', { n: 1 }, { key: 'r5' });
+      await t.durable.waitForRun(a.runId, { timeout: 10_000 });
+      await t.durable.releaseKey(a.runId, { by: 'ops' });
+      failing.delete('r5');
+      await t.durable.retry(a.runId);
+      expect(await holdersOf(t.schema, 'l_never', 'r5')).toEqual([a.runId]);
+      expect((await t.durable.waitForRun(a.runId, { timeout: 10_000 })).status).toBe('completed');
+    });
+  });
+
+  describe('rerun', () => {
+    let t: TestApp;
+    beforeAll(async () => {
+      t = await createApp({ workflows: ALL, options: { worker: false } });
+    });
+
+    it('starts a fresh copy of a finished run with the same key, following the start rules', async () => {
+      const a = await t.durable.start('l_close', { n: 1 }, { key: 'rr1' });
+      await force(t.schema, a.runId, 'completed');
+      const b = await t.durable.rerun(a.runId);
+      expect(b.outcome).toBe('created');
+      expect((await t.durable.getRun(b.runId))!).toMatchObject({ key: 'rr1', holdsKey: true, input: { n: 1 }, workflow: 'l_close' });
+      await force(t.schema, b.runId, 'failed');
+      const c = await t.durable.rerun(a.runId, { input: { n: 3 } });
+      expect((await t.durable.getRun(c.runId))!).toMatchObject({ key: 'rr1', holdsKey: true, input: { n: 3 } });
+      expect(await holdersOf(t.schema, 'l_close', 'rr1')).toEqual([c.runId]);
+    });
+
+    it('rejects with KeyTakenError(holderId) instead of returning a going holder', async () => {
+      const a = await t.durable.start('l_close', { n: 1 }, { key: 'rr2' });
+      await force(t.schema, a.runId, 'failed');
+      const b = await t.durable.start('l_close', { n: 2 }, { key: 'rr2' });
+      const before = await countRuns(t.schema);
+      await expectKeyTaken(t.durable.rerun(a.runId), b.runId);
+      expect(await countRuns(t.schema)).toBe(before);
+    });
+
+    it('rejects with KeyTakenError(holderId) when reuse keeps a finished holder (never, afterFailure)', async () => {
+      const a = await t.durable.start('l_never', {}, { key: 'rr3' });
+      await force(t.schema, a.runId, 'completed');
+      await expectKeyTaken(t.durable.rerun(a.runId), a.runId);
+      const c = await t.durable.start('l_failure', {}, { key: 'rr3' });
+      await force(t.schema, c.runId, 'completed');
+      await expectKeyTaken(t.durable.rerun(c.runId), c.runId);
+      expect(await countRuns(t.schema, 'key = $1', ['rr3'])).toBe(2);
+    });
+
+    it('refuses a run that is still going with NotFinishedError', async () => {
+      const a = await t.durable.start('l_close', {}, { key: 'rr4' });
+      await expect(t.durable.rerun(a.runId)).rejects.toBeInstanceOf(NotFinishedError);
+    });
+  });
+
+  describe('releaseKey', () => {
+    let t: TestApp;
+    beforeAll(async () => {
+      t = await createApp({ workflows: ALL, options: { worker: false } });
+    });
+
+    it('a run that is still going → NotFinishedError (pending, running, waiting, compensating)', async () => {
+      for (const status of ['pending', 'running', 'waiting', 'compensating'] as RunStatus[]) {
+        const a = await t.durable.start('l_never', {}, { key: `rel-going-${status}` });
+        if (status !== 'pending') await force(t.schema, a.runId, status);
+        const err = await rejection(t.durable.releaseKey(a.runId, { by: 'ops' }));
+        expect(err).toBeInstanceOf(NotFinishedError);
+        expect((err as NotFinishedError).code).toBe('not_finished');
+        expect(await holdersOf(t.schema, 'l_never', `rel-going-${status}`)).toEqual([a.runId]);
+      }
+    });
+
+    it('a run without a key, or whose key is already released or taken by a newer run → NoKeyError', async () => {
+      const a = await t.durable.start('l_never', {});
+      await force(t.schema, a.runId, 'completed');
+      const e1 = await rejection(t.durable.releaseKey(a.runId, { by: 'ops' }));
+      expect(e1).toBeInstanceOf(NoKeyError);
+      expect((e1 as NoKeyError).code).toBe('no_key');
+      const b = await t.durable.start('l_never', {}, { key: 'rel-twice' });
+      await force(t.schema, b.runId, 'completed');
+      await t.durable.releaseKey(b.runId, { by: 'ops' });
+      await expect(t.durable.releaseKey(b.runId, { by: 'ops' })).rejects.toBeInstanceOf(NoKeyError);
+      const c = await t.durable.start('l_close', {}, { key: 'rel-newer' });
+      await force(t.schema, c.runId, 'completed');
+      await t.durable.start('l_close', {}, { key: 'rel-newer' });
+      await expect(t.durable.releaseKey(c.runId, { by: 'ops' })).rejects.toBeInstanceOf(NoKeyError);
+    });
+
+    it('lets a finished run’s key go even under never; the run keeps its history and key; a rerun then creates', async () => {
+      const a = await t.durable.start('l_never', { id: 'INV-2208' } as never, { key: 'invoice:INV-2208' });
+      await sql(`UPDATE ${ident(t.schema)}.runs SET result = '{"sent":true}' WHERE id = $1`, [a.runId]);
+      await force(t.schema, a.runId, 'completed');
+      const before = (await t.durable.getRun(a.runId))!;
+      await expect(t.durable.start('l_never', {}, { key: 'invoice:INV-2208', onDuplicate: 'error' })).rejects.toBeInstanceOf(KeyTakenError);
+      await t.durable.releaseKey(a.runId, { by: 'ops@example.com' });
+      const after = (await t.durable.getRun(a.runId))!;
+      expect(after).toMatchObject({
+        status: 'completed',
+        key: 'invoice:INV-2208',
+        holdsKey: false,
+        input: before.input,
+        result: { sent: true },
+        finishedAt: before.finishedAt,
+      });
+      const r = await t.durable.rerun(a.runId);
+      expect(r.outcome).toBe('created');
+      expect(r.runId).not.toBe(a.runId);
+      expect((await t.durable.getRun(r.runId))!).toMatchObject({ key: 'invoice:INV-2208', holdsKey: true, input: { id: 'INV-2208' } });
+      const listed = await t.durable.listRuns({ key: 'invoice:INV-2208' });
+      expect(listed.map((x) => [x.id, x.holdsKey])).toEqual(
+        expect.arrayContaining([
+          [a.runId, false],
+          [r.runId, true],
+        ]),
+      );
+    });
+
+    it('works on every finished status', async () => {
+      for (const status of FINAL) {
+        const a = await t.durable.start('l_never', {}, { key: `rel-fin-${status}` });
+        await force(t.schema, a.runId, status);
+        await t.durable.releaseKey(a.runId, { by: 'ops' });
+        expect((await t.durable.start('l_never', {}, { key: `rel-fin-${status}` })).outcome).toBe('created');
+      }
+    });
+  });
+
+  describe('pruning', () => {
+    it("pruning a finished holder frees its key; a going holder is not pruned and keeps it", async () => {
+      const t = await createApp({ workflows: ALL, options: { worker: false } });
+      const a = await t.durable.start('l_never', {}, { key: 'pr' });
+      await force(t.schema, a.runId, 'completed');
+      await sql(`UPDATE ${ident(t.schema)}.runs SET finished_at = now() - interval '2 days' WHERE id = $1`, [a.runId]);
+      const g = await t.durable.start('l_never', {}, { key: 'pr-going' });
+      expect(await t.durable.start('l_never', {}, { key: 'pr' })).toEqual({ runId: a.runId, outcome: 'useExisting' });
+      const pruned = await t.durable.prune({ olderThan: '1d' });
+      expect(pruned.runs).toBe(1);
+      expect(await t.durable.getRun(a.runId)).toBeNull();
+      const b = await t.durable.start('l_never', {}, { key: 'pr' });
+      expect(b.outcome).toBe('created');
+      expect(await holdersOf(t.schema, 'l_never', 'pr')).toEqual([b.runId]);
+      expect(await t.durable.start('l_never', {}, { key: 'pr-going' })).toEqual({ runId: g.runId, outcome: 'useExisting' });
+    });
+  });
+});
