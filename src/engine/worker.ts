@@ -55,6 +55,8 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     this.started = true;
     await this.beat();
     await this.listen();
+    // shutdown may have begun while this node was still booting (another bootstrap hook failed)
+    if (this.stopping) return;
     this.timers.push(setInterval(() => this.tick(), options.worker.pollIntervalMs));
     this.timers.push(setInterval(() => void this.heartbeatPass(), options.heartbeatMs));
     this.tick();
