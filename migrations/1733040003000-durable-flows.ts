@@ -57,6 +57,9 @@ export class DurableFlows1733040003000 implements MigrationInterface {
       )`);
     await q.query(`CREATE INDEX IF NOT EXISTS flow_deps_run ON ${s}.flow_deps (run_id)`);
     await q.query(`CREATE INDEX IF NOT EXISTS flow_deps_missing ON ${s}.flow_deps (flow_id) WHERE missing AND NOT resolved`);
+    // the repair pass scans only open edges and nodes still waiting for deps
+    await q.query(`CREATE INDEX IF NOT EXISTS flow_deps_open ON ${s}.flow_deps (flow_id, dep_name) WHERE NOT resolved`);
+    await q.query(`CREATE INDEX IF NOT EXISTS runs_flow_waiting ON ${s}.runs (flow_id) WHERE status = 'waiting' AND deps_left > 0`);
     await q.query(`
       CREATE TABLE IF NOT EXISTS ${s}.flow_hooks (
         run_id uuid PRIMARY KEY REFERENCES ${s}.runs (id) ON DELETE CASCADE,
@@ -188,6 +191,7 @@ export class DurableFlows1733040003000 implements MigrationInterface {
     await q.query(`DROP FUNCTION IF EXISTS ${s}.durable_flow_resolve(text, text[], text[])`);
     for (const t of ['flow_hooks', 'flow_deps', 'flows']) await q.query(`DROP TABLE IF EXISTS ${s}.${t}`);
     await q.query(`DROP INDEX IF EXISTS ${s}.runs_flow_node`);
+    await q.query(`DROP INDEX IF EXISTS ${s}.runs_flow_waiting`);
     await q.query(`CREATE INDEX IF NOT EXISTS runs_flow ON ${s}.runs (flow_id, name) WHERE flow_id IS NOT NULL`);
     await q.query(`ALTER TABLE ${s}.runs DROP COLUMN IF EXISTS deps_left`);
   }

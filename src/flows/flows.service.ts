@@ -30,8 +30,11 @@ export interface AppendFlowOptions {
 const HOOK_BATCH = 50;
 /** A claimed hook is retried by another node after this long (its node died mid-call). */
 const HOOK_LEASE_MS = 5 * 60_000;
-/** How often the deeper repairs run at most (scans of open edges). */
-const DEEP_REPAIR_EVERY_MS = 10_000;
+/**
+ * How often the deeper repairs run at most (scans of open edges and waiting nodes; they find only
+ * what a disabled trigger or a hand-made change left behind), and at least every `nodeTimeout`.
+ */
+const DEEP_REPAIR_EVERY_MS = 60_000;
 
 const bytes = (s: string) => Buffer.byteLength(s, 'utf8');
 
