@@ -1,0 +1,389 @@
+/**
+ * Watching keys (spec/workflow-keys.md, "Watching Keys"): the activity log (key_duplicate with its
+ * outcome, inputChanged, input and runsAfter; key_handed_off; key_released with by; key_retaken),
+ * listActivity's filters, RunInfo.readds, listRuns({ key }) with holdsKey, listKeys, keyStats, the
+ * key counters, and activity pruned after retention.activity.
+ */
+import { metrics } from '@opentelemetry/api';
+import { DataPointType, MeterProvider, MetricReader, type SumMetricData } from '@opentelemetry/sdk-metrics';
+import { ActivityEvent, KeyTakenError, RunContext, RunStatus, Step, Workflow } from '../../src';
+import { createApp, freshSchema, Gate, ident, sql, TestApp, waitFor } from '../support';
+
+class TestReader extends MetricReader {
+  protected async onForceFlush(): Promise<void> {}
+  protected async onShutdown(): Promise<void> {}
+}
+const reader = new TestReader();
+const meterProvider = new MeterProvider({ readers: [reader] });
+beforeAll(() => {
+  metrics.setGlobalMeterProvider(meterProvider);
+});
+afterAll(async () => {
+  await meterProvider.shutdown();
+});
+async function counter(name: string, attrs: Record<string, string> = {}): Promise<number> {
+  const { resourceMetrics } = await reader.collect();
+  const all = resourceMetrics.scopeMetrics.filter((sm) => sm.scope.name === 'nestjs-durable').flatMap((sm) => sm.metrics);
+  const m = all.find((x) => x.descriptor.name === name) as SumMetricData | undefined;
+  if (!m) return 0;
+  expect(m.dataPointType).toBe(DataPointType.SUM);
+  return m.dataPoints
+    .filter((p) => Object.entries(attrs).every(([k, v]) => p.attributes[k] === v))
+    .reduce((n, p) => n + (p.value as number), 0);
+}
+
+let gate = new Gate();
+const failing = new Set<string>();
+
+async function body(ctx: RunContext<{ n?: number; gate?: boolean; event?: string } | null>) {
+  if (ctx.key && failing.has(ctx.key)) throw new Error('failing');
+  if (ctx.input?.gate) await gate.wait(ctx.signal);
+  if (ctx.input?.event) return ctx.waitForEvent(ctx.input.event);
+  return ctx.input;
+}
+
+@Workflow('a_wf', { retry: { attempts: 1 } })
+class AWf {
+  @Step()
+  async go(ctx: RunContext<{ n?: number } | null>) {
+    return body(ctx);
+  }
+}
+
+@Workflow('a_other', { retry: { attempts: 1 } })
+class AOther {
+  @Step()
+  async go(ctx: RunContext<{ n?: number } | null>) {
+    return body(ctx);
+  }
+}
+
+@Workflow('a_never', { reuse: 'never', retry: { attempts: 1 } })
+class ANever {
+  @Step()
+  async go(ctx: RunContext<{ n?: number } | null>) {
+    return body(ctx);
+  }
+}
+
+@Workflow('a_debounce', { debounce: { period: '1h' }, retry: { attempts: 1 } })
+class ADebounce {
+  @Step()
+  async go(ctx: RunContext<{ n?: number } | null>) {
+    return body(ctx);
+  }
+}
+
+const ALL = [AWf, AOther, ANever, ADebounce];
+const FINAL: RunStatus[] = ['completed', 'failed', 'cancelled', 'compensated', 'compensation_failed'];
+
+async function force(schema: string, id: string, status: RunStatus) {
+  await sql(
+    `UPDATE ${ident(schema)}.runs SET status = $2, finished_at = CASE WHEN $3 THEN now() END,
+       started_at = CASE WHEN $2 <> 'pending' THEN coalesce(started_at, now()) END
+     WHERE id = $1`,
+    [id, status, FINAL.includes(status)],
+  );
+}
+
+const only = (events: ActivityEvent[], kind: string) => events.filter((e) => e.kind === kind);
+
+describe('watching keys', () => {
+  beforeEach(() => {
+    gate = new Gate();
+    failing.clear();
+  });
+
+  describe('activity kinds', () => {
+    let t: TestApp;
+    beforeAll(async () => {
+      t = await createApp({ workflows: ALL, options: { worker: false } });
+    });
+
+    it('key_duplicate use_existing: on the holder, with inputChanged and the dropped input', async () => {
+      const h = await t.durable.start('a_wf', { n: 1 }, { key: 'ue' });
+      await t.durable.start('a_wf', { n: 1 }, { key: 'ue' });
+      await t.durable.start('a_wf', { n: 2 }, { key: 'ue' });
+      const ev = await t.durable.listActivity({ kinds: ['key_duplicate'], key: 'ue' });
+      expect(ev).toHaveLength(2);
+      // newest first
+      expect(ev[0]).toMatchObject({
+        kind: 'key_duplicate',
+        runId: h.runId,
+        at: expect.any(Date),
+        details: { key: 'ue', workflow: 'a_wf', outcome: 'use_existing', inputChanged: true, input: { n: 2 } },
+      });
+      expect(ev[1].details).toMatchObject({ key: 'ue', workflow: 'a_wf', outcome: 'use_existing', inputChanged: false, input: { n: 1 } });
+      expect(ev[0].details).not.toHaveProperty('runsAfter');
+      expect(typeof ev[0].id).toBe('string');
+    });
+
+    it('key_duplicate error, cancel_existing, send_event, debounced, and run_again with and without runsAfter', async () => {
+      const e = await t.durable.start('a_wf', { n: 1 }, { key: 'er' });
+      await expect(t.durable.start('a_wf', { n: 2 }, { key: 'er', onDuplicate: 'error' })).rejects.toBeInstanceOf(KeyTakenError);
+
+      const c = await t.durable.start('a_wf', { n: 1 }, { key: 'ce' });
+      const c2 = await t.durable.start('a_wf', { n: 2 }, { key: 'ce', onDuplicate: 'cancelExisting' });
+
+      const s = await t.durable.start('a_wf', { n: 1 }, { key: 'se' });
+      await t.durable.start('a_wf', { n: 2 }, { key: 'se', onDuplicate: { sendEvent: 'upd' } });
+
+      const d = await t.durable.start('a_debounce', { n: 1 }, { key: 'db' });
+      await t.durable.start('a_debounce', { n: 2 }, { key: 'db' });
+
+      // not picked up: the holder takes the input, nothing waits
+      const r = await t.durable.start('a_wf', { n: 1 }, { key: 'ra0' });
+      await t.durable.start('a_wf', { n: 2 }, { key: 'ra0', onDuplicate: 'runAgain' });
+      // picked up: a run waits behind it
+      const rw = await t.durable.start('a_wf', { n: 1 }, { key: 'ra1' });
+      await force(t.schema, rw.runId, 'running');
+      const waiter = await t.durable.start('a_wf', { n: 2 }, { key: 'ra1', onDuplicate: 'runAgain' });
+
+      const get = async (key: string) => (await t.durable.listActivity({ kinds: ['key_duplicate'], key }))[0];
+      expect(await get('er')).toMatchObject({ runId: e.runId, details: { key: 'er', workflow: 'a_wf', outcome: 'error', inputChanged: true, input: { n: 2 } } });
+      expect(await get('ce')).toMatchObject({ runId: c.runId, details: { key: 'ce', workflow: 'a_wf', outcome: 'cancel_existing', input: { n: 2 } } });
+      expect(await get('se')).toMatchObject({ runId: s.runId, details: { key: 'se', workflow: 'a_wf', outcome: 'send_event', input: { n: 2 } } });
+      expect(await get('db')).toMatchObject({ runId: d.runId, details: { key: 'db', workflow: 'a_debounce', outcome: 'debounced', input: { n: 2 } } });
+      const ra0 = await get('ra0');
+      expect(ra0).toMatchObject({ runId: r.runId, details: { key: 'ra0', workflow: 'a_wf', outcome: 'run_again', input: { n: 2 } } });
+      expect(ra0.details.runsAfter).toBeUndefined();
+      expect(await get('ra1')).toMatchObject({
+        runId: rw.runId,
+        details: { key: 'ra1', workflow: 'a_wf', outcome: 'run_again', runsAfter: rw.runId, input: { n: 2 } },
+      });
+      expect(waiter.runId).not.toBe(rw.runId);
+
+      // the cancelExisting hand-off
+      const ho = await t.durable.listActivity({ kinds: ['key_handed_off'], key: 'ce' });
+      expect(ho).toHaveLength(1);
+      expect(ho[0]).toMatchObject({ runId: c2.runId, details: { key: 'ce', workflow: 'a_wf' } });
+    });
+
+    it('key_handed_off when a start takes the key from a finished run; key_released with by; key_retaken on retry', async () => {
+      const a = await t.durable.start('a_wf', {}, { key: 'ho' });
+      await force(t.schema, a.runId, 'failed');
+      const b = await t.durable.start('a_wf', {}, { key: 'ho' });
+      const [handoff] = await t.durable.listActivity({ kinds: ['key_handed_off'], key: 'ho' });
+      expect(handoff).toMatchObject({ runId: b.runId, details: { key: 'ho', workflow: 'a_wf' } });
+      expect(JSON.stringify(handoff.details)).toContain(a.runId); // from whom
+
+      await force(t.schema, b.runId, 'completed');
+      await t.durable.releaseKey(b.runId, { by: 'ops@example.com' });
+      const [released] = await t.durable.listActivity({ kinds: ['key_released'], key: 'ho' });
+      expect(released).toMatchObject({ runId: b.runId, details: { key: 'ho', workflow: 'a_wf', by: 'ops@example.com' } });
+
+      await t.durable.retry(a.runId);
+      const [retaken] = await t.durable.listActivity({ kinds: ['key_retaken'], key: 'ho' });
+      expect(retaken).toMatchObject({ runId: a.runId, details: { key: 'ho', workflow: 'a_wf' } });
+      expect((await t.durable.listActivity({ key: 'ho' })).map((x) => x.kind)).toEqual(['key_retaken', 'key_released', 'key_handed_off']);
+    });
+  });
+
+  describe('the runAgain hand-off with a worker', () => {
+    it('is recorded as key_handed_off on the waiting run and counted by durable.key.handoff', async () => {
+      const t = await createApp({ workflows: ALL });
+      const before = await counter('durable.key.handoff', { workflow: 'a_wf' });
+      const h = await t.durable.start('a_wf', { gate: true } as never, { key: 'rah' });
+      await waitFor(async () => (await t.durable.getRun(h.runId))?.status === 'running');
+      const w = await t.durable.start('a_wf', { n: 2 }, { key: 'rah', onDuplicate: 'runAgain' });
+      gate.open();
+      await t.durable.waitForRun(w.runId, { timeout: 10_000 });
+      const ho = await t.durable.listActivity({ kinds: ['key_handed_off'], key: 'rah' });
+      expect(ho).toHaveLength(1);
+      expect(ho[0]).toMatchObject({ runId: w.runId, details: { key: 'rah', workflow: 'a_wf' } });
+      expect(await counter('durable.key.handoff', { workflow: 'a_wf' })).toBe(before + 1);
+    });
+
+    it('counts duplicates by outcome and releases', async () => {
+      const t = await createApp({ workflows: ALL, options: { worker: false } });
+      const dup = await counter('durable.key.duplicate', { workflow: 'a_other', outcome: 'use_existing' });
+      const err = await counter('durable.key.duplicate', { workflow: 'a_other', outcome: 'error' });
+      const rel = await counter('durable.key.release', { workflow: 'a_other' });
+      const a = await t.durable.start('a_other', {}, { key: 'tel' });
+      await t.durable.start('a_other', {}, { key: 'tel' });
+      await t.durable.start('a_other', {}, { key: 'tel', onDuplicate: 'error' }).catch(() => undefined);
+      await force(t.schema, a.runId, 'completed');
+      await t.durable.releaseKey(a.runId, { by: 'me' });
+      expect(await counter('durable.key.duplicate', { workflow: 'a_other', outcome: 'use_existing' })).toBe(dup + 1);
+      expect(await counter('durable.key.duplicate', { workflow: 'a_other', outcome: 'error' })).toBe(err + 1);
+      expect(await counter('durable.key.release', { workflow: 'a_other' })).toBe(rel + 1);
+    });
+  });
+
+  describe('listActivity filters', () => {
+    it('by kinds, workflow (name or class), key, runId, since and limit; newest first', async () => {
+      const t = await createApp({ workflows: ALL, options: { worker: false } });
+      const a = await t.durable.start('a_wf', {}, { key: 'f1' });
+      await t.durable.start('a_wf', {}, { key: 'f1' });
+      const b = await t.durable.start('a_other', {}, { key: 'f1' });
+      await t.durable.start('a_other', {}, { key: 'f1' });
+      await t.durable.start('a_wf', { n: 1 }, { key: 'f2' });
+      const f2 = (await t.durable.listRuns({ key: 'f2' }))[0];
+      await t.durable.start('a_wf', { n: 2 }, { key: 'f2' });
+      await force(t.schema, a.runId, 'completed');
+      await t.durable.releaseKey(a.runId, { by: 'x' });
+
+      const all = await t.durable.listActivity();
+      expect(all).toHaveLength(4);
+      const ids = all.map((e) => Number(e.id));
+      expect([...ids].sort((x, y) => y - x)).toEqual(ids); // newest first
+
+      expect((await t.durable.listActivity({ kinds: ['key_released'] })).map((e) => e.runId)).toEqual([a.runId]);
+      expect(await t.durable.listActivity({ kinds: ['key_released', 'key_duplicate'] })).toHaveLength(4);
+      expect(await t.durable.listActivity({ kinds: ['key_retaken'] })).toEqual([]);
+      expect(await t.durable.listActivity({ workflow: 'a_other' })).toHaveLength(1);
+      expect(await t.durable.listActivity({ workflow: AOther })).toHaveLength(1);
+      expect(await t.durable.listActivity({ workflow: 'a_wf' })).toHaveLength(3);
+      expect(await t.durable.listActivity({ key: 'f1' })).toHaveLength(3);
+      expect(await t.durable.listActivity({ key: 'f1', workflow: 'a_wf' })).toHaveLength(2);
+      expect((await t.durable.listActivity({ runId: b.runId })).map((e) => e.details.workflow)).toEqual(['a_other']);
+      expect((await t.durable.listActivity({ runId: f2.id })).map((e) => e.details.key)).toEqual(['f2']);
+      expect(await t.durable.listActivity({ limit: 2 })).toHaveLength(2);
+
+      // since: backdate two events
+      await sql(`UPDATE ${ident(t.schema)}.activity SET at = now() - interval '2 hours' WHERE key = 'f1'`);
+      const recent = await t.durable.listActivity({ since: new Date(Date.now() - 3_600_000) });
+      expect(recent.map((e) => e.details.key)).toEqual(['f2']);
+      expect(await t.durable.listActivity({ since: new Date(Date.now() - 3 * 3_600_000) })).toHaveLength(4);
+    });
+  });
+
+  describe('runs and keys', () => {
+    it('RunInfo.readds counts every start that found the run holding its key', async () => {
+      const t = await createApp({ workflows: ALL, options: { worker: false } });
+      const h = await t.durable.start('a_wf', { n: 0 }, { key: 'rd' });
+      expect((await t.durable.getRun(h.runId))!.readds).toBe(0);
+      await t.durable.start('a_wf', { n: 1 }, { key: 'rd' });
+      await t.durable.start('a_wf', { n: 2 }, { key: 'rd' });
+      await t.durable.start('a_wf', { n: 3 }, { key: 'rd', onDuplicate: 'error' }).catch(() => undefined);
+      await t.durable.start('a_wf', { n: 4 }, { key: 'rd', onDuplicate: { sendEvent: 'x' } });
+      expect((await t.durable.getRun(h.runId))!.readds).toBe(4);
+      expect((await t.durable.listRuns({ key: 'rd' }))[0].readds).toBe(4);
+      // cancelExisting also found it holding its key
+      const c = await t.durable.start('a_wf', {}, { key: 'rd-ce' });
+      await t.durable.start('a_wf', {}, { key: 'rd-ce', onDuplicate: 'cancelExisting' });
+      expect((await t.durable.getRun(c.runId))!.readds).toBe(1);
+    });
+
+    it('listRuns({ key }) returns every run started with the key; the holder has holdsKey: true', async () => {
+      const t = await createApp({ workflows: ALL, options: { worker: false } });
+      const a = await t.durable.start('a_wf', {}, { key: 'article:42' });
+      await force(t.schema, a.runId, 'failed');
+      const b = await t.durable.start('a_wf', {}, { key: 'article:42' });
+      await force(t.schema, b.runId, 'completed');
+      const c = await t.durable.start('a_wf', {}, { key: 'article:42' });
+      await t.durable.start('a_wf', {}, { key: 'article:43' });
+      const runs = await t.durable.listRuns({ key: 'article:42', workflow: 'a_wf' });
+      expect(runs.map((r) => r.id).sort()).toEqual([a.runId, b.runId, c.runId].sort());
+      expect(runs.filter((r) => r.holdsKey).map((r) => r.id)).toEqual([c.runId]);
+      expect(runs.every((r) => r.key === 'article:42')).toBe(true);
+    });
+
+    it('listKeys({ workflow }): holder, runs per key, readdsLastDay, search, cursor', async () => {
+      const t = await createApp({ workflows: ALL, options: { worker: false } });
+      const a1 = await t.durable.start('a_wf', {}, { key: 'article:1' });
+      await force(t.schema, a1.runId, 'completed');
+      const a1b = await t.durable.start('a_wf', {}, { key: 'article:1' }); // hand-off: 2 runs
+      await t.durable.start('a_wf', {}, { key: 'article:1' });
+      await t.durable.start('a_wf', {}, { key: 'article:1' });
+      const a2 = await t.durable.start('a_wf', {}, { key: 'article:2' });
+      await t.durable.start('a_wf', {}, { key: 'article:2' });
+      // a re-add older than a day does not count
+      await sql(`UPDATE ${ident(t.schema)}.activity SET at = now() - interval '2 days' WHERE id = (
+        SELECT max(id) FROM ${ident(t.schema)}.activity WHERE key = 'article:2' AND kind = 'key_duplicate')`);
+      const s = await t.durable.start('a_wf', {}, { key: 'sync:7' });
+      await force(t.schema, s.runId, 'completed');
+      await t.durable.releaseKey(s.runId, { by: 'ops' });
+      await t.durable.start('a_other', {}, { key: 'article:1' }); // another workflow
+
+      const keys = await t.durable.listKeys({ workflow: 'a_wf' });
+      expect(keys).toEqual([
+        { workflow: 'a_wf', key: 'article:1', holderId: a1b.runId, holderStatus: 'pending', runs: 2, readdsLastDay: 2 },
+        { workflow: 'a_wf', key: 'article:2', holderId: a2.runId, holderStatus: 'pending', runs: 1, readdsLastDay: 0 },
+        { workflow: 'a_wf', key: 'sync:7', holderId: null, holderStatus: null, runs: 1, readdsLastDay: 0 },
+      ]);
+      expect((await t.durable.listKeys({ workflow: AWf, search: 'article' })).map((k) => k.key)).toEqual(['article:1', 'article:2']);
+      expect((await t.durable.listKeys({ workflow: 'a_wf', search: 'sync' })).map((k) => k.key)).toEqual(['sync:7']);
+      const page1 = await t.durable.listKeys({ workflow: 'a_wf', limit: 2 });
+      expect(page1.map((k) => k.key)).toEqual(['article:1', 'article:2']);
+      const page2 = await t.durable.listKeys({ workflow: 'a_wf', limit: 2, cursor: page1[1].key });
+      expect(page2.map((k) => k.key)).toEqual(['sync:7']);
+      expect(await t.durable.listKeys({ workflow: 'a_other' })).toEqual([
+        expect.objectContaining({ key: 'article:1', runs: 1, readdsLastDay: 0 }),
+      ]);
+    });
+
+    it('keyStats({ workflow }): every figure', async () => {
+      const t = await createApp({ workflows: ALL, options: { worker: false } });
+      const empty = await t.durable.keyStats({ workflow: 'a_wf' });
+      expect(empty).toEqual({ keysHeld: 0, readdsByOutcome: {}, droppedInputs: 0, handoffs: 0, readdsOverTime: [], topKeys: [] });
+
+      const k1 = await t.durable.start('a_wf', { n: 1 }, { key: 'k1' });
+      await t.durable.start('a_wf', { n: 1 }, { key: 'k1' }); // same input: not dropped-changed
+      await t.durable.start('a_wf', { n: 2 }, { key: 'k1' }); // dropped input
+      await t.durable.start('a_wf', { n: 3 }, { key: 'k1' }); // dropped input
+      await t.durable.start('a_wf', { n: 4 }, { key: 'k1', onDuplicate: 'error' }).catch(() => undefined);
+      const k2 = await t.durable.start('a_wf', { n: 1 }, { key: 'k2' });
+      await t.durable.start('a_wf', { n: 2 }, { key: 'k2', onDuplicate: 'cancelExisting' }); // a hand-off too
+      const k3 = await t.durable.start('a_wf', {}, { key: 'k3' });
+      await force(t.schema, k3.runId, 'completed');
+      await t.durable.start('a_wf', {}, { key: 'k3' }); // hand-off from a finished run
+      await t.durable.start('a_other', { n: 9 }, { key: 'k1' });
+      await t.durable.start('a_other', { n: 8 }, { key: 'k1' }); // another workflow: not counted
+
+      const stats = await t.durable.keyStats({ workflow: 'a_wf' });
+      expect(stats.keysHeld).toBe(3);
+      expect(stats.readdsByOutcome).toEqual({ use_existing: 3, error: 1, cancel_existing: 1 });
+      expect(stats.droppedInputs).toBe(2);
+      expect(stats.handoffs).toBe(2);
+      expect(stats.readdsOverTime.length).toBeGreaterThanOrEqual(1);
+      for (const b of stats.readdsOverTime) {
+        expect(b.bucket).toBeInstanceOf(Date);
+        expect(Date.now() - b.bucket.getTime()).toBeLessThan(2 * 3_600_000);
+      }
+      expect(stats.readdsOverTime.reduce((n, b) => n + b.count, 0)).toBe(5);
+      expect(stats.topKeys).toEqual([
+        { key: 'k1', readds: 4 },
+        { key: 'k2', readds: 1 },
+      ]);
+      expect(k1.runId && k2.runId).toBeTruthy();
+      const other = await t.durable.keyStats({ workflow: AOther });
+      expect(other).toMatchObject({ keysHeld: 1, readdsByOutcome: { use_existing: 1 }, droppedInputs: 1, handoffs: 0 });
+    });
+  });
+
+  describe('retention', () => {
+    it('activity older than retention.activity is pruned by prune()', async () => {
+      const t = await createApp({ workflows: ALL, options: { worker: false, retention: { activity: '1h' } } });
+      await t.durable.start('a_wf', {}, { key: 'old' });
+      await t.durable.start('a_wf', {}, { key: 'old' });
+      await t.durable.start('a_wf', {}, { key: 'new' });
+      await t.durable.start('a_wf', {}, { key: 'new' });
+      await sql(`UPDATE ${ident(t.schema)}.activity SET at = now() - interval '2 hours' WHERE key = 'old'`);
+      const res = await t.durable.prune();
+      expect(res.activity).toBe(1);
+      expect((await t.durable.listActivity()).map((e) => e.details.key)).toEqual(['new']);
+      expect((await t.durable.keyStats({ workflow: 'a_wf' })).readdsByOutcome).toEqual({ use_existing: 1 });
+    });
+
+    it('the default keeps activity for a week', async () => {
+      const t = await createApp({ workflows: ALL, options: { worker: false } });
+      await t.durable.start('a_wf', {}, { key: 'wk' });
+      for (let i = 0; i < 3; i++) await t.durable.start('a_wf', {}, { key: 'wk' });
+      const ids = (await t.durable.listActivity()).map((e) => e.id);
+      await sql(`UPDATE ${ident(t.schema)}.activity SET at = now() - interval '6 days' WHERE id = $1`, [ids[0]]);
+      await sql(`UPDATE ${ident(t.schema)}.activity SET at = now() - interval '8 days' WHERE id = $1`, [ids[1]]);
+      expect((await t.durable.prune()).activity).toBe(1);
+      expect((await t.durable.listActivity()).map((e) => e.id).sort()).toEqual([ids[0], ids[2]].sort());
+    });
+
+    it('a worker node prunes activity past retention.activity on its own', async () => {
+      const schema = freshSchema();
+      const t = await createApp({ workflows: ALL, schema, options: { retention: { activity: '1s' } } });
+      await t.durable.start('a_never', {}, { key: 'auto' });
+      await t.durable.start('a_never', {}, { key: 'auto' });
+      expect(await t.durable.listActivity({ key: 'auto' })).toHaveLength(1);
+      await waitFor(async () => (await t.durable.listActivity({ key: 'auto' })).length === 0, { timeout: 15_000 });
+    });
+  });
+});
