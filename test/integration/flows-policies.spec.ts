@@ -43,7 +43,34 @@ class Hold {
   }
 }
 
-const workflows = [Ok, Fail, Hold];
+/** A saga: the first step is undone when the second fails → the run ends `compensated`. */
+@Workflow('pol_saga', { retry: { attempts: 1 } })
+class Saga {
+  @Step({ compensate: 'undo' })
+  async book() {
+    return 'booked';
+  }
+
+  @Step()
+  async pay() {
+    throw new Error('card declined');
+  }
+
+  async undo() {
+    return 'undone';
+  }
+}
+
+/** Has a short workflow timeout: it must count from when the node becomes pending, not while it waits. */
+@Workflow('pol_quick', { timeout: '400ms' })
+class Quick {
+  @Step()
+  async run() {
+    return 'quick';
+  }
+}
+
+const workflows = [Ok, Fail, Hold, Saga, Quick];
 const FINAL = ['completed', 'failed', 'cancelled', 'compensated', 'compensation_failed'];
 
 async function finalRun(durable: { getRun(id: string): Promise<RunInfo | null> }, id: string, timeout = 15_000) {
@@ -230,5 +257,30 @@ describe('DAG flows: failure policies, cancel cascade, afterCancelled, deleted d
     // a worker node's maintenance finds the open edge whose dep is final and resolves it
     const node = await createApp({ workflows, schema });
     expect((await finalRun(node.durable, runIds.b)).status).toBe('completed');
+  });
+
+  it('a compensated dep counts as failed (ignoreFailed decides)', async () => {
+    const { durable } = await createApp({ workflows });
+    const { runIds } = await durable.startFlow(
+      durable
+        .flow()
+        .add('saga', Saga)
+        .add('strict', Ok, {}, { deps: ['saga'] })
+        .add('lenient', Ok, {}, { deps: ['saga'], ignoreFailed: true }),
+    );
+    expect((await finalRun(durable, runIds.saga)).status).toBe('compensated');
+    expect(await finalRun(durable, runIds.strict)).toMatchObject({ status: 'cancelled', error: expect.objectContaining({ reason: 'failed' }) });
+    expect((await finalRun(durable, runIds.lenient)).status).toBe('completed');
+  });
+
+  it("a node's workflow timeout does not run while it waits for its deps", async () => {
+    const { durable } = await createApp({ workflows });
+    const { runIds } = await durable.startFlow(durable.flow().add('slow', Hold).add('quick', Quick, {}, { deps: ['slow'] }));
+    await waitFor(() => gate.arrived === 1);
+    // well past the 400 ms timeout, with maintenance passes (heartbeat 200 ms) in between
+    const since = Date.now();
+    await waitFor(async () => Date.now() - since > 1_000 && (await durable.getRun(runIds.quick))!.status === 'waiting', { timeout: 5_000 });
+    gate.open();
+    expect((await finalRun(durable, runIds.quick)).status).toBe('completed');
   });
 });
