@@ -6,7 +6,7 @@
  */
 import { metrics } from '@opentelemetry/api';
 import { DataPointType, MeterProvider, MetricReader, type SumMetricData } from '@opentelemetry/sdk-metrics';
-import { ActivityEvent, KeyTakenError, RunContext, RunStatus, Step, Workflow } from '../../src';
+import { ActivityEvent, DurableError, KeyTakenError, RunContext, RunStatus, Step, Workflow } from '../../src';
 import { createApp, freshSchema, Gate, ident, sql, TestApp, waitFor } from '../support';
 
 class TestReader extends MetricReader {
@@ -245,6 +245,17 @@ describe('watching keys', () => {
       const recent = await t.durable.listActivity({ since: new Date(Date.now() - 3_600_000) });
       expect(recent.map((e) => e.details.key)).toEqual(['f2']);
       expect(await t.durable.listActivity({ since: new Date(Date.now() - 3 * 3_600_000) })).toHaveLength(4);
+    });
+  });
+
+  describe('listActivity with a runId that is no run id', () => {
+    it('resolves [] (or a DurableError), never a raw database error', async () => {
+      const t = await createApp({ workflows: ALL, options: { worker: false } });
+      await t.durable.start('a_wf', {}, { key: 'u' });
+      await t.durable.start('a_wf', {}, { key: 'u' });
+      const bad = await t.durable.listActivity({ runId: 'not-a-uuid' }).catch((e: unknown) => e);
+      if (bad instanceof Error) expect(bad).toBeInstanceOf(DurableError);
+      else expect(bad).toEqual([]);
     });
   });
 

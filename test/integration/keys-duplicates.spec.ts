@@ -169,6 +169,34 @@ describe('what a duplicate returns', () => {
     });
   });
 
+  describe('definition and batches', () => {
+    it("reuse: 'never' with onDuplicate: 'runAgain' throws when the class is defined (types bypassed)", () => {
+      expect(() => {
+        @Workflow('d_bad', { reuse: 'never', onDuplicate: 'runAgain' } as never)
+        class Bad {
+          @Step()
+          async go() {
+            return 1;
+          }
+        }
+        return Bad;
+      }).toThrow(/runAgain|never/);
+    });
+
+    it('startMany: two items with one key in one batch make one run; the second gets it back', async () => {
+      const t = await createApp({ workflows: ALL, options: { worker: false } });
+      const res = await t.durable.startMany('d_close', [
+        { input: { n: 1 }, key: 'same' },
+        { input: { n: 2 }, key: 'same' },
+        { input: { n: 3 }, key: 'other' },
+      ]);
+      expect(res[0]).toEqual({ runId: expect.any(String), outcome: 'created' });
+      expect(res[1]).toEqual({ runId: (res[0] as { runId: string }).runId, outcome: 'useExisting' });
+      expect(res[2]).toEqual({ runId: expect.any(String), outcome: 'created' });
+      expect(await countRuns(t.schema, 'key = $1', ['same'])).toBe(1);
+    });
+  });
+
   describe('a finished holder that reuse keeps', () => {
     let t: TestApp;
     beforeAll(async () => {

@@ -53,7 +53,15 @@ class LNever {
   }
 }
 
-const ALL = [LClose, LFailure, LNever];
+@Workflow('l_debounce', { debounce: { period: '1h' }, retry: { attempts: 1 } })
+class LDebounce {
+  @Step()
+  async go(ctx: RunContext<{ n?: number } | null>) {
+    return body(ctx);
+  }
+}
+
+const ALL = [LClose, LFailure, LNever, LDebounce];
 const FINAL: RunStatus[] = ['completed', 'failed', 'cancelled', 'compensated', 'compensation_failed'];
 
 async function force(schema: string, id: string, status: RunStatus) {
@@ -348,6 +356,15 @@ describe('keys across the lifecycle', () => {
       await force(t.schema, c.runId, 'completed');
       await expectKeyTaken(t.durable.rerun(c.runId), c.runId);
       expect(await countRuns(t.schema, 'key = $1', ['rr3'])).toBe(2);
+    });
+
+    it('never returns the holder, even one in its debounce wait', async () => {
+      const a = await t.durable.start('l_debounce', { n: 1 }, { key: 'rr-db' });
+      await force(t.schema, a.runId, 'completed');
+      const b = await t.durable.start('l_debounce', { n: 2 }, { key: 'rr-db' });
+      expect(b.outcome).toBe('created'); // pending, in its debounce wait
+      await expectKeyTaken(t.durable.rerun(a.runId), b.runId);
+      expect((await t.durable.getRun(b.runId))!.input).toEqual({ n: 2 });
     });
 
     it('refuses a run that is still going with NotFinishedError', async () => {
