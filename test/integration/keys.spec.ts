@@ -83,7 +83,33 @@ class KSwitchClose {
   }
 }
 
-const ALL = [KClose, KFailure, KNever, KOther, KFlaky];
+const childKeys: Record<string, unknown> = {};
+@Workflow('k_child', { retry: { attempts: 1 } })
+class KChild {
+  @Step()
+  async go(ctx: RunContext<In>) {
+    childKeys[ctx.runId] = ctx.key ?? null;
+    return ctx.key ?? null;
+  }
+}
+
+@Workflow('k_parent', { retry: { attempts: 1 } })
+class KParent {
+  @Step()
+  async one(ctx: RunContext<In>) {
+    return ctx.callWorkflow('k_child', {});
+  }
+
+  @Step()
+  async many(ctx: RunContext<In>) {
+    return ctx.parallel([
+      { workflow: 'k_child', input: {} },
+      { workflow: 'k_child', input: {} },
+    ]);
+  }
+}
+
+const ALL = [KClose, KFailure, KNever, KOther, KFlaky, KChild, KParent];
 const FINAL: RunStatus[] = ['completed', 'failed', 'cancelled', 'compensated', 'compensation_failed'];
 
 /** Puts a run into `status` with raw SQL (the holder statuses no worker is needed for). */
@@ -319,6 +345,20 @@ describe('workflow keys', () => {
       if (b instanceof Error) expect(b).toBeInstanceOf(DurableValidationError);
       else expect(b).toEqual({ runId: a.runId, outcome: 'useExisting' });
       expect(await countRuns(t.schema)).toBe(1);
+    });
+  });
+
+  describe('keys are not inherited', () => {
+    it('callWorkflow and parallel children start without a key', async () => {
+      const t = await createApp({ workflows: ALL });
+      const p = await t.durable.start('k_parent', {}, { key: 'parent:1' });
+      const done = await t.durable.waitForRun(p.runId, { timeout: 15_000 });
+      expect(done.status).toBe('completed');
+      expect(done.result).toEqual([null, null]);
+      const children = await t.durable.listRuns({ workflow: 'k_child' });
+      expect(children).toHaveLength(3);
+      for (const c of children) expect(c).toMatchObject({ key: null, holdsKey: false });
+      expect(await holdersOf(t.schema, 'k_parent', 'parent:1')).toEqual([p.runId]);
     });
   });
 
