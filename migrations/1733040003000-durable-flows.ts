@@ -16,7 +16,8 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  *   notifies the workers when a node became pending.
  * - triggers calling it in the transaction of the change: `runs_flow_deps_trg` (statement level,
  *   with transition tables: the flow nodes an UPDATE moved to a final status, grouped by flow) and
- *   `runs_flow_deleted_trg` (an unfinished flow node was deleted).
+ *   `runs_flow_deleted_trg` (statement level: deleted runs take their edges and hooks with them;
+ *   unfinished deleted nodes count as `deleted`).
  *
  * Every statement is idempotent.
  */
@@ -47,7 +48,7 @@ export class DurableFlows1733040003000 implements MigrationInterface {
       CREATE TABLE IF NOT EXISTS ${s}.flow_deps (
         flow_id          text NOT NULL,
         dep_name         text NOT NULL,
-        run_id           uuid NOT NULL REFERENCES ${s}.runs (id) ON DELETE CASCADE,
+        run_id           uuid NOT NULL,
         ignore_cancelled boolean NOT NULL DEFAULT false,
         ignore_failed    boolean NOT NULL DEFAULT false,
         ignore_deleted   boolean NOT NULL DEFAULT false,
@@ -62,7 +63,7 @@ export class DurableFlows1733040003000 implements MigrationInterface {
     await q.query(`CREATE INDEX IF NOT EXISTS runs_flow_waiting ON ${s}.runs (flow_id) WHERE status = 'waiting' AND deps_left > 0`);
     await q.query(`
       CREATE TABLE IF NOT EXISTS ${s}.flow_hooks (
-        run_id uuid PRIMARY KEY REFERENCES ${s}.runs (id) ON DELETE CASCADE,
+        run_id uuid PRIMARY KEY,
         reason text NOT NULL,
         due_at timestamptz NOT NULL DEFAULT now()
       )`);
@@ -161,11 +162,26 @@ export class DurableFlows1733040003000 implements MigrationInterface {
         RETURN NULL;
       END
       $fn$`);
+    // Deleted runs (pruning, or by hand): their edges and hooks go too (no foreign keys: one
+    // statement per DELETE instead of a check per inserted edge); unfinished deleted nodes count
+    // as `deleted` for their dependants.
     await q.query(`
       CREATE OR REPLACE FUNCTION ${s}.durable_flow_on_delete() RETURNS trigger
       LANGUAGE plpgsql AS $fn$
+      DECLARE
+        f record;
       BEGIN
-        PERFORM ${s}.durable_flow_resolve(OLD.flow_id, ARRAY[OLD.name], ARRAY['deleted']);
+        IF NOT EXISTS (SELECT 1 FROM old_rows o WHERE o.flow_id IS NOT NULL) THEN RETURN NULL; END IF;
+        DELETE FROM ${s}.flow_deps d USING old_rows o WHERE o.flow_id IS NOT NULL AND d.run_id = o.id;
+        DELETE FROM ${s}.flow_hooks h USING old_rows o WHERE o.flow_id IS NOT NULL AND h.run_id = o.id;
+        FOR f IN
+          SELECT o.flow_id, array_agg(o.name) AS names FROM old_rows o
+          WHERE o.flow_id IS NOT NULL
+            AND o.status NOT IN ('completed', 'failed', 'cancelled', 'compensated', 'compensation_failed')
+          GROUP BY o.flow_id ORDER BY o.flow_id
+        LOOP
+          PERFORM ${s}.durable_flow_resolve(f.flow_id, f.names, array_fill('deleted'::text, ARRAY[cardinality(f.names)]));
+        END LOOP;
         RETURN NULL;
       END
       $fn$`);
@@ -176,10 +192,9 @@ export class DurableFlows1733040003000 implements MigrationInterface {
       FOR EACH STATEMENT EXECUTE FUNCTION ${s}.durable_flow_on_finish()`);
     await q.query(`DROP TRIGGER IF EXISTS runs_flow_deleted_trg ON ${s}.runs`);
     await q.query(`
-      CREATE TRIGGER runs_flow_deleted_trg AFTER DELETE ON ${s}.runs FOR EACH ROW
-      WHEN (OLD.flow_id IS NOT NULL
-            AND OLD.status NOT IN ('completed', 'failed', 'cancelled', 'compensated', 'compensation_failed'))
-      EXECUTE FUNCTION ${s}.durable_flow_on_delete()`);
+      CREATE TRIGGER runs_flow_deleted_trg AFTER DELETE ON ${s}.runs
+      REFERENCING OLD TABLE AS old_rows
+      FOR EACH STATEMENT EXECUTE FUNCTION ${s}.durable_flow_on_delete()`);
   }
 
   async down(q: QueryRunner): Promise<void> {

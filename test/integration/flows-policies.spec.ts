@@ -283,4 +283,18 @@ describe('DAG flows: failure policies, cancel cascade, afterCancelled, deleted d
     gate.open();
     expect((await finalRun(durable, runIds.quick)).status).toBe('completed');
   });
+
+  it('pruning finished nodes takes their edges and pending hooks with them', async () => {
+    const { durable, schema } = await createApp({ workflows });
+    const S = ident(schema);
+    const { flowId, runIds } = await durable.startFlow(
+      durable.flow().add('a', Fail).add('b', Ok, {}, { deps: ['a'] }).add('c', Ok, {}, { deps: ['b'] }),
+    );
+    await finalRun(durable, runIds.c);
+    expect((await sql(`select count(*)::int n from ${S}.flow_deps`))[0].n).toBe(2);
+    await durable.prune({ olderThan: 0 });
+    expect(await durable.listRuns({ flowId })).toHaveLength(0);
+    expect((await sql(`select count(*)::int n from ${S}.flow_deps`))[0].n).toBe(0);
+    expect((await sql(`select count(*)::int n from ${S}.flow_hooks`))[0].n).toBe(0);
+  });
 });
