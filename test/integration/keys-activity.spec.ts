@@ -194,6 +194,18 @@ describe('watching keys', () => {
       expect(await counter('durable.key.handoff', { workflow: 'a_wf' })).toBe(before + 1);
     });
 
+    it('a cancelExisting is counted like cancel(): durable.run.finished { status: cancelled }', async () => {
+      const t = await createApp({ workflows: ALL, options: { worker: false } });
+      const before = await counter('durable.run.finished', { workflow: 'a_never', status: 'cancelled' });
+      await t.durable.start('a_never', {}, { key: 'cx' });
+      // cancel() counts it (the harness sees the counter)
+      const other = await t.durable.start('a_never', {}, { key: 'cx-plain' });
+      await t.durable.cancel(other.runId);
+      expect(await counter('durable.run.finished', { workflow: 'a_never', status: 'cancelled' })).toBe(before + 1);
+      await t.durable.start('a_never', {}, { key: 'cx', onDuplicate: 'cancelExisting' });
+      expect(await counter('durable.run.finished', { workflow: 'a_never', status: 'cancelled' })).toBe(before + 2);
+    });
+
     it('counts duplicates by outcome and releases', async () => {
       const t = await createApp({ workflows: ALL, options: { worker: false } });
       const dup = await counter('durable.key.duplicate', { workflow: 'a_other', outcome: 'use_existing' });

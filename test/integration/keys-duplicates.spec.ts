@@ -82,7 +82,15 @@ const DAgain = define('d_again', { onDuplicate: 'runAgain' });
 const DAgainFailure = define('d_again_failure', { onDuplicate: 'runAgain', reuse: 'afterFailure' });
 const DAgainTimeout = define('d_again_timeout', { onDuplicate: 'runAgain', timeout: '1s' });
 const DSend = define('d_send', { onDuplicate: { sendEvent: 'upd' }, reuse: 'afterFailure' });
-const ALL = [DClose, DFailure, DNever, DError, DAgain, DAgainFailure, DAgainTimeout, DSend];
+@Workflow('d_parent', { retry: { attempts: 1 } })
+class DParent {
+  @Step()
+  async call(ctx: RunContext<In>) {
+    return ctx.callWorkflow('d_close', { gate: 'child' });
+  }
+}
+
+const ALL = [DClose, DFailure, DNever, DError, DAgain, DAgainFailure, DAgainTimeout, DSend, DParent];
 
 const FINAL: RunStatus[] = ['completed', 'failed', 'cancelled', 'compensated', 'compensation_failed'];
 async function force(schema: string, id: string, status: RunStatus) {
@@ -264,6 +272,19 @@ describe('what a duplicate returns', () => {
       expect(log[a.runId]).not.toContain('last');
       expect(log[a.runId]).not.toContain('undo');
       expect((await t.durable.getRun(a.runId))!.status).toBe('cancelled');
+    });
+
+    it('is the same cancel as cancel(): the holder\'s unfinished children are cancelled with it', async () => {
+      const t = await createApp({ workflows: ALL });
+      const p = await t.durable.start('d_parent', {}, { key: 'pk' });
+      const child = await waitFor(async () => (await t.durable.listRuns({ workflow: 'd_close', status: 'running' }))[0]);
+      expect((await t.durable.getRun(p.runId))!.status).toBe('waiting');
+      const r = await t.durable.start('d_parent', {}, { key: 'pk', onDuplicate: 'cancelExisting' });
+      expect(r.outcome).toBe('cancelExisting');
+      expect((await t.durable.getRun(p.runId))!.status).toBe('cancelled');
+      expect((await t.durable.waitForRun(child.id, { timeout: 10_000 })).status).toBe('cancelled');
+      gateOf('child').open();
+      await t.durable.cancel(r.runId);
     });
 
     it.each(['d_close', 'd_failure', 'd_never'])('works on a going holder under any reuse (%s), never included', async (wf) => {
