@@ -179,7 +179,7 @@ describe('watching keys', () => {
     });
   });
 
-  describe('the runAgain hand-off with a worker', () => {
+  describe('counters, and the runAgain hand-off with a worker', () => {
     it('is recorded as key_handed_off on the waiting run and counted by durable.key.handoff', async () => {
       const t = await createApp({ workflows: ALL });
       const before = await counter('durable.key.handoff', { workflow: 'a_wf' });

@@ -4,7 +4,7 @@
  * a start runs, status moves (claim, retry attempts, recovery, cancel) never freeing a key, and key
  * validation writing nothing.
  */
-import { DurableError, DurableValidationError, RunContext, RunStatus, Step, Workflow } from '../../src';
+import { DurableError, DurableValidationError, KeyContendedError, RunContext, RunStatus, Step, Workflow } from '../../src';
 import { countRuns, createApp, freshSchema, Gate, ident, sql, TestApp, waitFor } from '../support';
 
 let gate = new Gate();
@@ -408,6 +408,33 @@ describe('workflow keys', () => {
       const run = (await t.durable.getRun(a.runId))!;
       expect(run).toMatchObject({ status: 'cancelled', holdsKey: true, key: 'c1' });
       expect(await t.durable.start('k_never', {}, { key: 'c1' })).toEqual({ runId: a.runId, outcome: 'useExisting' });
+    });
+  });
+
+  describe('KeyContendedError', () => {
+    it('after the key changed hands three times during one start (a test trigger plays the racing starts)', async () => {
+      const t = await createApp({ workflows: ALL, options: { worker: false } });
+      const S = ident(t.schema);
+      // Every time our start inserts its run, a "racer" slips in first and takes the key, then finishes at once.
+      await sql(`
+        CREATE FUNCTION ${S}.test_racer() RETURNS trigger LANGUAGE plpgsql AS $fn$
+        BEGIN
+          INSERT INTO ${S}.runs (id, workflow, key, holds_key, status, finished_at, started_at)
+          VALUES (gen_random_uuid(), NEW.workflow, NEW.key, true, 'completed', now(), now());
+          RETURN NEW;
+        END $fn$`);
+      await sql(`
+        CREATE TRIGGER test_racer BEFORE INSERT ON ${S}.runs FOR EACH ROW
+        WHEN (NEW.key = 'contended' AND NEW.status = 'pending') EXECUTE FUNCTION ${S}.test_racer()`);
+      const err = await rejection(t.durable.start('k_close', { mine: true } as never, { key: 'contended' }));
+      await sql(`DROP TRIGGER test_racer ON ${S}.runs`);
+      expect(err).toBeInstanceOf(KeyContendedError);
+      expect((err as KeyContendedError).code).toBe('key_contended');
+      // none of the runs left is ours, and exactly one run holds the key
+      expect(await countRuns(t.schema, `input->>'mine' = 'true'`)).toBe(0);
+      expect(await holdersOf(t.schema, 'k_close', 'contended')).toHaveLength(1);
+      // trying again is safe
+      expect((await t.durable.start('k_close', {}, { key: 'contended' })).outcome).toBe('created');
     });
   });
 
