@@ -173,7 +173,7 @@ describe('ctx.sleep', () => {
   });
 
   it('1,000 sleeping runs wake within 1 s of when they are due, on one worker (default poll interval)', async () => {
-    const { durable } = await createApp({ workflows, concurrency: 100, options: { worker: { pollInterval: '1s' } } });
+    const { durable } = await createApp({ workflows, concurrency: 200, options: { worker: { pollInterval: '1s' } } });
     const due = Date.now() + 5_000;
     const results = await durable.startMany(
       'w_many',
@@ -235,10 +235,10 @@ describe('ctx.waitForInput / provideInput', () => {
   });
 
   it('input provided before the run waits is kept for it', async () => {
-    const { durable } = await createApp({ workflows, options: { worker: false } });
+    const { durable, schema } = await createApp({ workflows, options: { worker: false } });
     const { runId } = await durable.start('w_input');
     await durable.provideInput(runId, 'editor_approval', { ok: false, by: 'early' });
-    const worker = await createApp({ workflows, schema: (await durable.getRun(runId)) && (durable as never as { core: { options: { schema: string } } }).core.options.schema });
+    const worker = await createApp({ workflows, schema });
     const done = await worker.durable.waitForRun(runId, { timeout: 10_000 });
     expect(done.result).toEqual({ decision: { ok: false, by: 'early' }, draft: 'v1' });
     // it went straight through: the step never waited
