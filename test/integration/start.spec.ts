@@ -122,6 +122,16 @@ describe('DurableService.start / startMany', () => {
       expect(await countRuns(t.schema)).toBe(0);
     });
 
+    it.each([
+      ['delay: "soon"', { delay: 'soon' }],
+      ['delay: -5', { delay: -5 }],
+      ['runAt: an invalid Date', { runAt: new Date('nope') }],
+      ['runAt: a number', { runAt: 12 }],
+    ])('refuses %s with DurableValidationError and writes nothing', async (_label, opts) => {
+      await expectInvalid(durable.start('start_echo', {}, opts as never));
+      expect(await countRuns(t.schema)).toBe(0);
+    });
+
     it('honours delay and runAt: the run stays pending until due', async () => {
       const later = await durable.start('start_echo', {}, { delay: '1h' });
       const at = await durable.start('start_echo', {}, { runAt: new Date(Date.now() + 3_600_000) });

@@ -145,4 +145,4 @@ export async function closeAllApps(which: 'test' | 'all' = 'all'): Promise<void>
   }
 }
 
-const CLOSE_TIMEOUT_MS = 15_000;
+const CLOSE_TIMEOUT_MS = 8_000;

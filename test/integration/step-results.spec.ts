@@ -1,0 +1,122 @@
+import { RunContext, Step, Workflow } from '../../src';
+import { createApp } from '../support';
+
+@Workflow('results_bad_return')
+class BadReturn {
+  @Step({ retry: { attempts: 1 } })
+  async bad() {
+    return { n: BigInt(1) };
+  }
+}
+
+@Workflow('results_cyclic_return')
+class CyclicReturn {
+  @Step({ retry: { attempts: 1 } })
+  async bad() {
+    const o: Record<string, unknown> = {};
+    o.self = o;
+    return o;
+  }
+}
+
+@Workflow('results_bad_put')
+class BadPut {
+  @Step({ retry: { attempts: 1 } })
+  async first(ctx: RunContext) {
+    ctx.put('n', BigInt(2));
+    return 'ok';
+  }
+
+  @Step()
+  async second() {
+    return 'never';
+  }
+}
+
+@Workflow('results_good')
+class Good {
+  @Step()
+  async first() {
+    return undefined;
+  }
+
+  @Step()
+  async second(ctx: RunContext<{ v: unknown }>) {
+    return ctx.input.v;
+  }
+}
+
+const thrown: Record<string, () => unknown> = {
+  string: () => 'just a string',
+  undefined: () => undefined,
+  null: () => null,
+  object: () => ({ code: 42, detail: 'plain object' }),
+  cyclic: () => {
+    const e = new Error('cyclic cause') as Error & { self?: unknown };
+    e.self = e;
+    return e;
+  },
+  bigint: () => Object.assign(new Error('with a bigint property'), { amount: BigInt(10) }),
+};
+
+@Workflow('results_throws')
+class Throws {
+  @Step({ retry: { attempts: 1 } })
+  async boom(ctx: RunContext<{ kind: string }>) {
+    throw thrown[ctx.input.kind]();
+  }
+}
+
+describe('step return values and context', () => {
+  it.each(Object.keys(thrown))('a step that throws %s fails its run with a recorded error', async (kind) => {
+    const { durable } = await createApp({ workflows: [Throws, Good] });
+    const { runId } = await durable.start('results_throws', { kind });
+    const run = await durable.waitForRun(runId, { timeout: 10_000 });
+    expect(run.status).toBe('failed');
+    expect(run.error).not.toBeNull();
+    const after = await durable.start('results_good', { v: kind });
+    expect((await durable.waitForRun(after.runId, { timeout: 10_000 })).result).toBe(kind);
+  });
+
+  it('the last step return value is the result; undefined is recorded as null', async () => {
+    const { durable } = await createApp({ workflows: [Good] });
+    const values = [0, '', false, null, 'text', [1, [2]], { a: { b: 'ü😀' } }];
+    for (const v of values) {
+      const { runId } = await durable.start('results_good', { v });
+      expect((await durable.waitForRun(runId, { timeout: 10_000 })).result).toEqual(v);
+    }
+    const { runId } = await durable.start('results_good', {});
+    expect((await durable.waitForRun(runId, { timeout: 10_000 })).result).toBeNull();
+  });
+
+  it.each([
+    ['returns a BigInt', 'results_bad_return'],
+    ['returns a cyclic object', 'results_cyclic_return'],
+    ['puts a BigInt into the context', 'results_bad_put'],
+  ])('a step that %s fails its run (it is not left running)', async (_label, workflow) => {
+    const { durable } = await createApp({ workflows: [BadReturn, CyclicReturn, BadPut, Good] });
+    const { runId } = await durable.start(workflow);
+    const run = await durable.waitForRun(runId, { timeout: 10_000 });
+    expect(run.status).toBe('failed');
+    expect(run.error).not.toBeNull();
+  });
+
+  it("non-JSON step results of some runs do not hold up other runs' completions", async () => {
+    const { durable } = await createApp({ workflows: [BadReturn, CyclicReturn, BadPut, Good], concurrency: 10 });
+    await Promise.all([
+      durable.start('results_bad_return'),
+      durable.start('results_cyclic_return'),
+      durable.start('results_bad_put'),
+    ]);
+    const good = await Promise.all(Array.from({ length: 10 }, (_, v) => durable.start('results_good', { v })));
+    const statuses = await Promise.all(
+      good.map((g) =>
+        durable.waitForRun(g.runId, { timeout: 10_000 }).then(
+          (r) => r.status,
+          (e: Error) => e.name,
+        ),
+      ),
+    );
+    expect(statuses).toEqual(Array(10).fill('completed'));
+  });
+});
