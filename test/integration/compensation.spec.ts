@@ -112,6 +112,26 @@ class TimesOut {
   }
 }
 
+@Workflow('c_timeout_running', { timeout: '600ms' })
+class TimesOutRunning {
+  @Step({ compensate: 'undo' })
+  async first() {
+    log.push('first');
+  }
+
+  @Step()
+  async second(ctx: RunContext) {
+    log.push('second');
+    // a long step: the workflow deadline aborts its signal
+    await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
+    log.push(`aborted:${ctx.signal.aborted}`);
+  }
+
+  async undo() {
+    log.push('undo');
+  }
+}
+
 @Workflow('c_none', { retry: { attempts: 1 } })
 class NoCompensation {
   @Step()
@@ -120,7 +140,7 @@ class NoCompensation {
   }
 }
 
-const workflows = [Trip, FlakyComp, CancelMe, TimesOut, NoCompensation];
+const workflows = [Trip, FlakyComp, CancelMe, TimesOut, TimesOutRunning, NoCompensation];
 
 beforeEach(() => {
   log.length = 0;
@@ -189,6 +209,15 @@ describe('compensation', () => {
     expect(done.status).toBe('compensated');
     expect(done.error).toMatchObject({ name: 'TimeoutError' });
     expect(log).toEqual(['first', 'undo']);
+  });
+
+  it('a workflow timeout during a running step aborts it, fails the run and compensates', async () => {
+    const { durable } = await createApp({ workflows });
+    const { runId } = await durable.start('c_timeout_running');
+    const done = await durable.waitForRun(runId, { timeout: 10_000 });
+    expect(done.status).toBe('compensated');
+    expect(done.error).toMatchObject({ name: 'TimeoutError', step: 'second' });
+    expect(log).toEqual(['first', 'second', 'aborted:true', 'undo']);
   });
 
   it('without compensations a final failure is plain failed', async () => {
