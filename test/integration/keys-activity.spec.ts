@@ -6,7 +6,7 @@
  */
 import { metrics } from '@opentelemetry/api';
 import { DataPointType, MeterProvider, MetricReader, type SumMetricData } from '@opentelemetry/sdk-metrics';
-import { ActivityEvent, DurableError, KeyTakenError, RunContext, RunStatus, Step, Workflow } from '../../src';
+import { DurableError, KeyTakenError, RunContext, RunStatus, Step, Workflow } from '../../src';
 import { createApp, freshSchema, Gate, ident, sql, TestApp, waitFor } from '../support';
 
 class TestReader extends MetricReader {
@@ -86,7 +86,6 @@ async function force(schema: string, id: string, status: RunStatus) {
   );
 }
 
-const only = (events: ActivityEvent[], kind: string) => events.filter((e) => e.kind === kind);
 
 describe('watching keys', () => {
   beforeEach(() => {

@@ -12,7 +12,6 @@ const executed: string[] = [];
 /** runId → attempts seen by the flaky step */
 const attempts: Record<string, number> = {};
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type In = { fail?: boolean; block?: boolean; wait?: string; n?: number } | null;
 
 async function behave(ctx: RunContext<In>) {
