@@ -90,7 +90,22 @@ class DParent {
   }
 }
 
-const ALL = [DClose, DFailure, DNever, DError, DAgain, DAgainFailure, DAgainTimeout, DSend, DParent];
+@Workflow('d_nap', { onDuplicate: { sendEvent: 'upd' }, retry: { attempts: 1 } })
+class DNap {
+  @Step()
+  async nap(ctx: RunContext<In>) {
+    await ctx.sleep(600);
+  }
+
+  @Step()
+  async listen(ctx: RunContext<In>) {
+    const payload = await ctx.waitForEvent('upd');
+    note(ctx.runId, `event:${JSON.stringify(payload)}`);
+    return payload;
+  }
+}
+
+const ALL = [DClose, DFailure, DNever, DError, DAgain, DAgainFailure, DAgainTimeout, DSend, DParent, DNap];
 
 const FINAL: RunStatus[] = ['completed', 'failed', 'cancelled', 'compensated', 'compensation_failed'];
 async function force(schema: string, id: string, status: RunStatus) {
@@ -347,6 +362,24 @@ describe('what a duplicate returns', () => {
       expect((await t.durable.getRun(h.runId))!.holdsKey).toBe(false);
     });
 
+    it('after the waiting run took the key and runs, the next start waits behind it (one holder, at most one waiting)', async () => {
+      const t = await createApp({ workflows: ALL });
+      const h = await t.durable.start('d_again', { gate: 'ch-h' }, { key: 'chain' });
+      await waitFor(() => log[h.runId]?.includes('main'));
+      const w1 = await t.durable.start('d_again', { gate: 'ch-w1', n: 1 }, { key: 'chain' });
+      gateOf('ch-h').open();
+      await waitFor(() => log[w1.runId]?.includes('main'));
+      expect((await t.durable.getRun(w1.runId))!).toMatchObject({ status: 'running', holdsKey: true });
+      const w2 = await t.durable.start('d_again', { n: 2 }, { key: 'chain' });
+      expect(w2.outcome).toBe('runAgain');
+      expect(w2.runId).not.toBe(w1.runId);
+      expect((await t.durable.getRun(w2.runId))!).toMatchObject({ status: 'waiting', holdsKey: false, runsAfterId: w1.runId });
+      gateOf('ch-w1').open();
+      const done = await t.durable.waitForRun(w2.runId, { timeout: 10_000 });
+      expect(done).toMatchObject({ status: 'completed', holdsKey: true });
+      expect(await holdersOf(t.schema, 'd_again', 'chain')).toEqual([w2.runId]);
+    });
+
     it.each([
       ['failed', { prepGate: 'ra-failed', prepFail: true }],
       ['compensated', { gate: 'ra-compensated', fail: true }],
@@ -493,6 +526,16 @@ describe('what a duplicate returns', () => {
       const done = await t.durable.waitForRun(h.runId, { timeout: 10_000 });
       expect(done.status).toBe('completed');
       expect(log[h.runId].filter((s) => s.startsWith('event:'))).toEqual([`event:${JSON.stringify({ n: 3 })}`]);
+    });
+
+    it('a holder waiting on something else (a sleep) keeps the event until it waits for it', async () => {
+      const t = await createApp({ workflows: ALL });
+      const h = await t.durable.start('d_nap', {}, { key: 'nap' });
+      await statusIs(t, h.runId, 'waiting');
+      expect(await t.durable.start('d_nap', { n: 5 }, { key: 'nap' })).toEqual({ runId: h.runId, outcome: 'sendEvent' });
+      const done = await t.durable.waitForRun(h.runId, { timeout: 10_000 });
+      expect(done.status).toBe('completed');
+      expect(done.result).toEqual({ n: 5 });
     });
 
     it('a holder not yet picked up keeps the event for when it waits', async () => {
