@@ -1,6 +1,6 @@
 import { randomUUID } from 'crypto';
 import { RunContext, RunNotFoundError, Step, Workflow } from '../../src';
-import { createApp, waitFor } from '../support';
+import { createApp, Gate, waitFor } from '../support';
 
 const seen: { step: string; abortedAtEnd?: boolean; heartbeatThrew?: boolean }[] = [];
 let inFirst = 0;
@@ -41,10 +41,74 @@ class Long {
   }
 }
 
+let stubbornGate = new Gate();
+let stubbornSignal: AbortSignal | undefined;
+const stubbornLog: string[] = [];
+
+// ignores its signal: finishes only when the test opens the gate
+@Workflow('cancel_stubborn')
+class Stubborn {
+  @Step()
+  async first(ctx: RunContext) {
+    stubbornSignal = ctx.signal;
+    stubbornLog.push('first');
+    await stubbornGate.wait();
+    stubbornLog.push('first-returned');
+    return 'first done';
+  }
+
+  @Step()
+  async second() {
+    stubbornLog.push('second');
+  }
+}
+
+const flakyAttempts: number[] = [];
+@Workflow('cancel_flaky')
+class Flaky {
+  @Step({ retry: { attempts: 3, backoff: 'fixed', initialDelay: '1s' } })
+  async flaky(ctx: RunContext) {
+    flakyAttempts.push(ctx.attempt);
+    throw new Error('always fails');
+  }
+}
+
 describe('cancel', () => {
   beforeEach(() => {
     seen.length = 0;
     inFirst = 0;
+    stubbornGate = new Gate();
+    stubbornSignal = undefined;
+    stubbornLog.length = 0;
+    flakyAttempts.length = 0;
+  });
+  afterEach(() => stubbornGate.open());
+
+  it('a step that ignores the abort and returns later: its completion is not recorded and no later step runs', async () => {
+    const { durable } = await createApp({ workflows: [Stubborn, Quick] });
+    const { runId } = await durable.start('cancel_stubborn');
+    await waitFor(() => stubbornSignal !== undefined);
+    await durable.cancel(runId);
+    await waitFor(() => stubbornSignal!.aborted, { timeout: 5_000, message: 'the abort is seen at the next heartbeat' });
+    stubbornGate.open();
+    await waitFor(() => stubbornLog.includes('first-returned'));
+    const barrier = await durable.start('cancel_quick');
+    await durable.waitForRun(barrier.runId, { timeout: 10_000 });
+    expect(stubbornLog).toEqual(['first', 'first-returned']);
+    expect(await durable.getRun(runId)).toMatchObject({ status: 'cancelled', result: null, step: 'first' });
+  });
+
+  it('cancelling a run waiting between retry attempts: it is cancelled and never attempted again', async () => {
+    const { durable } = await createApp({ workflows: [Flaky, Quick] });
+    const { runId } = await durable.start('cancel_flaky');
+    await waitFor(async () => flakyAttempts.length === 1 && (await durable.getRun(runId))?.error != null);
+    await durable.cancel(runId);
+    expect((await durable.getRun(runId))!.status).toBe('cancelled');
+    // past the 1s retry delay, the worker has had every chance to attempt it again
+    const later = await durable.start('cancel_quick', {}, { delay: '1500ms' });
+    await durable.waitForRun(later.runId, { timeout: 10_000 });
+    expect(flakyAttempts).toEqual([1]);
+    expect((await durable.getRun(runId))!.status).toBe('cancelled');
   });
 
   it('cancels a pending run: it becomes cancelled and never runs', async () => {
