@@ -1,5 +1,7 @@
 import { DurableService, DurableValidationError, OnFlowCancelled, RunContext, RunInfo, Step, Workflow } from '../../src';
-import { createApp, ident, sql, waitFor } from '../support';
+import { Client } from 'pg';
+import { DataSource } from 'typeorm';
+import { createApp, databaseUrl, ident, sql, waitFor } from '../support';
 
 const order: string[] = [];
 const hookCalls: { reason: string; name: string | null }[] = [];
@@ -161,5 +163,61 @@ describe('DAG flows: appendFlow', () => {
     await waitFor(() => hookCalls.length === 2);
     expect(hookCalls.map((h) => `${h.name}:${h.reason}`).sort()).toEqual(['downstream:cancelled', 'orphan:deleted']);
     expect((await sql(`select count(*)::int n from ${ident(schema)}.flow_deps where not resolved`))[0].n).toBe(0);
+  });
+
+  it('an append racing its dep finishing never loses the wake-up (the dep waits for the append to commit)', async () => {
+    const ds = new DataSource({ type: 'postgres', url: databaseUrl() });
+    await ds.initialize();
+    const other = new Client({ connectionString: databaseUrl() });
+    await other.connect();
+    try {
+      const { durable, schema } = await createApp({ workflows, options: { dataSource: ds, worker: false } });
+      const S = ident(schema);
+      const { flowId, runIds } = await durable.startFlow(durable.flow().add('a', Echo));
+      await sql(`update ${S}.runs set status = 'running' where id = $1`, [runIds.a]);
+      const [{ pid }] = (await other.query('select pg_backend_pid() as pid')).rows;
+      let finishing: Promise<unknown> | undefined;
+      let appended: Record<string, string> = {};
+      await ds.transaction(async (manager) => {
+        const r = await durable.startFlow((await durable.appendFlow(flowId)).add('b', Echo, {}, { deps: ['a'] }), { manager });
+        appended = r.runIds;
+        // another connection finishes `a` while the append is not committed yet: it must wait for it
+        finishing = other.query(`update ${S}.runs set status = 'completed', finished_at = now() where id = $1`, [runIds.a]);
+        await waitFor(async () => {
+          const rows = await sql(`select wait_event_type from pg_stat_activity where pid = $1`, [pid]);
+          return rows[0]?.wait_event_type === 'Lock';
+        });
+      });
+      await finishing;
+      expect((await durable.getRun(appended.b))!.status).toBe('pending');
+    } finally {
+      await other.end();
+      await ds.destroy();
+    }
+  });
+
+  it('…and the other way round: an append waits for a dep finishing in an open transaction, then resolves it', async () => {
+    const other = new Client({ connectionString: databaseUrl() });
+    await other.connect();
+    try {
+      const { durable, schema } = await createApp({ workflows, options: { worker: false } });
+      const S = ident(schema);
+      const { flowId, runIds } = await durable.startFlow(durable.flow().add('a', Echo));
+      await other.query('BEGIN');
+      await other.query(`update ${S}.runs set status = 'completed', finished_at = now() where id = $1`, [runIds.a]);
+      const appending = durable.startFlow((await durable.appendFlow(flowId)).add('b', Echo, {}, { deps: ['a'] }));
+      await waitFor(async () => {
+        const rows = await sql(
+          `select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like '%FOR SHARE%' and query like $1`,
+          [`%${schema}%`],
+        );
+        return rows.length > 0;
+      });
+      await other.query('COMMIT');
+      const { runIds: more } = await appending;
+      expect((await durable.getRun(more.b))!.status).toBe('pending');
+    } finally {
+      await other.end();
+    }
   });
 });
