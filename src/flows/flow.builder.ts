@@ -79,7 +79,8 @@ export class FlowBuilder {
       workflowRef: workflow,
       workflow: workflowNameOf(workflow),
       input: input === undefined ? null : input,
-      deps: Array.isArray(opts.deps) ? [...opts.deps] : ((opts.deps as unknown) ?? []) as string[],
+      // copied; anything but an array is kept as given and refused by startFlow's validation
+      deps: Array.isArray(opts.deps) ? [...opts.deps] : (((opts.deps as unknown) ?? []) as string[]),
       options: { ...opts },
     });
     return this;

@@ -4,7 +4,7 @@ import type { EntityManager } from 'typeorm';
 import { DurableValidationError, FlowExistsError, RunNotFoundError } from '../errors';
 import { DurableCore } from '../engine/durable.core';
 import { jsonProblem } from '../engine/input.validation';
-import { isFinished } from '../engine/run-info';
+import { isFinished, type RunStatus } from '../engine/run-info';
 import { uuidv7 } from '../engine/uuid';
 import { managerQueryable, type Queryable } from '../store/db';
 import { depOutcome, type FlowsStore, type NewFlowEdge, type NewFlowNode } from '../store/flows.store';
@@ -265,7 +265,7 @@ export class FlowsEngine {
     let flowName: string | null;
     let flowIgnore: { cancelled: boolean; failed: boolean; deleted: boolean };
     const inBatch = new Set(planned.map((n) => n.name));
-    const existing = new Map<string, string>(); // name → status, for external deps (append)
+    const existing = new Map<string, RunStatus>(); // name → status, for external deps (append)
     if (!append) {
       const o = builder.options;
       flowId = o.id ?? uuidv7();
@@ -339,13 +339,13 @@ export class FlowsEngine {
     await store.insertEdges(q, edges);
     if (append) {
       // deps that had already finished: resolve their new edges now (they were share-locked above)
-      const finals = [...existing].filter(([, status]) => isFinished(status as never));
+      const finals = [...existing].filter(([, status]) => isFinished(status));
       if (finals.length) {
         await store.resolve(
           q,
           flowId,
           finals.map(([name]) => name),
-          finals.map(([, status]) => depOutcome(status as never)!),
+          finals.map(([, status]) => depOutcome(status)!),
         );
       }
     }
