@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { BeforeApplicationShutdown, Injectable } from '@nestjs/common';
 import { ValidationError } from 'class-validator';
 import type { EntityManager } from 'typeorm';
 import { DurableValidationError, FlowExistsError, RunNotFoundError } from '../errors';
@@ -75,8 +75,9 @@ interface PlannedNode {
  * hooks. Dependency resolution runs in the database (`durable_flow_resolve`, flows migration).
  */
 @Injectable()
-export class FlowsEngine {
-  private hooking = false;
+export class FlowsEngine implements BeforeApplicationShutdown {
+  private hooking?: Promise<void>;
+  private stopping = false;
   private lastDeepRepairAt = 0;
 
   constructor(private readonly core: DurableCore) {}
@@ -156,13 +157,23 @@ export class FlowsEngine {
 
   /** Runs due `afterCancelled` hooks in the background (one loop per node at a time). */
   kickHooks(): void {
-    if (this.hooking) return;
-    this.hooking = true;
-    void this.runHooks()
+    if (this.hooking || this.stopping) return;
+    this.hooking = this.runHooks()
+      .then(() => undefined)
       .catch((err) => this.core.logger.warn(`afterCancelled hooks: ${(err as Error).message}`))
       .finally(() => {
-        this.hooking = false;
+        this.hooking = undefined;
       });
+  }
+
+  /** On shutdown: claim no more hooks and let the ones running finish (within `shutdownTimeout`). */
+  async beforeApplicationShutdown(): Promise<void> {
+    this.stopping = true;
+    const running = this.hooking;
+    if (!running) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([running, new Promise((r) => (timer = setTimeout(r, this.core.options.shutdownTimeoutMs)))]);
+    if (timer) clearTimeout(timer);
   }
 
   /** Claims and runs due hooks until none is left; each is called once (leased, deleted after). */
@@ -171,7 +182,7 @@ export class FlowsEngine {
     const workflows = registry.names();
     if (workflows.length === 0) return 0;
     let ran = 0;
-    for (;;) {
+    while (!this.stopping) {
       const hooks = await this.store.claimHooks(db, workflows, HOOK_BATCH, HOOK_LEASE_MS);
       if (hooks.length === 0) return ran;
       await Promise.all(
@@ -191,6 +202,7 @@ export class FlowsEngine {
         }),
       );
     }
+    return ran;
   }
 
   /** Every check that needs no database, with all problems in one error. */
