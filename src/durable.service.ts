@@ -18,7 +18,7 @@ import { Starter, type StartManyItem, type StartManyResult, type StartOptions } 
 import { isFinished, type RunInfo, type RunStatus, type StartResult } from './engine/run-info';
 import { isUuid } from './engine/uuid';
 import { decideStart } from './engine/keys.policy';
-import { assertValid, jsonProblem } from './engine/input.validation';
+import { assertValid, jsonProblem, uuidProblem } from './engine/input.validation';
 
 /** Filters of {@link DurableService.listRuns}. */
 export interface ListRunsOptions {
@@ -86,9 +86,7 @@ export class DurableService {
   /** Runs matching the filters, newest first; page with `cursor: lastRun.id`. */
   async listRuns(options: ListRunsOptions = {}): Promise<RunInfo[]> {
     const limit = Math.min(Math.max(1, Math.floor(options.limit ?? 50)), 1000);
-    if (options.cursor !== undefined && !isUuid(options.cursor)) {
-      assertValid('listRuns', [jsonProblem(Symbol(), 'cursor')]);
-    }
+    assertValid('listRuns', [uuidProblem(options.cursor, 'cursor'), uuidProblem(options.parentId, 'parentId')]);
     const status = options.status === undefined ? undefined : ([] as RunStatus[]).concat(options.status);
     const rows = await this.core.runs.list(this.core.db, {
       workflow: options.workflow === undefined ? undefined : this.core.registry.nameOf(options.workflow),
@@ -179,7 +177,7 @@ export class DurableService {
     if (!row) throw new RunNotFoundError(runId);
     if (!isFinished(row.status)) throw new NotFinishedError(runId);
     const input = 'input' in options ? options.input : row.input;
-    const result = await this.starter.start(row.workflow, input, { key: row.key, onDuplicate: 'error' });
+    const result = await this.starter.start(row.workflow, input, { key: row.key, onDuplicate: 'error' }, true);
     return result;
   }
 

@@ -1,5 +1,6 @@
 import { ValidationError } from 'class-validator';
 import { DurableValidationError } from '../errors';
+import { isUuid } from './uuid';
 
 /** Largest input or payload accepted, as JSON text (1 MiB). */
 export const MAX_JSON_BYTES = 1 << 20;
@@ -11,6 +12,17 @@ function problem(property: string, value: unknown, constraint: string, message: 
   e.constraints = { [constraint]: message };
   e.children = [];
   return e;
+}
+
+/** Why `value` is not a run id (a UUID), or undefined when it is one (or absent). */
+export function uuidProblem(value: unknown, property: string): ValidationError | undefined {
+  if (value === undefined || isUuid(value)) return undefined;
+  return problem(property, value, 'isUuid', `${property} must be a run id (a UUID)`);
+}
+
+/** Why `value` is not an array, or undefined. */
+export function arrayProblem(value: unknown, property: string): ValidationError | undefined {
+  return Array.isArray(value) ? undefined : problem(property, value, 'isArray', `${property} must be an array`);
 }
 
 /** Why `key` is not a valid key (a string of 1 to 255 bytes; null/undefined = no key), or undefined. */

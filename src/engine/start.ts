@@ -10,8 +10,8 @@ import type { HolderRow, NewRun } from '../store/runs.store';
 import type { ActivityKind } from '../store/activity.store';
 import { isDeepStrictEqual } from 'node:util';
 import { DurableCore } from './durable.core';
-import { emitKeyMetric, startDone, startSpan, traceCarrier } from '../observe/telemetry';
-import { assertValid, jsonProblem, keyProblem } from './input.validation';
+import { emitKeyMetric, emitRunFinished, startDone, startSpan, traceCarrier } from '../observe/telemetry';
+import { arrayProblem, assertValid, jsonProblem, keyProblem } from './input.validation';
 import { decideStart, settledDuplicateStatuses, statusesThatFreeKey, type KeyDecision } from './keys.policy';
 import type { StartResult } from './run-info';
 import { uuidv7 } from './uuid';
@@ -46,6 +46,8 @@ export type StartManyResult = StartResult | { error: KeyTakenError | KeyContende
 interface Planned {
   run: NewRun;
   onDuplicate: OnDuplicate;
+  /** A rerun: never answered with the holder, not even one in its debounce wait. */
+  rerun?: boolean;
 }
 
 /** How many times a key may change hands under one start before it gives up. */
@@ -82,11 +84,11 @@ function dueAt(what: string, runAt: unknown, delay: unknown, problems: (Validati
 export class Starter {
   constructor(private readonly core: DurableCore) {}
 
-  /** Validates and starts one run. */
-  async start(ref: WorkflowRef, input: unknown, options: StartOptions = {}): Promise<StartResult> {
+  /** Validates and starts one run; a `rerun` never gets the holder back (always `KeyTakenError`). */
+  async start(ref: WorkflowRef, input: unknown, options: StartOptions = {}, rerun = false): Promise<StartResult> {
     const def = this.core.registry.get(ref);
     return startSpan(def.name, options.key, async (span) => { // telemetry: durable.start span (observe/telemetry.ts)
-      const plan = this.plan(def, { input, key: options.key, runAt: options.runAt }, options.delay, options.onDuplicate);
+      const plan = { ...this.plan(def, { input, key: options.key, runAt: options.runAt }, options.delay, options.onDuplicate), rerun };
       const [result] = await this.execute(def, [plan], options.manager).catch((err) => Promise.reject(SerializationError.wrap(err)));
       if ('error' in result) throw result.error;
       return startDone(span, result);
@@ -96,10 +98,11 @@ export class Starter {
   /** Validates every item first, then inserts them in one statement; duplicates resolve one by one. */
   async startMany(ref: WorkflowRef, items: StartManyItem[], options: { manager?: EntityManager } = {}): Promise<StartManyResult[]> {
     const def = this.core.registry.get(ref);
-    if (!Array.isArray(items)) assertValid('startMany', [jsonProblem(Symbol(), 'items')]);
+    assertValid('startMany', [arrayProblem(items, 'items')]);
     return startSpan(def.name, undefined, async (span) => { // telemetry: durable.start span (observe/telemetry.ts)
       const plans = items.map((item, i) => this.plan(def, item ?? {}, undefined, undefined, `items[${i}].`));
-      return startDone(span, plans.length ? await this.execute(def, plans, options.manager) : []);
+      const execute = () => this.execute(def, plans, options.manager).catch((err) => Promise.reject(SerializationError.wrap(err)));
+      return startDone(span, plans.length ? await execute() : []);
     });
   }
 
@@ -157,7 +160,7 @@ export class Starter {
       const decision: KeyDecision = decideStart(
         def.reuse,
         p.onDuplicate,
-        holder && { status: holder.status, pickedUp: holder.picked_up, debouncing: holder.debouncing },
+        holder && { status: holder.status, pickedUp: holder.picked_up, debouncing: holder.debouncing && !p.rerun },
         holder?.id,
       );
       if (decision.action === 'create') {
@@ -207,6 +210,8 @@ export class Starter {
         await runs.dropKey(q, holder.id);
         await runs.cancel(q, holder.id, reason, { name: 'CancelledError', code: 'cancelled', message: reason, replacedBy: p.run.id });
         if (!(await runs.insert(q, [p.run])).has(p.run.id)) return undefined;
+        emitRunFinished(def.name, 'cancelled'); // telemetry: counted like cancel()
+        await runs.countReadd(q, holder.id);
         await runs.repointWaiter(q, def.name, key, p.run.id);
         await duplicate('cancel_existing', { replacedBy: p.run.id });
         await this.keyEvent(q, 'key_handed_off', p.run.id, def, key, { from: holder.id, fromStatus: holder.status, via: 'cancel_existing' });

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DurableCore } from '../engine/durable.core';
+import { assertValid, uuidProblem } from '../engine/input.validation';
 import type { RunStatus } from '../engine/run-info';
 import type { WorkflowRef } from '../discovery/workflow.registry';
 
@@ -54,6 +55,7 @@ export class KeyInsights {
 
   /** Activity events, newest first. */
   async listActivity(o: ListActivityOptions = {}): Promise<ActivityEvent[]> {
+    assertValid('listActivity', [uuidProblem(o.runId, 'runId')]);
     const rows = await this.core.activity.list(this.core.db, {
       kinds: o.kinds,
       workflow: o.workflow === undefined ? undefined : this.core.registry.nameOf(o.workflow),

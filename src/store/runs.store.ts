@@ -1,4 +1,5 @@
 import type { Queryable } from './db';
+import { emitKeyMetric } from '../observe/telemetry';
 import type { WaitRow } from './waits.store';
 import type { RunRow } from './run-row';
 import type { RunStatus } from '../engine/run-info';
@@ -206,7 +207,11 @@ export class RunsStore {
           context jsonb, result jsonb, results jsonb, error jsonb, delay_ms integer, final boolean,
           wait_kind text, wait_name text, wake_at timestamptz, comp_step integer, release boolean)
         WHERE r.id = v.id AND r.epoch = v.epoch AND r.status IN ('running', 'compensating')
-        RETURNING r.id`,
+        RETURNING r.id, r.workflow,
+          -- a final status of a key holder with a run waiting behind it: the key trigger hands it over
+          (v.final AND r.holds_key AND EXISTS (SELECT 1 FROM ${S}.runs w
+             WHERE w.workflow = r.workflow AND w.key = r.key AND w.status = 'waiting' AND NOT w.holds_key
+               AND w.takes_key_after IS NOT NULL AND v.status = ANY (w.takes_key_after))) AS handoff`,
       cancel: `
         UPDATE ${S}.runs SET status = 'cancelled', cancel_reason = $2, error = $3, finished_at = now()
         WHERE id = $1 AND status IN ('pending', 'running', 'waiting')
@@ -347,7 +352,8 @@ export class RunsStore {
 
   /** Applies many transitions in one statement; returns the ids whose execution still owned them. */
   async transition(q: Queryable, ts: Transition[]): Promise<Set<string>> {
-    const rows = await q.query<{ id: string }>(this.sql.transition, [JSON.stringify(ts)], 'durable_transition');
+    const rows = await q.query<{ id: string; workflow: string; handoff: boolean }>(this.sql.transition, [JSON.stringify(ts)], 'durable_transition');
+    for (const r of rows) if (r.handoff) emitKeyMetric('key_handed_off', r.workflow); // telemetry: runAgain hand-offs made by the key trigger
     return new Set(rows.map((r) => r.id));
   }
 
