@@ -47,7 +47,7 @@ function create(url) {
   const { NestFactory } = require('@nestjs/core');
   const { DurableModule, DurableService } = lib;
   const { BenchNoop, BenchFive } = defineWorkflows(lib);
-  const concurrency = Number(process.env.BENCH_OURS_CONCURRENCY || 200);
+  const concurrency = Number(process.env.BENCH_OURS_CONCURRENCY || 500);
   const describe = `worker concurrency ${concurrency}, pollInterval 1s, startMany batches as given`;
 
   async function makeApp(worker) {
