@@ -78,6 +78,30 @@ class Empty {
   }
 }
 
+@Workflow('discovery_bad_attempts')
+class BadAttempts {
+  @Step({ retry: { attempts: 0 } })
+  async s() {
+    return 1;
+  }
+}
+
+@Workflow('discovery_bad_timeout')
+class BadTimeout {
+  @Step({ timeout: 'whenever' })
+  async s() {
+    return 1;
+  }
+}
+
+@Workflow('discovery_bad_run_timeout', { timeout: 'later' })
+class BadRunTimeout {
+  @Step()
+  async s() {
+    return 1;
+  }
+}
+
 describe('workflow discovery', () => {
   beforeEach(() => {
     order.length = 0;
@@ -108,6 +132,14 @@ describe('workflow discovery', () => {
 
   it('fails startup when a workflow has no steps', async () => {
     await expect(createApp({ workflows: [Empty] })).rejects.toThrow(/discovery_empty/);
+  });
+
+  it.each([
+    ['retry.attempts: 0', BadAttempts, /discovery_bad_attempts[\s\S]*attempts|attempts[\s\S]*discovery_bad_attempts/],
+    ["a step timeout that is not a duration", BadTimeout, /discovery_bad_timeout[\s\S]*timeout|timeout[\s\S]*discovery_bad_timeout/],
+    ['a workflow timeout that is not a duration', BadRunTimeout, /discovery_bad_run_timeout[\s\S]*timeout|timeout[\s\S]*discovery_bad_run_timeout/],
+  ])('fails startup on bad step/workflow options (%s), naming the workflow and the option', async (_l, cls, re) => {
+    await expect(createApp({ workflows: [cls as never] })).rejects.toThrow(re as RegExp);
   });
 
   it("refuses reuse: 'never' with onDuplicate: 'runAgain' when the class is defined", () => {

@@ -96,7 +96,7 @@ describe('step return values and context', () => {
   ])('a step that %s fails its run (it is not left running)', async (_label, workflow) => {
     const { durable } = await createApp({ workflows: [BadReturn, CyclicReturn, BadPut, Good] });
     const { runId } = await durable.start(workflow);
-    const run = await durable.waitForRun(runId, { timeout: 10_000 });
+    const run = await durable.waitForRun(runId, { timeout: 6_000 });
     expect(run.status).toBe('failed');
     expect(run.error).not.toBeNull();
   });
@@ -111,7 +111,7 @@ describe('step return values and context', () => {
     const good = await Promise.all(Array.from({ length: 10 }, (_, v) => durable.start('results_good', { v })));
     const statuses = await Promise.all(
       good.map((g) =>
-        durable.waitForRun(g.runId, { timeout: 10_000 }).then(
+        durable.waitForRun(g.runId, { timeout: 6_000 }).then(
           (r) => r.status,
           (e: Error) => e.name,
         ),
