@@ -3,6 +3,7 @@ import { HttpAdapterHost } from '@nestjs/core';
 import {
   DurableError,
   DurableValidationError,
+  FlowExistsError,
   KeyContendedError,
   KeyTakenError,
   NoKeyError,
@@ -10,6 +11,8 @@ import {
   NotFailedError,
   NotFinishedError,
   RunNotFoundError,
+  ScheduleNotFoundError,
+  SerializationError,
   TimeoutError,
   UnknownWorkflowError,
 } from 'nestjs-durable';
@@ -29,7 +32,9 @@ export class DurableErrorFilter implements ExceptionFilter {
 }
 
 function statusOf(error: DurableError): number {
-  if (error instanceof RunNotFoundError) return HttpStatus.NOT_FOUND;
+  if (error instanceof RunNotFoundError || error instanceof ScheduleNotFoundError) return HttpStatus.NOT_FOUND;
+  // a FlowExistsError is a DurableValidationError, but the request was valid: the id is taken
+  if (error instanceof FlowExistsError || error instanceof SerializationError) return HttpStatus.CONFLICT;
   if (error instanceof DurableValidationError || error instanceof UnknownWorkflowError) return HttpStatus.BAD_REQUEST;
   if (
     error instanceof KeyTakenError ||
