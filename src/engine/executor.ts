@@ -4,6 +4,7 @@ import type { ClaimedRow, Transition } from '../store/runs.store';
 import type { DurableCore } from './durable.core';
 import { serializeError, type StoredError } from './error.serialize';
 import { backoffDelay } from './retry.policy';
+import { assertValid, jsonProblem } from './input.validation';
 import { ExecutionHandle, RunContextImpl } from './run-context';
 import type { TransitionBatcher } from './transition.batcher';
 import type { FlowNodeInfo } from '../flows/flow-context';
@@ -145,6 +146,8 @@ export class Execution implements ExecutionHandle {
         throw ctx.suspension && !stepController.signal.aborted ? ctx.suspension : err;
       }
       if (ctx.suspension) throw ctx.suspension;
+      // a result that cannot be stored fails the attempt (it would fail the whole write otherwise)
+      assertValid(`step "${step.name}" returned a value that`, [jsonProblem(value, 'result')]);
       return value;
     } finally {
       if (timer) clearTimeout(timer);

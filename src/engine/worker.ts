@@ -21,6 +21,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
   lastTickAt = 0;
   private batcher: TransitionBatcher;
   private claiming = false;
+  private beating = false;
   private claimAgain = false;
   private stopping = false;
   private started = false;
@@ -148,12 +149,16 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
 
   /** Heartbeat + lost-run detection + maintenance, on the dedicated connection when it is up. */
   private async heartbeatPass(): Promise<void> {
-    if (this.stopping) return;
+    // a pass slower than the interval is not overlapped by the next (one connection, one query at a time)
+    if (this.stopping || this.beating) return;
+    this.beating = true;
     try {
       await this.beat();
       await this.maintenance.pass(this.listenerQ ?? this.core.db);
     } catch (err) {
       this.core.logger.warn(`heartbeat failed: ${(err as Error).message}`);
+    } finally {
+      this.beating = false;
     }
   }
 
