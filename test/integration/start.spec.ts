@@ -132,6 +132,24 @@ describe('DurableService.start / startMany', () => {
       expect(await countRuns(t.schema)).toBe(0);
     });
 
+    it.each([
+      ['a NUL character in the input', { input: { s: 'a\u0000b' } }],
+      ['a lone surrogate in the input', { input: { s: 'x\ud800y' } }],
+      ['a NUL character in the key', { input: {}, key: 'k\u0000' }],
+    ])('%s: refused with DurableValidationError or stored faithfully, never a raw database error', async (_l, item) => {
+      let result: unknown;
+      try {
+        result = await durable.start('start_echo', item.input, 'key' in item ? { key: item.key } : {});
+      } catch (err) {
+        expect(err).toBeInstanceOf(DurableValidationError);
+        expect(await countRuns(t.schema)).toBe(0);
+        return;
+      }
+      const run = await durable.waitForRun((result as { runId: string }).runId, { timeout: 10_000 });
+      expect(run.input).toEqual(item.input);
+      if ('key' in item) expect(run.key).toBe(item.key);
+    });
+
     it('honours delay and runAt: the run stays pending until due', async () => {
       const later = await durable.start('start_echo', {}, { delay: '1h' });
       const at = await durable.start('start_echo', {}, { runAt: new Date(Date.now() + 3_600_000) });

@@ -33,6 +33,14 @@ class BadPut {
   }
 }
 
+@Workflow('results_nul_string')
+class NulString {
+  @Step({ retry: { attempts: 1 } })
+  async scrape() {
+    return { text: 'before\u0000after' };
+  }
+}
+
 @Workflow('results_good')
 class Good {
   @Step()
@@ -93,8 +101,9 @@ describe('step return values and context', () => {
     ['returns a BigInt', 'results_bad_return'],
     ['returns a cyclic object', 'results_cyclic_return'],
     ['puts a BigInt into the context', 'results_bad_put'],
+    ['returns a string with a NUL character (which Postgres jsonb cannot store)', 'results_nul_string'],
   ])('a step that %s fails its run (it is not left running)', async (_label, workflow) => {
-    const { durable } = await createApp({ workflows: [BadReturn, CyclicReturn, BadPut, Good] });
+    const { durable } = await createApp({ workflows: [BadReturn, CyclicReturn, BadPut, NulString, Good] });
     const { runId } = await durable.start(workflow);
     const run = await durable.waitForRun(runId, { timeout: 6_000 });
     expect(run.status).toBe('failed');
