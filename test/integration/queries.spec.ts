@@ -1,5 +1,5 @@
 import { randomUUID } from 'crypto';
-import { RunContext, RunInfo, Step, TimeoutError, Workflow } from '../../src';
+import { DurableValidationError, RunContext, RunInfo, RunNotFoundError, Step, TimeoutError, Workflow } from '../../src';
 import { createApp, Gate, waitFor } from '../support';
 
 let gate = new Gate();
@@ -44,6 +44,24 @@ describe('getRun / waitForRun / listRuns', () => {
     const { durable } = await createApp({ workflows: [Fast] });
     await expect(durable.getRun('not-a-run-id')).resolves.toBeNull();
     await expect(durable.getRun('')).resolves.toBeNull();
+  });
+
+  it('listRuns with a cursor that is not one of its cursors: [] or DurableValidationError, never a raw database error', async () => {
+    const { durable } = await createApp({ workflows: [Fast], options: { worker: false } });
+    await durable.start('queries_fast', { i: 1 });
+    try {
+      const page = await durable.listRuns({ cursor: 'garbage' } as never);
+      expect(Array.isArray(page)).toBe(true);
+    } catch (err) {
+      expect(err).toBeInstanceOf(DurableValidationError);
+    }
+  });
+
+  it('retry and rerun of an id that is not a run id reject with RunNotFoundError', async () => {
+    const { durable } = await createApp({ workflows: [Fast], options: { worker: false } });
+    await expect(durable.retry('not-a-run-id')).rejects.toBeInstanceOf(RunNotFoundError);
+    await expect(durable.rerun('not-a-run-id')).rejects.toBeInstanceOf(RunNotFoundError);
+    await expect(durable.rerun(randomUUID())).rejects.toBeInstanceOf(RunNotFoundError);
   });
 
   it('getRun returns the RunInfo of a run, with every field of API.md', async () => {

@@ -1,4 +1,4 @@
-import { RunContext, Step, Workflow } from '../../src';
+import { DurableValidationError, RunContext, Step, Workflow } from '../../src';
 import { countRuns, createApp, freshSchema, Gate, waitFor } from '../support';
 
 let gate = new Gate();
@@ -52,6 +52,16 @@ describe('prune and retention', () => {
     gate.open();
     await durable.waitForRun(running.runId, { timeout: 10_000 });
     await expect(durable.prune({ olderThan: 0 })).resolves.toMatchObject({ runs: 1 });
+    expect(await countRuns(schema)).toBe(1);
+  });
+
+  it('prune() without olderThan uses retention (nothing fresh is pruned); a bad olderThan is refused', async () => {
+    const { durable, schema } = await createApp({ workflows: [Quick] });
+    const done = await durable.start('retention_quick', {});
+    await durable.waitForRun(done.runId, { timeout: 10_000 });
+    await expect(durable.prune()).resolves.toMatchObject({ runs: 0 });
+    await expect(durable.prune({ olderThan: 'yesterday' as never })).rejects.toBeInstanceOf(DurableValidationError);
+    await expect(durable.prune({ olderThan: -1 as never })).rejects.toBeInstanceOf(DurableValidationError);
     expect(await countRuns(schema)).toBe(1);
   });
 
