@@ -78,6 +78,26 @@ class Busy {
   }
 }
 
+// ---- long steps / saturated pool -----------------------------------------------------------------
+const longRuns: { runId: string; node: string; attempt: number }[] = [];
+@Injectable()
+@Workflow('worker_long')
+class Long {
+  constructor(@Inject(NODE) private readonly node: string) {}
+
+  @Step()
+  async long(ctx: RunContext<{ ms: number; inDb?: boolean }>) {
+    longRuns.push({ runId: ctx.runId, node: this.node, attempt: ctx.attempt });
+    if (ctx.input.inDb) {
+      // holds one of the pool's connections for the whole step
+      await ctx.transaction((m) => m.query('select pg_sleep($1)', [ctx.input.ms / 1000]));
+    } else {
+      await new Promise((r) => setTimeout(r, ctx.input.ms));
+    }
+    return this.node;
+  }
+}
+
 // ---- drain --------------------------------------------------------------------------------------
 let drainGate = new Gate();
 const drainLog: string[] = [];
@@ -99,6 +119,7 @@ describe('worker', () => {
     runTimeoutSteps.length = 0;
     executions.length = 0;
     drainLog.length = 0;
+    longRuns.length = 0;
     drainGate = new Gate();
     Object.assign(tracker, { active: 0, max: 0, total: 0 });
   });
@@ -199,6 +220,37 @@ describe('worker', () => {
     // each run's result names the node that executed it
     for (const r of runs) expect(r.result).toBe(executions.find((e) => e.runId === r.id)!.node);
   });
+
+  it('a step that outlives nodeTimeout is not taken over while its node is alive', async () => {
+    const schema = freshSchema();
+    const a = await createApp({ schema, workflows: [Long], providers: [{ provide: NODE, useValue: 'a' }] });
+    const { runId } = await a.durable.start('worker_long', { ms: 2_500 }); // nodeTimeout is 1s in the tests
+    await waitFor(() => longRuns.length === 1);
+    await createApp({ schema, workflows: [Long], providers: [{ provide: NODE, useValue: 'b' }] });
+    const run = await a.durable.waitForRun(runId, { timeout: 15_000 });
+    expect(run).toMatchObject({ status: 'completed', result: 'a' });
+    expect(longRuns).toEqual([{ runId, node: 'a', attempt: 1 }]);
+  });
+
+  it('a node whose pool is saturated by its steps still heartbeats: no run is taken over', async () => {
+    const schema = freshSchema();
+    const a = await createApp({
+      schema,
+      workflows: [Long],
+      providers: [{ provide: NODE, useValue: 'a' }],
+      concurrency: 16,
+    });
+    const b = await createApp({ schema, workflows: [Long], providers: [{ provide: NODE, useValue: 'b' }], options: { worker: { workflows: [] } } });
+    const ids = (
+      await a.durable.startMany('worker_long', Array.from({ length: 16 }, () => ({ input: { ms: 2_500, inDb: true } })))
+    ).map((r) => (r as { runId: string }).runId);
+    const runs = await Promise.all(ids.map((id) => b.durable.waitForRun(id, { timeout: 30_000 })));
+    expect(runs.map((r) => r.status)).toEqual(Array(16).fill('completed'));
+    // every run executed once, all on node a (b only watches: it runs no workflow, but recovers dead nodes)
+    expect(longRuns).toHaveLength(16);
+    expect(new Set(longRuns.map((r) => r.runId)).size).toBe(16);
+    expect(longRuns.every((r) => r.node === 'a' && r.attempt === 1)).toBe(true);
+  }, 60_000);
 
   it('LISTEN/NOTIFY wakes an idle worker long before its 10s poll', async () => {
     const { durable } = await createApp({
