@@ -42,6 +42,22 @@ describe('migrations', () => {
     expect(await migrationRows(schema)).toEqual(before);
   });
 
+  it('migrations are re-runnable: with their records deleted, a boot applies them all again over the existing tables', async () => {
+    const schema = freshSchema();
+    const first = await createApp({ schema, workflows: [Echo] });
+    const { runId } = await first.durable.start('migrations_echo', 'kept');
+    await first.durable.waitForRun(runId, { timeout: 10_000 });
+    await first.close();
+    const before = await migrationRows(schema);
+    await sql(`delete from "${schema}".migrations`);
+    const second = await createApp({ schema, workflows: [Echo] });
+    expect(await migrationRows(schema)).toEqual(before);
+    // the data survived, and the module works
+    expect((await second.durable.getRun(runId))!.result).toBe('kept');
+    const again = await second.durable.start('migrations_echo', 'again');
+    expect((await second.durable.waitForRun(again.runId, { timeout: 10_000 })).result).toBe('again');
+  });
+
   it('the exported migration classes run under the app\'s own TypeORM runner (migrationsRun: false)', async () => {
     const schema = freshSchema();
     const ds = new DataSource({
