@@ -5,7 +5,8 @@ import { isUuid } from './uuid';
 /** Largest input or payload accepted, as JSON text (1 MiB). */
 export const MAX_JSON_BYTES = 1 << 20;
 
-function problem(property: string, value: unknown, constraint: string, message: string): ValidationError {
+/** One class-validator-shaped problem with `property`. */
+export function problem(property: string, value: unknown, constraint: string, message: string): ValidationError {
   const e = new ValidationError();
   e.property = property;
   e.value = value;

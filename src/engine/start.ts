@@ -11,12 +11,12 @@ import type { ActivityKind } from '../store/activity.store';
 import { isDeepStrictEqual } from 'node:util';
 import { DurableCore } from './durable.core';
 import { emitKeyMetric, emitRunFinished, startDone, startSpan, traceCarrier } from '../observe/telemetry';
-import { arrayProblem, assertValid, jsonProblem, keyProblem } from './input.validation';
+import { arrayProblem, assertValid, jsonProblem, keyProblem, problem } from './input.validation';
 import { decideStart, settledDuplicateStatuses, statusesThatFreeKey, type KeyDecision } from './keys.policy';
 import type { StartResult } from './run-info';
 import { uuidv7 } from './uuid';
 import { deliverEvent } from './events';
-import { ValidationError } from 'class-validator';
+import type { ValidationError } from 'class-validator';
 
 /** Options of `DurableService.start`. */
 export interface StartOptions {
@@ -56,9 +56,7 @@ const MAX_HANDOFFS = 3;
 function dueAt(what: string, runAt: unknown, delay: unknown, problems: (ValidationError | undefined)[]): string | null {
   if (runAt !== undefined && runAt !== null) {
     if (!(runAt instanceof Date) || Number.isNaN(runAt.getTime())) {
-      const e = new ValidationError();
-      Object.assign(e, { property: 'runAt', value: runAt, children: [], constraints: { isDate: `${what}: runAt must be a valid Date` } });
-      problems.push(e);
+      problems.push(problem('runAt', runAt, 'isDate', `${what}: runAt must be a valid Date`));
       return null;
     }
     return runAt.toISOString();
@@ -67,9 +65,7 @@ function dueAt(what: string, runAt: unknown, delay: unknown, problems: (Validati
     try {
       return new Date(Date.now() + toMs(delay as Duration, 'delay')).toISOString();
     } catch (err) {
-      const e = new ValidationError();
-      Object.assign(e, { property: 'delay', value: delay, children: [], constraints: { isDuration: (err as Error).message } });
-      problems.push(e);
+      problems.push(problem('delay', delay, 'isDuration', (err as Error).message));
     }
   }
   return null;
@@ -89,7 +85,7 @@ export class Starter {
     const def = this.core.registry.get(ref);
     return startSpan(def.name, options.key, async (span) => { // telemetry: durable.start span (observe/telemetry.ts)
       const plan = { ...this.plan(def, { input, key: options.key, runAt: options.runAt }, options.delay, options.onDuplicate), rerun };
-      const [result] = await this.execute(def, [plan], options.manager).catch((err) => Promise.reject(SerializationError.wrap(err)));
+      const [result] = await this.execute(def, [plan], options.manager);
       if ('error' in result) throw result.error;
       return startDone(span, result);
     });
@@ -101,8 +97,7 @@ export class Starter {
     assertValid('startMany', [arrayProblem(items, 'items')]);
     return startSpan(def.name, undefined, async (span) => { // telemetry: durable.start span (observe/telemetry.ts)
       const plans = items.map((item, i) => this.plan(def, item ?? {}, undefined, undefined, `items[${i}].`));
-      const execute = () => this.execute(def, plans, options.manager).catch((err) => Promise.reject(SerializationError.wrap(err)));
-      return startDone(span, plans.length ? await execute() : []);
+      return startDone(span, plans.length ? await this.execute(def, plans, options.manager) : []);
     });
   }
 
@@ -129,7 +124,11 @@ export class Starter {
     };
   }
 
-  private async execute(def: WorkflowDefinition, plans: Planned[], manager?: EntityManager): Promise<StartManyResult[]> {
+  private execute(def: WorkflowDefinition, plans: Planned[], manager?: EntityManager): Promise<StartManyResult[]> {
+    return this.insertOrResolve(def, plans, manager).catch((err) => Promise.reject(SerializationError.wrap(err)));
+  }
+
+  private async insertOrResolve(def: WorkflowDefinition, plans: Planned[], manager?: EntityManager): Promise<StartManyResult[]> {
     const { db, runs } = this.core;
     // Outside a caller's transaction the common case is one autocommit statement; only a start the
     // key policy cannot settle at once opens a transaction of its own, to lock the holder and decide.
