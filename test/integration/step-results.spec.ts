@@ -65,6 +65,7 @@ const thrown: Record<string, () => unknown> = {
     return e;
   },
   bigint: () => Object.assign(new Error('with a bigint property'), { amount: BigInt(10) }),
+  'an Error whose message has a NUL character': () => new Error('bad \u0000 byte'),
 };
 
 @Workflow('results_throws')
@@ -110,12 +111,14 @@ describe('step return values and context', () => {
     expect(run.error).not.toBeNull();
   });
 
-  it("non-JSON step results of some runs do not hold up other runs' completions", async () => {
-    const { durable } = await createApp({ workflows: [BadReturn, CyclicReturn, BadPut, Good], concurrency: 10 });
+  it("step results of some runs that cannot be stored do not hold up other runs' completions", async () => {
+    const { durable } = await createApp({ workflows: [BadReturn, CyclicReturn, BadPut, NulString, Good], concurrency: 10 });
     await Promise.all([
       durable.start('results_bad_return'),
       durable.start('results_cyclic_return'),
       durable.start('results_bad_put'),
+      durable.start('results_nul_string'),
+      durable.start('results_nul_string'),
     ]);
     const good = await Promise.all(Array.from({ length: 10 }, (_, v) => durable.start('results_good', { v })));
     const statuses = await Promise.all(
