@@ -1,5 +1,5 @@
 import { RunContext, Step, Workflow } from '../../src';
-import { createApp } from '../support';
+import { createApp, waitFor } from '../support';
 
 @Workflow('results_bad_return')
 class BadReturn {
@@ -33,10 +33,13 @@ class BadPut {
   }
 }
 
+let nulExecuted = 0;
+
 @Workflow('results_nul_string')
 class NulString {
   @Step({ retry: { attempts: 1 } })
   async scrape() {
+    nulExecuted++;
     return { text: 'before\u0000after' };
   }
 }
@@ -117,9 +120,13 @@ describe('step return values and context', () => {
       durable.start('results_bad_return'),
       durable.start('results_cyclic_return'),
       durable.start('results_bad_put'),
-      durable.start('results_nul_string'),
-      durable.start('results_nul_string'),
     ]);
+    // two results Postgres cannot store, written one after the other (so not in one batched write)
+    nulExecuted = 0;
+    await durable.start('results_nul_string');
+    await waitFor(() => nulExecuted === 1);
+    await durable.start('results_nul_string');
+    await waitFor(() => nulExecuted === 2);
     const good = await Promise.all(Array.from({ length: 10 }, (_, v) => durable.start('results_good', { v })));
     const statuses = await Promise.all(
       good.map((g) =>
