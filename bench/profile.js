@@ -103,8 +103,10 @@ async function main() {
   let nSamples = 0;
   const sampler = (async () => {
     while (sampling) {
+      // only this system's statements: other sessions (tests, other tools) may share the database
       const { rows } = await c.query(`select state, wait_event_type, wait_event, left(regexp_replace(query, '\\s+', ' ', 'g'), 160) q from pg_stat_activity
-        where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend' and application_name <> 'bench-profiler'`);
+        where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend' and application_name <> 'bench-profiler'
+          and state = 'active' and strpos(query, $1) > 0`, [SCHEMAS[variant]]);
       nSamples++;
       for (const r of rows) {
         if (r.state === 'idle') continue;
@@ -166,7 +168,7 @@ async function main() {
   }
   const top = (m) => [...m.entries()].sort((a, b) => b[1] - a[1]).slice(0, TOP);
   out('');
-  out(`pg_stat_activity sampling (${nSamples} samples; share of samples in which a backend was busy with the statement):`);
+  out(`pg_stat_activity sampling (${nSamples} samples, active backends running statements on ${SCHEMAS[variant]} only; share of samples in which a backend was busy with the statement — can add up past 100% with several backends):`);
   out('```');
   for (const [q, k] of top(samples)) out(`${((k / nSamples) * 100).toFixed(1).padStart(6)}%  ${q}`);
   out('```');
