@@ -240,7 +240,7 @@ export class DurableService {
   }
 
   /** Deletes finished runs (and activity) older than `olderThan` (default: the retention options). */
-  prune(options: { olderThan?: Duration } = {}): Promise<{ runs: number; activity: number }> {
+  async prune(options: { olderThan?: Duration } = {}): Promise<{ runs: number; activity: number }> {
     const ms = options.olderThan === undefined ? undefined : toMs(options.olderThan, 'olderThan');
     return this.maintenance.prune(this.core.db, ms);
   }

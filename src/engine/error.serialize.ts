@@ -7,19 +7,23 @@ export interface StoredError {
   [extra: string]: unknown;
 }
 
-/** Turns anything thrown into a JSON-safe {@link StoredError}. */
+/** NUL and unpaired UTF-16 surrogates (Postgres cannot store them) become U+FFFD. */
+const storable = (s: string): string =>
+  s.replace(/\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
+
+/** Turns anything thrown into a JSON-safe, storable {@link StoredError}. */
 export function serializeError(err: unknown, extra: Record<string, unknown> = {}): StoredError {
   if (err instanceof Error) {
     const code = (err as { code?: unknown }).code;
     return {
-      name: err.name,
-      message: err.message,
-      ...(typeof code === 'string' ? { code } : {}),
-      ...(err.stack ? { stack: err.stack.split('\n').slice(0, 12).join('\n') } : {}),
+      name: storable(String(err.name)),
+      message: storable(String(err.message)),
+      ...(typeof code === 'string' ? { code: storable(code) } : {}),
+      ...(err.stack ? { stack: storable(err.stack.split('\n').slice(0, 12).join('\n')) } : {}),
       ...extra,
     };
   }
-  return { name: 'Error', message: typeof err === 'string' ? err : safeJson(err), ...extra };
+  return { name: 'Error', message: storable(typeof err === 'string' ? err : safeJson(err)), ...extra };
 }
 
 function safeJson(v: unknown): string {

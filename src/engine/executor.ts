@@ -110,7 +110,7 @@ export class Execution implements ExecutionHandle {
       const results = { [step.name]: value ?? null };
       const owned = last
         ? await this.write({ status: 'completed', step: index + 1, context: working, result: value ?? null, results, error: null, final: true })
-        : await this.write({ status: 'running', step: index + 1, attempt: 0, context: working, results, error: null });
+        : await this.write({ status: 'running', step: index + 1, attempt: 1, context: working, results, error: null });
       if (!owned) return;
       context = working;
       this.context = working;

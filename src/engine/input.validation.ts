@@ -26,10 +26,21 @@ export function arrayProblem(value: unknown, property: string): ValidationError 
   return Array.isArray(value) ? undefined : problem(property, value, 'isArray', `${property} must be an array`);
 }
 
+/** NUL, or a UTF-16 surrogate without its pair: Postgres text and jsonb cannot hold either. */
+const UNSTORABLE_RE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Why the string cannot be stored by Postgres, or undefined. */
+function stringProblem(s: string, path: string): string | undefined {
+  if (!UNSTORABLE_RE.test(s)) return undefined;
+  return `${path} holds a NUL character or an unpaired UTF-16 surrogate, which Postgres cannot store`;
+}
+
 /** Why `key` is not a valid key (a string of 1 to 255 bytes; null/undefined = no key), or undefined. */
 export function keyProblem(key: unknown, property = 'key'): ValidationError | undefined {
   if (key === null || key === undefined) return undefined;
   if (typeof key !== 'string') return problem(property, key, 'isString', `${property} must be a string or null`);
+  const unstorable = stringProblem(key, property);
+  if (unstorable) return problem(property, key, 'isStorable', unstorable);
   const bytes = Buffer.byteLength(key, 'utf8');
   if (bytes < 1 || bytes > 255) {
     return problem(property, key, 'keyBytes', `${property} must be 1 to 255 bytes of UTF-8 (got ${bytes}); use null for no key`);
@@ -49,6 +60,8 @@ export function jsonProblem(value: unknown, property = 'input'): ValidationError
         return `${path} is a ${typeof v}, which JSON cannot hold`;
       case 'number':
         return Number.isFinite(v) ? undefined : `${path} is ${v}, which JSON cannot hold`;
+      case 'string':
+        return stringProblem(v, path);
       case 'object': {
         if (v === null) return undefined;
         if (stack.includes(v)) return `${path} refers back to itself (a cycle)`;
@@ -57,6 +70,8 @@ export function jsonProblem(value: unknown, property = 'input'): ValidationError
         try {
           for (const [k, child] of Object.entries(v as object)) {
             if (child === undefined && !Array.isArray(v)) continue;
+            const badKey = Array.isArray(v) ? undefined : stringProblem(k, `${path} (a property name)`);
+            if (badKey) return badKey;
             const p = walk(child, Array.isArray(v) ? `${path}[${k}]` : `${path}.${k}`);
             if (p) return p;
           }
@@ -71,7 +86,7 @@ export function jsonProblem(value: unknown, property = 'input'): ValidationError
   };
   const why = walk(value, property);
   if (why) return problem(property, undefined, 'isJson', `${why}; ${property} must be JSON-serialisable`);
-  if (value !== undefined && JSON.stringify(value).length > MAX_JSON_BYTES) {
+  if (value !== undefined && Buffer.byteLength(JSON.stringify(value) ?? '', 'utf8') > MAX_JSON_BYTES) {
     return problem(property, undefined, 'maxSize', `${property} is larger than ${MAX_JSON_BYTES} bytes of JSON`);
   }
   return undefined;

@@ -7,6 +7,9 @@ interface Pending {
   resolve: (owned: boolean) => void;
 }
 
+/** Error code of a run failed because its outcome could not be stored. */
+const UNSTORABLE = 'unstorable';
+
 /** Most transitions written by one statement. */
 const MAX_BATCH = 1_000;
 /** Statements in flight at once. */
@@ -22,6 +25,8 @@ export class TransitionBatcher {
   private queue: Pending[] = [];
   private inFlight = 0;
   private idle: (() => void)[] = [];
+  /** Set when a shutdown stopped waiting: failing writes stop retrying. */
+  private givenUp = false;
 
   constructor(
     private readonly q: Queryable,
@@ -37,10 +42,23 @@ export class TransitionBatcher {
     });
   }
 
-  /** Resolves once nothing is queued or in flight. */
-  drained(): Promise<void> {
-    if (this.queue.length === 0 && this.inFlight === 0) return Promise.resolve();
-    return new Promise((resolve) => this.idle.push(resolve));
+  /**
+   * Resolves once nothing is queued or in flight, or after `withinMs`: then writes still failing
+   * stop retrying and resolve as not written (their runs are recovered like a dead node's).
+   */
+  async drained(withinMs = Infinity): Promise<void> {
+    if (this.queue.length === 0 && this.inFlight === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    const idle = new Promise<void>((resolve) => this.idle.push(resolve));
+    const late = new Promise<void>((resolve) => {
+      if (withinMs !== Infinity) timer = setTimeout(resolve, withinMs);
+    });
+    await Promise.race([idle, late]);
+    if (timer) clearTimeout(timer);
+    if (this.queue.length > 0 || this.inFlight > 0) {
+      this.givenUp = true;
+      for (const p of this.queue.splice(0)) p.resolve(false);
+    }
   }
 
   private pump(): void {
@@ -62,10 +80,46 @@ export class TransitionBatcher {
         for (const p of batch) p.resolve(owned.has(p.t.id));
         return;
       } catch (err) {
+        if (isDataException(err)) return this.isolate(batch, err);
+        if (this.givenUp) {
+          for (const p of batch) p.resolve(false);
+          return;
+        }
         const delay = Math.min(5_000, 50 * 2 ** attempt);
         this.logger.warn(`writing ${batch.length} run transition(s) failed (${(err as Error).message}); retrying in ${delay}ms`);
         await new Promise((r) => setTimeout(r, delay));
       }
     }
   }
+
+  /**
+   * A value Postgres refuses (a data exception) must not hold up the other runs of the batch: write
+   * each alone, and a transition refused on its own becomes a failure of its run without the value.
+   */
+  private async isolate(batch: Pending[], err: unknown): Promise<void> {
+    if (batch.length > 1) {
+      await Promise.all(batch.map((p) => this.write([p])));
+      return;
+    }
+    const [p] = batch;
+    if (p.t.status === 'failed' && (p.t.error as { code?: string } | undefined)?.code === UNSTORABLE) {
+      this.logger.error(`run ${p.t.id}: even its failure could not be stored (${(err as Error).message})`);
+      return p.resolve(false);
+    }
+    this.logger.error(`run ${p.t.id}: its ${p.t.status} transition could not be stored (${(err as Error).message}); failing the run`);
+    const failed: Transition = {
+      id: p.t.id,
+      epoch: p.t.epoch,
+      status: 'failed',
+      final: true,
+      error: { name: 'DurableValidationError', code: UNSTORABLE, message: `the run's outcome could not be stored: ${(err as Error).message}` },
+    };
+    await this.write([{ t: failed, resolve: () => p.resolve(false) }]);
+  }
+}
+
+/** Postgres SQLSTATE class 22 (data exception): retrying the same values cannot succeed. */
+function isDataException(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  return typeof code === 'string' && code.startsWith('22');
 }

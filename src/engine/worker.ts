@@ -79,8 +79,13 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
       this.core.logger.warn(`shutdown: releasing ${left.length} unfinished run(s) back to pending`);
       for (const e of left) e.lose(new CancelledError('the node is shutting down'));
     }
-    await this.batcher.drained();
-    if (left.length) await runs.release(db, options.nodeId, left.map((e) => e.runId));
+    // outcomes still being written get what is left of shutdownTimeout (at least a second)
+    await this.batcher.drained(Math.max(1_000, deadline - Date.now()));
+    if (left.length) {
+      await runs.release(db, options.nodeId, left.map((e) => e.runId)).catch((err: Error) => {
+        this.core.logger.warn(`shutdown: could not release runs (${err.message}); they are recovered after nodeTimeout`);
+      });
+    }
     await nodes.remove(db, options.nodeId).catch(() => undefined);
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
     const listener = this.listener;

@@ -1,3 +1,6 @@
+import { DurableValidationError } from '../errors';
+import { problem } from '../engine/input.validation';
+
 /** Milliseconds, or a string such as `'500ms'`, `'30s'`, `'5m'`, `'2h'`, `'7d'`. */
 export type Duration = number | string;
 
@@ -12,10 +15,13 @@ export function tryParseDuration(value: unknown): number | undefined {
   return m ? Math.round(Number(m[1]) * UNIT_MS[m[2]]) : undefined;
 }
 
-/** Parses a {@link Duration} to milliseconds, throwing a `RangeError` naming `what` when invalid. */
+/** Parses a {@link Duration} to milliseconds, throwing a `DurableValidationError` naming `what` when invalid. */
 export function toMs(value: Duration, what = 'duration'): number {
   const ms = tryParseDuration(value);
-  if (ms === undefined) throw new RangeError(`${what} must be milliseconds or a string like '30s', got ${String(value)}`);
+  if (ms === undefined) {
+    const message = `${what} must be milliseconds or a string like '30s', got ${String(value)}`;
+    throw new DurableValidationError(message, [problem(what, value, 'isDuration', message)]);
+  }
   return ms;
 }
 
