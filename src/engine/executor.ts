@@ -120,21 +120,23 @@ export class Execution implements ExecutionHandle {
 
   /** One attempt of a step, bounded by the step timeout; rejects on failure, abort or timeout. */
   private async attempt(step: StepDefinition, attempt: number, working: Record<string, unknown>): Promise<unknown> {
-    const stepController = new AbortController();
-    const onRunAbort = () => stepController.abort(this.controller.signal.reason);
-    if (this.controller.signal.aborted) throw this.controller.signal.reason;
-    this.controller.signal.addEventListener('abort', onRunAbort, { once: true });
-    const ctx = new RunContextImpl(this.core, this, step.name, step.index, attempt, stepController.signal, working);
+    const run = this.controller.signal;
+    if (run.aborted) throw run.reason;
+    // a step with a timeout gets a signal of its own that also follows the run's; others share the run's
+    const own = step.timeoutMs === undefined ? undefined : new AbortController();
+    const signal = own?.signal ?? run;
+    const onRunAbort = () => own?.abort(run.reason);
+    if (own) run.addEventListener('abort', onRunAbort, { once: true });
+    const ctx = new RunContextImpl(this.core, this, step.name, step.index, attempt, signal, working);
     if (step.index === this.row.step && attempt === this.row.attempt) ctx.recordedWaits = this.row.waits; // waits: claimed with the run
     let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
     try {
       const aborted = new Promise<never>((_, reject) => {
-        stepController.signal.addEventListener('abort', () => reject(stepController.signal.reason), { once: true });
-        if (step.timeoutMs !== undefined) {
-          timer = setTimeout(
-            () => stepController.abort(new TimeoutError(`step "${step.name}" timed out after ${step.timeoutMs}ms`)),
-            step.timeoutMs,
-          );
+        onAbort = () => reject(signal.reason);
+        signal.addEventListener('abort', onAbort, { once: true });
+        if (own) {
+          timer = setTimeout(() => own.abort(new TimeoutError(`step "${step.name}" timed out after ${step.timeoutMs}ms`)), step.timeoutMs);
         }
       });
       aborted.catch(() => undefined);
@@ -143,7 +145,7 @@ export class Execution implements ExecutionHandle {
         value = await Promise.race([Promise.resolve().then(() => step.run(ctx)), aborted]);
       } catch (err) {
         // a wait suspended this attempt: that is the outcome, whatever user code made of it
-        throw ctx.suspension && !stepController.signal.aborted ? ctx.suspension : err;
+        throw ctx.suspension && !signal.aborted ? ctx.suspension : err;
       }
       if (ctx.suspension) throw ctx.suspension;
       // a result that cannot be stored fails the attempt (it would fail the whole write otherwise)
@@ -151,7 +153,8 @@ export class Execution implements ExecutionHandle {
       return value;
     } finally {
       if (timer) clearTimeout(timer);
-      this.controller.signal.removeEventListener('abort', onRunAbort);
+      if (onAbort) signal.removeEventListener('abort', onAbort);
+      if (own) run.removeEventListener('abort', onRunAbort);
     }
   }
 

@@ -16,6 +16,7 @@ import { decideStart, settledDuplicateStatuses, statusesThatFreeKey, type KeyDec
 import type { StartResult } from './run-info';
 import { uuidv7 } from './uuid';
 import { deliverEvent } from './events';
+import { WakeCoalescer } from './wake.coalescer';
 import type { ValidationError } from 'class-validator';
 
 /** Options of `DurableService.start`. */
@@ -50,6 +51,9 @@ interface Planned {
   rerun?: boolean;
 }
 
+/** Window in which autocommit starts share one wake-up notification. */
+const WAKE_WINDOW_MS = 2;
+
 /** How many times a key may change hands under one start before it gives up. */
 const MAX_HANDOFFS = 3;
 
@@ -78,7 +82,12 @@ function dueAt(what: string, runAt: unknown, delay: unknown, problems: (Validati
  */
 @Injectable()
 export class Starter {
-  constructor(private readonly core: DurableCore) {}
+  /** Wake-ups of autocommit starts, at most one in-statement NOTIFY per window (see WakeCoalescer). */
+  private readonly wake: WakeCoalescer;
+
+  constructor(private readonly core: DurableCore) {
+    this.wake = new WakeCoalescer(WAKE_WINDOW_MS, () => core.runs.wake(core.db));
+  }
 
   /** Validates and starts one run; a `rerun` never gets the holder back (always `KeyTakenError`). */
   async start(ref: WorkflowRef, input: unknown, options: StartOptions = {}, rerun = false): Promise<StartResult> {
@@ -134,17 +143,26 @@ export class Starter {
     // key policy cannot settle at once opens a transaction of its own, to lock the holder and decide.
     const joined = manager?.queryRunner?.isTransactionActive ? managerQueryable(manager) : undefined;
     const resolve = (p: Planned) => (joined ? this.resolveDuplicate(joined, def, p) : db.tx((tx) => this.resolveDuplicate(tx, def, p)));
+    // a caller's transaction always notifies in-statement: the wake-up is delivered at its commit
+    const notify = joined !== undefined || this.wake.lead();
+    const committed = (n: number) => {
+      if (!notify && n > 0) this.wake.committedWithout();
+    };
     if (plans.length === 1 && plans[0].run.key !== null) {
       const [p] = plans;
       const settled = settledDuplicateStatuses(def.reuse, p.onDuplicate);
-      const row = await runs.insertOrAnswer(joined ?? db, p.run, settled.useExisting, settled.reject);
+      const row = await runs.insertOrAnswer(joined ?? db, p.run, settled.useExisting, settled.reject, notify);
       if (!row) return [await resolve(p)];
-      if (row.status === null) return [{ runId: row.id, outcome: 'created' }];
+      if (row.status === null) {
+        committed(1);
+        return [{ runId: row.id, outcome: 'created' }];
+      }
       const rejected = settled.reject.includes(row.status);
       emitKeyMetric('key_duplicate', def.name, { outcome: rejected ? 'error' : 'use_existing' });
       return [rejected ? { error: new KeyTakenError(row.id) } : { runId: row.id, outcome: 'useExisting' }];
     }
-    const inserted = await runs.insert(joined ?? db, plans.map((p) => p.run));
+    const inserted = await runs.insert(joined ?? db, plans.map((p) => p.run), notify);
+    committed(inserted.size);
     const out: StartManyResult[] = [];
     for (const p of plans) out.push(inserted.has(p.run.id) ? { runId: p.run.id, outcome: 'created' } : await resolve(p));
     return out;

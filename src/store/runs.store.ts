@@ -103,7 +103,7 @@ export class RunsStore {
           ON CONFLICT (workflow, key) WHERE holds_key DO NOTHING
           RETURNING id, run_at
         ), note AS MATERIALIZED (
-          SELECT pg_notify($2, '') FROM ins WHERE run_at <= now() LIMIT 1
+          SELECT pg_notify($2, '') FROM ins WHERE $2 <> '' AND run_at <= now() LIMIT 1
         )`;
     this.sql = {
       insert: `
@@ -242,15 +242,16 @@ export class RunsStore {
             LIMIT $2)
           RETURNING 1
         ) SELECT count(*)::int AS n FROM d`,
+      wake: `SELECT pg_notify($1, '')`,
       backlog: `
         SELECT count(*)::int AS pending, coalesce(extract(epoch FROM now() - min(run_at)) * 1000, 0)::float8 AS lag_ms
         FROM ${S}.runs WHERE status = 'pending' AND run_at <= now()`,
     };
   }
 
-  /** Inserts runs (keyed ones only if the key is free) and notifies workers; returns the ids inserted. */
-  async insert(q: Queryable, runs: NewRun[]): Promise<Set<string>> {
-    const rows = await q.query<{ id: string }>(this.sql.insert, [JSON.stringify(runs), this.channel], 'durable_insert');
+  /** Inserts runs (keyed ones only if the key is free) and, with `notify`, wakes the workers; returns the ids inserted. */
+  async insert(q: Queryable, runs: NewRun[], notify = true): Promise<Set<string>> {
+    const rows = await q.query<{ id: string }>(this.sql.insert, [JSON.stringify(runs), notify ? this.channel : ''], 'durable_insert');
     return new Set(rows.map((r) => r.id));
   }
 
@@ -265,10 +266,11 @@ export class RunsStore {
     run: NewRun,
     useExisting: RunStatus[],
     reject: RunStatus[],
+    notify = true,
   ): Promise<{ id: string; status: RunStatus | null } | undefined> {
     const [row] = await q.query<{ id: string; status: RunStatus | null }>(
       this.sql.insertOrAnswer,
-      [JSON.stringify([run]), this.channel, run.workflow, run.key, useExisting, reject, JSON.stringify(run.input ?? null)],
+      [JSON.stringify([run]), notify ? this.channel : '', run.workflow, run.key, useExisting, reject, JSON.stringify(run.input ?? null)],
       'durable_insert_or_answer',
     );
     return row;
@@ -381,6 +383,11 @@ export class RunsStore {
   async prune(q: Queryable, olderThanMs: number, batch: number): Promise<number> {
     const [row] = await q.query<{ n: number }>(this.sql.prune, [olderThanMs, batch]);
     return row.n;
+  }
+
+  /** Wakes the workers (outside any start's transaction). */
+  async wake(q: Queryable): Promise<void> {
+    await q.query(this.sql.wake, [this.channel]);
   }
 
   /** Due pending runs and how long the oldest has waited. */
