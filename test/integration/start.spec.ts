@@ -150,6 +150,21 @@ describe('DurableService.start / startMany', () => {
       if ('key' in item) expect(run.key).toBe(item.key);
     });
 
+    it('refuses input over the 1 MiB JSON limit and writes nothing', async () => {
+      const MiB = 1 << 20;
+      await expectInvalid(durable.start('start_echo', { s: 'x'.repeat(MiB + 10) }));
+      expect(await countRuns(t.schema)).toBe(0);
+      // just under the limit is fine
+      const ok = await durable.start('start_echo', { s: 'y'.repeat(MiB - 100) });
+      expect((await durable.waitForRun(ok.runId, { timeout: 10_000 })).status).toBe('completed');
+    });
+
+    it('counts the 1 MiB input limit in bytes, like keys: 1.2 MB of two-byte characters is refused', async () => {
+      // 600k two-byte characters: 1.2 MB of UTF-8 JSON, although fewer than 1 Mi characters
+      await expectInvalid(durable.start('start_echo', { s: 'é'.repeat(600_000) }));
+      expect(await countRuns(t.schema)).toBe(0);
+    });
+
     it('honours delay and runAt: the run stays pending until due', async () => {
       const later = await durable.start('start_echo', {}, { delay: '1h' });
       const at = await durable.start('start_echo', {}, { runAt: new Date(Date.now() + 3_600_000) });
