@@ -112,15 +112,20 @@ export function statusesThatFreeKey(reuse: ReusePolicy): RunStatus[] {
 }
 
 /**
- * The holder statuses for which a start's answer is settled whatever the holder's pick-up or
- * debounce state: `useExisting` (return the holder) or `reject` (KeyTakenError). A start can answer
+ * The holder statuses for which a start's answer is settled whatever the holder's pick-up state
+ * (and, for a `debounced` workflow, its debounce state): `useExisting` (return the holder) or `reject` (KeyTakenError). A start can answer
  * those in one statement, without holding the holder's lock across round trips.
  */
-export function settledDuplicateStatuses(reuse: ReusePolicy, onDuplicate: OnDuplicate): { useExisting: RunStatus[]; reject: RunStatus[] } {
+export function settledDuplicateStatuses(
+  reuse: ReusePolicy,
+  onDuplicate: OnDuplicate,
+  debounced: boolean,
+): { useExisting: RunStatus[]; reject: RunStatus[] } {
   const out = { useExisting: [] as RunStatus[], reject: [] as RunStatus[] };
+  const debouncing = debounced ? [false, true] : [false];
   for (const status of Object.keys(HOLDER_STATE) as RunStatus[]) {
     const actions = new Set(
-      [false, true].flatMap((pickedUp) => [false, true].map((debouncing) => decideStart(reuse, onDuplicate, { status, pickedUp, debouncing }).action)),
+      [false, true].flatMap((pickedUp) => debouncing.map((d) => decideStart(reuse, onDuplicate, { status, pickedUp, debouncing: d }).action)),
     );
     const [only] = actions;
     if (actions.size === 1 && (only === 'useExisting' || only === 'reject')) out[only].push(status);

@@ -150,7 +150,7 @@ export class Starter {
     };
     if (plans.length === 1 && plans[0].run.key !== null) {
       const [p] = plans;
-      const settled = settledDuplicateStatuses(def.reuse, p.onDuplicate);
+      const settled = settledDuplicateStatuses(def.reuse, p.onDuplicate, def.debounce !== undefined && !p.rerun);
       const row = await runs.insertOrAnswer(joined ?? db, p.run, settled.useExisting, settled.reject, notify);
       if (!row) return [await resolve(p)];
       if (row.status === null) {

@@ -3,6 +3,7 @@ import {
   GOING_HOLDER_TABLE,
   KEPT_FINISHED_HOLDER_TABLE,
   REUSE_TABLE,
+  settledDuplicateStatuses,
   statusesThatFreeKey,
 } from '../../src/engine/keys.policy';
 import type { OnDuplicate, ReusePolicy } from '../../src/options/workflow-options.interface';
@@ -153,5 +154,23 @@ describe('key policy: when a run waiting behind the holder takes the key', () =>
   });
   it('never: never', () => {
     expect(statusesThatFreeKey('never')).toEqual([]);
+  });
+});
+
+describe('key policy: the statuses a start can answer in one statement', () => {
+  it('useExisting: every going status and every finished one reuse keeps; never a free one', () => {
+    expect(settledDuplicateStatuses('afterFailure', 'useExisting', false)).toEqual({
+      useExisting: ['pending', 'running', 'waiting', 'compensating', 'completed'],
+      reject: [],
+    });
+  });
+  it('error under never: every status is refused', () => {
+    expect(settledDuplicateStatuses('never', 'error', false).reject).toHaveLength(9);
+  });
+  it('a debounced workflow leaves pending to the locking path (it may be in its debounce wait)', () => {
+    expect(settledDuplicateStatuses('afterClose', 'useExisting', true).useExisting).not.toContain('pending');
+  });
+  it('runAgain leaves pending to the locking path (a holder not picked up takes the input)', () => {
+    expect(settledDuplicateStatuses('afterClose', 'runAgain', false)).toEqual({ useExisting: [], reject: [] });
   });
 });
