@@ -3,6 +3,7 @@ import type { Pool } from 'pg';
 import { DataSource } from 'typeorm';
 import { DURABLE_OPTIONS } from '../durable.module-definition';
 import { LOG_CONTEXT } from '../durable.constants';
+import { DurableValidationError } from '../errors';
 import type { DurableModuleOptions } from '../options/durable-options.interface';
 import { resolveOptions, ResolvedOptions } from '../options/resolve-options';
 import { WorkflowExplorer } from '../discovery/workflow.explorer';
@@ -54,6 +55,11 @@ export class DurableCore implements OnModuleInit, OnApplicationShutdown {
 
   async onModuleInit(): Promise<void> {
     this.explorer.explore();
+    const { worker } = this.options;
+    const unknown = worker === false ? [] : (worker.workflows ?? []).filter((n) => !this.registry.find(n));
+    if (unknown.length) {
+      throw new DurableValidationError(`DurableModule options are invalid:\n  - worker.workflows: no registered workflow is named ${unknown.map((n) => `"${n}"`).join(', ')}`);
+    }
     this.dataSource = this.options.dataSource ?? new DataSource({ type: 'postgres', url: this.options.url, entities: [] });
     if (!this.dataSource.isInitialized) {
       await this.dataSource.initialize();

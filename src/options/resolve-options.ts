@@ -35,7 +35,8 @@ export function describeValidation(errors: ValidationError[], prefix = ''): stri
 export function resolveOptions(raw: DurableModuleOptions): ResolvedOptions {
   const { dataSource, ...plain } = raw ?? {};
   const dto = plainToInstance(DurableOptionsDto, plain);
-  const errors = validateSync(dto, { forbidUnknownValues: false, whitelist: false });
+  // an unknown (e.g. misspelt) option is refused by name, like a bad value
+  const errors = validateSync(dto, { forbidUnknownValues: false, whitelist: true, forbidNonWhitelisted: true });
   const problems = describeValidation(errors);
   if (!!dataSource === !!plain.url) problems.push('dataSource/url: give exactly one of `dataSource` and `url`');
   if (dataSource && !(dataSource instanceof DataSource) && typeof (dataSource as DataSource).query !== 'function') {

@@ -31,6 +31,15 @@ async function expectStartupFailure(options: Record<string, unknown>, name: RegE
 
 describe('DurableModule options', () => {
   describe('are validated at startup, naming the bad option', () => {
+    it('a misspelt option (heartbeatIntervall, worker.concurency) is refused by name', async () => {
+      await expectStartupFailure({ heartbeatIntervall: '1s' }, /heartbeatIntervall/);
+      await expectStartupFailure({ worker: { concurency: 4 } }, /concurency/);
+    });
+
+    it('worker.workflows naming no registered workflow', async () => {
+      await expectStartupFailure({ worker: { workflows: ['options_echo', 'options_ecoh'] } }, /worker\.workflows.*options_ecoh/);
+    });
+
     it('worker.concurrency: 0', async () => {
       await expectStartupFailure({ worker: { concurrency: 0, pollInterval: '100ms' } }, /concurrency/);
     });
