@@ -16,6 +16,10 @@ export class Article {
   @Column({ type: 'varchar', length: 20, default: 'submitted' })
   status: ArticleStatus;
 
+  /** Bumped by each edit (`PUT /articles/:id`); the debounced `index_article` run gets the last one. */
+  @Column({ type: 'integer', default: 0 })
+  rev: number;
+
   /** Written by the `summarize` step of `process_article`. */
   @Column({ type: 'text', nullable: true })
   summary: string | null;

@@ -7,11 +7,13 @@ import {
   Param,
   ParseIntPipe,
   Post,
+  Put,
 } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DurableService } from 'nestjs-durable';
 import { DataSource } from 'typeorm';
 import { Article } from './article.entity';
+import { IndexArticle } from './index-article.workflow';
 import { ProcessArticle } from './process-article.workflow';
 import { PublishArticle, type EditorDecision } from './publish-article.workflow';
 
@@ -90,6 +92,24 @@ export class ArticlesController {
     if (!run) throw new NotFoundException(`no approval is going for article ${id} (POST /articles/${id}/publish first)`);
     await this.durable.provideInput(run.id, 'editor_approval', decision);
     return { runId: run.id, decision };
+  }
+
+  /**
+   * Edits the article and (re)starts its debounced `index_article` run in the same transaction:
+   * five saves within a few seconds become one indexing run with the last revision
+   * (`outcome: 'debounced'` for the starts that joined it).
+   */
+  @Put(':id')
+  async update(@Param('id', ParseIntPipe) id: number, @Body() input: CreateArticleBody) {
+    const { title, body } = validate(input);
+    return this.dataSource.transaction(async (manager) => {
+      const article = await manager.findOneBy(Article, { id });
+      if (!article) throw new NotFoundException(`article ${id} not found`);
+      const rev = article.rev + 1;
+      await manager.update(Article, { id }, { title, body, rev });
+      const index = await this.durable.start(IndexArticle, { id, rev }, { key: `article:${id}`, manager });
+      return { id, rev, index };
+    });
   }
 
   @Get(':id')
