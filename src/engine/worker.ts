@@ -115,7 +115,9 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
       do {
         this.claimAgain = false;
         const free = this.concurrency - this.running.size;
-        if (free <= 0 || this.stopping || !this.workflows?.length) break;
+        // while runs are executing, claim once a quarter of the slots is free: fewer, larger claims
+        const enough = this.running.size === 0 || free >= Math.max(1, Math.floor(this.concurrency / 4));
+        if (!enough || this.stopping || !this.workflows?.length) break;
         let rows: ClaimedRow[];
         try {
           rows = await this.core.runs.claim(this.core.db, this.core.options.nodeId, free, this.workflows);

@@ -169,7 +169,7 @@ export class RunsStore {
           WHERE status = 'pending' AND run_at <= now() AND ($3::text[] IS NULL OR workflow = ANY($3))
           ORDER BY run_at LIMIT $2 FOR UPDATE SKIP LOCKED
         ), c AS (
-          SELECT id FROM w UNION ALL SELECT id FROM p LIMIT $2
+          SELECT id, true AS woke FROM w UNION ALL SELECT id, false FROM p LIMIT $2
         )
         UPDATE ${S}.runs r SET status = CASE WHEN r.status = 'compensating' THEN 'compensating' ELSE 'running' END,
           node_id = $1, epoch = r.epoch + 1, attempt = r.attempt + 1,
@@ -179,9 +179,10 @@ export class RunsStore {
         FROM c WHERE r.id = c.id
         RETURNING r.flow_id, r.flow_name, r.name, r.deps, r.id, r.workflow, r.key, r.input, r.context, r.step, r.attempt, r.epoch, r.deadline_at,
           r.parent_id, r.trace, r.created_at, r.run_at, r.status, r.comp_step, r.error,
-          (SELECT jsonb_object_agg(w.call, jsonb_build_object('kind', w.kind, 'name', w.name, 'until', w.until,
+          -- the step's recorded waits, for runs woken by their timer (others look them up if they wait again)
+          CASE WHEN c.woke THEN (SELECT jsonb_object_agg(w.call, jsonb_build_object('kind', w.kind, 'name', w.name, 'until', w.until,
              'due', w.until IS NOT NULL AND w.until <= now(), 'children', w.children, 'timed_out', w.timed_out))
-           FROM ${S}.waits w WHERE w.run_id = r.id AND w.step = r.step) AS waits`,
+           FROM ${S}.waits w WHERE w.run_id = r.id AND w.step = r.step) END AS waits`,
       transition: `
         UPDATE ${S}.runs r SET
           status = CASE WHEN (v.status = 'waiting' AND (v.wait_kind || ':' || coalesce(v.wait_name, '')) = ANY(r.inbox)) THEN 'pending' ELSE v.status END,
