@@ -8,6 +8,9 @@ import { Execution } from './executor';
 import { Maintenance } from './maintenance';
 import { TransitionBatcher } from './transition.batcher';
 
+/** Longest a claim for too few free slots (while the node is busy) is put off. */
+const CLAIM_LINGER_MS = 20;
+
 /**
  * This node's worker: claims due runs in batches (`FOR UPDATE SKIP LOCKED`) into free slots, wakes
  * on LISTEN/NOTIFY with polling as the safety net, heartbeats per node (which is also where it sees
@@ -21,6 +24,9 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
   lastTickAt = 0;
   private batcher: TransitionBatcher;
   private claiming = false;
+  /** Since when a claim for too few free slots has been put off. */
+  private deferredSince?: number;
+  private lingerTimer?: NodeJS.Timeout;
   private beating = false;
   private claimAgain = false;
   private stopping = false;
@@ -69,6 +75,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     this.stopping = true;
     this.timers.forEach(clearInterval);
     this.retryTimers.forEach(clearTimeout);
+    if (this.lingerTimer) clearTimeout(this.lingerTimer);
     const { options, runs, nodes, db } = this.core;
     const deadline = Date.now() + options.shutdownTimeoutMs;
     while (this.running.size > 0 && Date.now() < deadline) {
@@ -115,9 +122,18 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
       do {
         this.claimAgain = false;
         const free = this.concurrency - this.running.size;
-        // while runs are executing, claim once a quarter of the slots is free: fewer, larger claims
+        if (free <= 0 || this.stopping || !this.workflows?.length) break;
+        // while runs execute, claim once a quarter of the slots is free (fewer, larger claims), or
+        // once such a claim has been put off for CLAIM_LINGER_MS
         const enough = this.running.size === 0 || free >= Math.max(1, Math.floor(this.concurrency / 4));
-        if (!enough || this.stopping || !this.workflows?.length) break;
+        if (!enough) {
+          this.deferredSince ??= Date.now();
+          if (Date.now() - this.deferredSince < CLAIM_LINGER_MS) {
+            this.lingerThenTick();
+            break;
+          }
+        }
+        this.deferredSince = undefined;
         let rows: ClaimedRow[];
         try {
           rows = await this.core.runs.claim(this.core.db, this.core.options.nodeId, free, this.workflows);
@@ -131,6 +147,14 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     } finally {
       this.claiming = false;
     }
+  }
+
+  private lingerThenTick(): void {
+    if (this.lingerTimer) return;
+    this.lingerTimer = setTimeout(() => {
+      this.lingerTimer = undefined;
+      this.tick();
+    }, CLAIM_LINGER_MS);
   }
 
   private launch(row: ClaimedRow): void {
