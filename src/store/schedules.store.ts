@@ -21,17 +21,10 @@ export interface ScheduleRow {
   updated_at: Date;
 }
 
-/** A schedule to store. */
-export interface NewSchedule {
-  name: string;
-  workflow: string;
-  cron: string;
-  timezone: string;
-  key: string | null;
-  input: unknown;
-  source: 'decorator' | 'api';
+/** A schedule to store (`next_fire_at` as an ISO time). */
+export type NewSchedule = Pick<ScheduleRow, 'name' | 'workflow' | 'cron' | 'timezone' | 'key' | 'input' | 'source'> & {
   next_fire_at: string | null;
-}
+};
 
 /** What a won tick needs to start its run. */
 export type ClaimedTick = Pick<ScheduleRow, 'name' | 'workflow' | 'key' | 'input'>;
