@@ -4,18 +4,8 @@
  * provides the decision; the article ends published.
  */
 import type { INestApplication } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
-import { AppModule } from '../../sample-app/src/app.module';
-import { databaseUrl, freshSchema, waitFor } from '../support';
-
-async function call(base: string, method: string, route: string, body?: unknown) {
-  const res = await fetch(`${base}${route}`, {
-    method,
-    headers: body === undefined ? undefined : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as any };
-}
+import { call, startSampleApp } from '../support/sample-app';
+import { waitFor } from '../support';
 
 describe('sample app: editor approval (waitForInput + provideInput)', () => {
   let app: INestApplication | undefined;
@@ -26,9 +16,9 @@ describe('sample app: editor approval (waitForInput + provideInput)', () => {
   });
 
   it('POST /articles/:id/approve provides input to the run waiting for an editor', async () => {
-    app = await NestFactory.create(AppModule.register({ databaseUrl: databaseUrl(), durableSchema: freshSchema() }), { logger: false });
-    await app.listen(0, '127.0.0.1');
-    const base = (await app.getUrl()).replace('[::1]', '127.0.0.1');
+    const sample = await startSampleApp();
+    app = sample.app;
+    const { base } = sample;
 
     const created = await call(base, 'POST', '/articles', { title: 'Waits', body: 'Runs that wait hold no worker. More text.' });
     expect(created.status).toBe(201);

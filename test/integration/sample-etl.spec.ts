@@ -3,25 +3,8 @@
  * article and fans in to a report; GET /flows/:id/mermaid draws it.
  */
 import type { INestApplication } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
-import { AppModule } from '../../sample-app/src/app.module';
-import { databaseUrl, freshSchema, waitFor } from '../support';
-
-async function call(base: string, method: string, route: string, body?: unknown) {
-  const res = await fetch(`${base}${route}`, {
-    method,
-    headers: body === undefined ? undefined : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  let parsed: any = text;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    /* text/plain */
-  }
-  return { status: res.status, body: parsed, type: res.headers.get('content-type') };
-}
+import { call, startSampleApp } from '../support/sample-app';
+import { waitFor } from '../support';
 
 describe('sample app: nightly-ETL flow', () => {
   let app: INestApplication | undefined;
@@ -32,9 +15,9 @@ describe('sample app: nightly-ETL flow', () => {
   });
 
   it('fans out per article, fans in to a report, and serves the Mermaid diagram', async () => {
-    app = await NestFactory.create(AppModule.register({ databaseUrl: databaseUrl(), durableSchema: freshSchema() }), { logger: false });
-    await app.listen(0, '127.0.0.1');
-    const base = (await app.getUrl()).replace('[::1]', '127.0.0.1');
+    const sample = await startSampleApp();
+    app = sample.app;
+    const { base } = sample;
     for (const n of [1, 2]) {
       const created = await call(base, 'POST', '/articles', { title: `ETL ${n}`, body: `Article number ${n} for the nightly run.` });
       expect(created.status).toBe(201);

@@ -3,18 +3,8 @@
  * one `index_article` run (key `article:<id>`) with the last revision.
  */
 import type { INestApplication } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
-import { AppModule } from '../../sample-app/src/app.module';
-import { databaseUrl, freshSchema, waitFor } from '../support';
-
-async function call(base: string, method: string, route: string, body?: unknown) {
-  const res = await fetch(`${base}${route}`, {
-    method,
-    headers: body === undefined ? undefined : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as any };
-}
+import { call, startSampleApp } from '../support/sample-app';
+import { waitFor } from '../support';
 
 describe('sample app: debounced indexing (PUT /articles/:id)', () => {
   let app: INestApplication | undefined;
@@ -25,9 +15,9 @@ describe('sample app: debounced indexing (PUT /articles/:id)', () => {
   });
 
   it('a burst of five edits becomes one index_article run with the last revision', async () => {
-    app = await NestFactory.create(AppModule.register({ databaseUrl: databaseUrl(), durableSchema: freshSchema() }), { logger: false });
-    await app.listen(0, '127.0.0.1');
-    const base = (await app.getUrl()).replace('[::1]', '127.0.0.1');
+    const sample = await startSampleApp();
+    app = sample.app;
+    const { base } = sample;
     const created = await call(base, 'POST', '/articles', { title: 'Index', body: 'one two three' });
     const id = created.body.article.id as number;
 
