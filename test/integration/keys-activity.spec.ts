@@ -6,8 +6,9 @@
  */
 import { metrics } from '@opentelemetry/api';
 import { DataPointType, MeterProvider, MetricReader, type SumMetricData } from '@opentelemetry/sdk-metrics';
-import { DurableError, KeyTakenError, RunContext, RunStatus, Step, Workflow } from '../../src';
+import { DurableError, KeyTakenError, RunContext, Step, Workflow } from '../../src';
 import { createApp, freshSchema, Gate, ident, sql, TestApp, waitFor } from '../support';
+import { forceStatus } from '../support/keys';
 
 class TestReader extends MetricReader {
   protected async onForceFlush(): Promise<void> {}
@@ -75,17 +76,6 @@ class ADebounce {
 }
 
 const ALL = [AWf, AOther, ANever, ADebounce];
-const FINAL: RunStatus[] = ['completed', 'failed', 'cancelled', 'compensated', 'compensation_failed'];
-
-async function force(schema: string, id: string, status: RunStatus) {
-  await sql(
-    `UPDATE ${ident(schema)}.runs SET status = $2, finished_at = CASE WHEN $3 THEN now() END,
-       started_at = CASE WHEN $2 <> 'pending' THEN coalesce(started_at, now()) END
-     WHERE id = $1`,
-    [id, status, FINAL.includes(status)],
-  );
-}
-
 
 describe('watching keys', () => {
   beforeEach(() => {
@@ -135,7 +125,7 @@ describe('watching keys', () => {
       await t.durable.start('a_wf', { n: 2 }, { key: 'ra0', onDuplicate: 'runAgain' });
       // picked up: a run waits behind it
       const rw = await t.durable.start('a_wf', { n: 1 }, { key: 'ra1' });
-      await force(t.schema, rw.runId, 'running');
+      await forceStatus(t.schema, rw.runId, 'running');
       const waiter = await t.durable.start('a_wf', { n: 2 }, { key: 'ra1', onDuplicate: 'runAgain' });
 
       const get = async (key: string) => (await t.durable.listActivity({ kinds: ['key_duplicate'], key }))[0];
@@ -160,13 +150,13 @@ describe('watching keys', () => {
 
     it('key_handed_off when a start takes the key from a finished run; key_released with by; key_retaken on retry', async () => {
       const a = await t.durable.start('a_wf', {}, { key: 'ho' });
-      await force(t.schema, a.runId, 'failed');
+      await forceStatus(t.schema, a.runId, 'failed');
       const b = await t.durable.start('a_wf', {}, { key: 'ho' });
       const [handoff] = await t.durable.listActivity({ kinds: ['key_handed_off'], key: 'ho' });
       expect(handoff).toMatchObject({ runId: b.runId, details: { key: 'ho', workflow: 'a_wf' } });
       expect(JSON.stringify(handoff.details)).toContain(a.runId); // from whom
 
-      await force(t.schema, b.runId, 'completed');
+      await forceStatus(t.schema, b.runId, 'completed');
       await t.durable.releaseKey(b.runId, { by: 'ops@example.com' });
       const [released] = await t.durable.listActivity({ kinds: ['key_released'], key: 'ho' });
       expect(released).toMatchObject({ runId: b.runId, details: { key: 'ho', workflow: 'a_wf', by: 'ops@example.com' } });
@@ -213,7 +203,7 @@ describe('watching keys', () => {
       const a = await t.durable.start('a_other', {}, { key: 'tel' });
       await t.durable.start('a_other', {}, { key: 'tel' });
       await t.durable.start('a_other', {}, { key: 'tel', onDuplicate: 'error' }).catch(() => undefined);
-      await force(t.schema, a.runId, 'completed');
+      await forceStatus(t.schema, a.runId, 'completed');
       await t.durable.releaseKey(a.runId, { by: 'me' });
       expect(await counter('durable.key.duplicate', { workflow: 'a_other', outcome: 'use_existing' })).toBe(dup + 1);
       expect(await counter('durable.key.duplicate', { workflow: 'a_other', outcome: 'error' })).toBe(err + 1);
@@ -231,7 +221,7 @@ describe('watching keys', () => {
       await t.durable.start('a_wf', { n: 1 }, { key: 'f2' });
       const f2 = (await t.durable.listRuns({ key: 'f2' }))[0];
       await t.durable.start('a_wf', { n: 2 }, { key: 'f2' });
-      await force(t.schema, a.runId, 'completed');
+      await forceStatus(t.schema, a.runId, 'completed');
       await t.durable.releaseKey(a.runId, { by: 'x' });
 
       const all = await t.durable.listActivity();
@@ -290,9 +280,9 @@ describe('watching keys', () => {
     it('listRuns({ key }) returns every run started with the key; the holder has holdsKey: true', async () => {
       const t = await createApp({ workflows: ALL, options: { worker: false } });
       const a = await t.durable.start('a_wf', {}, { key: 'article:42' });
-      await force(t.schema, a.runId, 'failed');
+      await forceStatus(t.schema, a.runId, 'failed');
       const b = await t.durable.start('a_wf', {}, { key: 'article:42' });
-      await force(t.schema, b.runId, 'completed');
+      await forceStatus(t.schema, b.runId, 'completed');
       const c = await t.durable.start('a_wf', {}, { key: 'article:42' });
       await t.durable.start('a_wf', {}, { key: 'article:43' });
       const runs = await t.durable.listRuns({ key: 'article:42', workflow: 'a_wf' });
@@ -304,7 +294,7 @@ describe('watching keys', () => {
     it('listKeys({ workflow }): holder, runs per key, readdsLastDay, search, cursor', async () => {
       const t = await createApp({ workflows: ALL, options: { worker: false } });
       const a1 = await t.durable.start('a_wf', {}, { key: 'article:1' });
-      await force(t.schema, a1.runId, 'completed');
+      await forceStatus(t.schema, a1.runId, 'completed');
       const a1b = await t.durable.start('a_wf', {}, { key: 'article:1' }); // hand-off: 2 runs
       await t.durable.start('a_wf', {}, { key: 'article:1' });
       await t.durable.start('a_wf', {}, { key: 'article:1' });
@@ -314,7 +304,7 @@ describe('watching keys', () => {
       await sql(`UPDATE ${ident(t.schema)}.activity SET at = now() - interval '2 days' WHERE id = (
         SELECT max(id) FROM ${ident(t.schema)}.activity WHERE key = 'article:2' AND kind = 'key_duplicate')`);
       const s = await t.durable.start('a_wf', {}, { key: 'sync:7' });
-      await force(t.schema, s.runId, 'completed');
+      await forceStatus(t.schema, s.runId, 'completed');
       await t.durable.releaseKey(s.runId, { by: 'ops' });
       await t.durable.start('a_other', {}, { key: 'article:1' }); // another workflow
 
@@ -348,7 +338,7 @@ describe('watching keys', () => {
       const k2 = await t.durable.start('a_wf', { n: 1 }, { key: 'k2' });
       await t.durable.start('a_wf', { n: 2 }, { key: 'k2', onDuplicate: 'cancelExisting' }); // a hand-off too
       const k3 = await t.durable.start('a_wf', {}, { key: 'k3' });
-      await force(t.schema, k3.runId, 'completed');
+      await forceStatus(t.schema, k3.runId, 'completed');
       await t.durable.start('a_wf', {}, { key: 'k3' }); // hand-off from a finished run
       await t.durable.start('a_other', { n: 9 }, { key: 'k1' });
       await t.durable.start('a_other', { n: 8 }, { key: 'k1' }); // another workflow: not counted

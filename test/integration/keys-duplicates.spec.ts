@@ -5,6 +5,7 @@
  */
 import { KeyTakenError, RunContext, RunStatus, Step, Workflow } from '../../src';
 import { countRuns, createApp, freshSchema, Gate, ident, sql, TestApp, waitFor } from '../support';
+import { forceStatus, holdersOf, expectKeyTaken } from '../support/keys';
 
 type In = { gate?: string; fail?: boolean; event?: string; n?: number; prepGate?: string; prepFail?: boolean } | null;
 
@@ -107,37 +108,6 @@ class DNap {
 
 const ALL = [DClose, DFailure, DNever, DError, DAgain, DAgainFailure, DAgainTimeout, DSend, DParent, DNap];
 
-const FINAL: RunStatus[] = ['completed', 'failed', 'cancelled', 'compensated', 'compensation_failed'];
-async function force(schema: string, id: string, status: RunStatus) {
-  await sql(
-    `UPDATE ${ident(schema)}.runs SET status = $2, finished_at = CASE WHEN $3 THEN now() END,
-       started_at = CASE WHEN $2 <> 'pending' THEN coalesce(started_at, now()) END
-     WHERE id = $1`,
-    [id, status, FINAL.includes(status)],
-  );
-}
-
-async function rejection(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected a rejection, but it resolved');
-}
-
-async function expectKeyTaken(p: Promise<unknown>, holderId: string) {
-  const err = await rejection(p);
-  expect(err).toBeInstanceOf(KeyTakenError);
-  expect((err as KeyTakenError).code).toBe('key_taken');
-  expect((err as KeyTakenError).holderId).toBe(holderId);
-}
-
-async function holdersOf(schema: string, workflow: string, key: string): Promise<string[]> {
-  const rows = await sql(`SELECT id FROM ${ident(schema)}.runs WHERE workflow = $1 AND key = $2 AND holds_key`, [workflow, key]);
-  return rows.map((r) => r.id);
-}
-
 async function statusIs(t: TestApp, id: string, status: RunStatus) {
   return waitFor(async () => ((await t.durable.getRun(id))?.status === status ? true : null), {
     message: `run ${id} to be ${status}`,
@@ -236,7 +206,7 @@ describe('what a duplicate returns', () => {
     it.each(CASES)('%s (reuse %s), holder %s: cancelExisting/runAgain/sendEvent/error → KeyTakenError, useExisting → holder', async (wf, _reuse, status) => {
       const key = `kept:${wf}:${status}`;
       const a = await t.durable.start(wf, { n: 1 }, { key });
-      await force(t.schema, a.runId, status);
+      await forceStatus(t.schema, a.runId, status);
       const modes = ['cancelExisting', 'runAgain', { sendEvent: 'upd' }, 'error'] as const;
       for (const onDuplicate of modes) {
         if (wf === 'd_never' && onDuplicate === 'runAgain') continue; // never + runAgain does not compile
@@ -258,7 +228,7 @@ describe('what a duplicate returns', () => {
 
     it('the workflow default runAgain against a completed holder kept by afterFailure → KeyTakenError', async () => {
       const a = await t.durable.start('d_again_failure', {}, { key: 'kept-ra' });
-      await force(t.schema, a.runId, 'completed');
+      await forceStatus(t.schema, a.runId, 'completed');
       await expectKeyTaken(t.durable.start('d_again_failure', {}, { key: 'kept-ra' }), a.runId);
       expect(await countRuns(t.schema, 'key = $1', ['kept-ra'])).toBe(1);
     });
@@ -310,7 +280,7 @@ describe('what a duplicate returns', () => {
       expect((await t.durable.getRun(a.runId))!).toMatchObject({ status: 'cancelled', holdsKey: false });
       expect((await t.durable.getRun(b.runId))!).toMatchObject({ status: 'pending', holdsKey: true, input: { n: 2 } });
       // a waiting holder too
-      await force(t.schema, b.runId, 'waiting');
+      await forceStatus(t.schema, b.runId, 'waiting');
       const c = await t.durable.start(wf, { n: 3 }, { key: 'any', onDuplicate: 'cancelExisting' });
       expect(c.outcome).toBe('cancelExisting');
       expect((await t.durable.getRun(b.runId))!).toMatchObject({ status: 'cancelled', holdsKey: false });
@@ -322,7 +292,7 @@ describe('what a duplicate returns', () => {
     it('a compensating holder cannot be cancelled: KeyTakenError(holderId), holder untouched', async () => {
       const t = await createApp({ workflows: ALL, options: { worker: false } });
       const a = await t.durable.start('d_close', {}, { key: 'comp' });
-      await force(t.schema, a.runId, 'compensating');
+      await forceStatus(t.schema, a.runId, 'compensating');
       await expectKeyTaken(t.durable.start('d_close', {}, { key: 'comp', onDuplicate: 'cancelExisting' }), a.runId);
       expect((await t.durable.getRun(a.runId))!).toMatchObject({ status: 'compensating', holdsKey: true });
       expect(await countRuns(t.schema)).toBe(1);
@@ -331,7 +301,7 @@ describe('what a duplicate returns', () => {
     it('a finished holder that reuse frees is simply handed over (created)', async () => {
       const t = await createApp({ workflows: ALL, options: { worker: false } });
       const a = await t.durable.start('d_close', {}, { key: 'fin' });
-      await force(t.schema, a.runId, 'completed');
+      await forceStatus(t.schema, a.runId, 'completed');
       const b = await t.durable.start('d_close', {}, { key: 'fin', onDuplicate: 'cancelExisting' });
       expect(b.outcome).toBe('created');
       expect((await t.durable.getRun(a.runId))!).toMatchObject({ status: 'completed', holdsKey: false });

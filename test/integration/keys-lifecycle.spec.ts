@@ -15,6 +15,7 @@ import {
   Workflow,
 } from '../../src';
 import { countRuns, createApp, databaseUrl, Gate, ident, sql, TestApp, waitFor } from '../support';
+import { forceStatus, holdersOf, rejection, expectKeyTaken } from '../support/keys';
 
 /** Keys whose runs fail (until removed). */
 const failing = new Set<string>();
@@ -64,38 +65,9 @@ class LDebounce {
 const ALL = [LClose, LFailure, LNever, LDebounce];
 const FINAL: RunStatus[] = ['completed', 'failed', 'cancelled', 'compensated', 'compensation_failed'];
 
-async function force(schema: string, id: string, status: RunStatus) {
-  await sql(
-    `UPDATE ${ident(schema)}.runs SET status = $2, finished_at = CASE WHEN $3 THEN now() END,
-       started_at = CASE WHEN $2 <> 'pending' THEN coalesce(started_at, now()) END
-     WHERE id = $1`,
-    [id, status, FINAL.includes(status)],
-  );
-}
-
-async function holdersOf(schema: string, workflow: string, key: string): Promise<string[]> {
-  const rows = await sql(`SELECT id FROM ${ident(schema)}.runs WHERE workflow = $1 AND key = $2 AND holds_key`, [workflow, key]);
-  return rows.map((r) => r.id);
-}
-
 async function activityKinds(schema: string, key: string): Promise<string[]> {
   const rows = await sql(`SELECT kind FROM ${ident(schema)}.activity WHERE key = $1 ORDER BY id`, [key]);
   return rows.map((r) => r.kind);
-}
-
-async function rejection(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected a rejection, but it resolved');
-}
-
-async function expectKeyTaken(p: Promise<unknown>, holderId: string) {
-  const err = await rejection(p);
-  expect(err).toBeInstanceOf(KeyTakenError);
-  expect((err as KeyTakenError).holderId).toBe(holderId);
 }
 
 describe('keys across the lifecycle', () => {
@@ -166,7 +138,7 @@ describe('keys across the lifecycle', () => {
 
     it('a rollback undoes a hand-off from a finished holder', async () => {
       const a = await t.durable.start('l_close', {}, { key: 'tx-ho' });
-      await force(t.schema, a.runId, 'completed');
+      await forceStatus(t.schema, a.runId, 'completed');
       let b = '';
       await rejection(
         ds.transaction(async (manager) => {
@@ -208,7 +180,7 @@ describe('keys across the lifecycle', () => {
 
     it('a rollback undoes a runAgain waiting run', async () => {
       const a = await t.durable.start('l_close', {}, { key: 'tx-ra' });
-      await force(t.schema, a.runId, 'running');
+      await forceStatus(t.schema, a.runId, 'running');
       await rejection(
         ds.transaction(async (manager) => {
           const r = await t.durable.start('l_close', {}, { key: 'tx-ra', manager, onDuplicate: 'runAgain' });
@@ -329,11 +301,11 @@ describe('keys across the lifecycle', () => {
 
     it('starts a fresh copy of a finished run with the same key, following the start rules', async () => {
       const a = await t.durable.start('l_close', { n: 1 }, { key: 'rr1' });
-      await force(t.schema, a.runId, 'completed');
+      await forceStatus(t.schema, a.runId, 'completed');
       const b = await t.durable.rerun(a.runId);
       expect(b.outcome).toBe('created');
       expect((await t.durable.getRun(b.runId))!).toMatchObject({ key: 'rr1', holdsKey: true, input: { n: 1 }, workflow: 'l_close' });
-      await force(t.schema, b.runId, 'failed');
+      await forceStatus(t.schema, b.runId, 'failed');
       const c = await t.durable.rerun(a.runId, { input: { n: 3 } });
       expect((await t.durable.getRun(c.runId))!).toMatchObject({ key: 'rr1', holdsKey: true, input: { n: 3 } });
       expect(await holdersOf(t.schema, 'l_close', 'rr1')).toEqual([c.runId]);
@@ -341,7 +313,7 @@ describe('keys across the lifecycle', () => {
 
     it('rejects with KeyTakenError(holderId) instead of returning a going holder', async () => {
       const a = await t.durable.start('l_close', { n: 1 }, { key: 'rr2' });
-      await force(t.schema, a.runId, 'failed');
+      await forceStatus(t.schema, a.runId, 'failed');
       const b = await t.durable.start('l_close', { n: 2 }, { key: 'rr2' });
       const before = await countRuns(t.schema);
       await expectKeyTaken(t.durable.rerun(a.runId), b.runId);
@@ -350,17 +322,17 @@ describe('keys across the lifecycle', () => {
 
     it('rejects with KeyTakenError(holderId) when reuse keeps a finished holder (never, afterFailure)', async () => {
       const a = await t.durable.start('l_never', {}, { key: 'rr3' });
-      await force(t.schema, a.runId, 'completed');
+      await forceStatus(t.schema, a.runId, 'completed');
       await expectKeyTaken(t.durable.rerun(a.runId), a.runId);
       const c = await t.durable.start('l_failure', {}, { key: 'rr3' });
-      await force(t.schema, c.runId, 'completed');
+      await forceStatus(t.schema, c.runId, 'completed');
       await expectKeyTaken(t.durable.rerun(c.runId), c.runId);
       expect(await countRuns(t.schema, 'key = $1', ['rr3'])).toBe(2);
     });
 
     it('never returns the holder, even one in its debounce wait', async () => {
       const a = await t.durable.start('l_debounce', { n: 1 }, { key: 'rr-db' });
-      await force(t.schema, a.runId, 'completed');
+      await forceStatus(t.schema, a.runId, 'completed');
       const b = await t.durable.start('l_debounce', { n: 2 }, { key: 'rr-db' });
       expect(b.outcome).toBe('created'); // pending, in its debounce wait
       await expectKeyTaken(t.durable.rerun(a.runId), b.runId);
@@ -382,7 +354,7 @@ describe('keys across the lifecycle', () => {
     it('a run that is still going → NotFinishedError (pending, running, waiting, compensating)', async () => {
       for (const status of ['pending', 'running', 'waiting', 'compensating'] as RunStatus[]) {
         const a = await t.durable.start('l_never', {}, { key: `rel-going-${status}` });
-        if (status !== 'pending') await force(t.schema, a.runId, status);
+        if (status !== 'pending') await forceStatus(t.schema, a.runId, status);
         const err = await rejection(t.durable.releaseKey(a.runId, { by: 'ops' }));
         expect(err).toBeInstanceOf(NotFinishedError);
         expect((err as NotFinishedError).code).toBe('not_finished');
@@ -392,16 +364,16 @@ describe('keys across the lifecycle', () => {
 
     it('a run without a key, or whose key is already released or taken by a newer run → NoKeyError', async () => {
       const a = await t.durable.start('l_never', {});
-      await force(t.schema, a.runId, 'completed');
+      await forceStatus(t.schema, a.runId, 'completed');
       const e1 = await rejection(t.durable.releaseKey(a.runId, { by: 'ops' }));
       expect(e1).toBeInstanceOf(NoKeyError);
       expect((e1 as NoKeyError).code).toBe('no_key');
       const b = await t.durable.start('l_never', {}, { key: 'rel-twice' });
-      await force(t.schema, b.runId, 'completed');
+      await forceStatus(t.schema, b.runId, 'completed');
       await t.durable.releaseKey(b.runId, { by: 'ops' });
       await expect(t.durable.releaseKey(b.runId, { by: 'ops' })).rejects.toBeInstanceOf(NoKeyError);
       const c = await t.durable.start('l_close', {}, { key: 'rel-newer' });
-      await force(t.schema, c.runId, 'completed');
+      await forceStatus(t.schema, c.runId, 'completed');
       await t.durable.start('l_close', {}, { key: 'rel-newer' });
       await expect(t.durable.releaseKey(c.runId, { by: 'ops' })).rejects.toBeInstanceOf(NoKeyError);
     });
@@ -409,7 +381,7 @@ describe('keys across the lifecycle', () => {
     it('lets a finished run’s key go even under never; the run keeps its history and key; a rerun then creates', async () => {
       const a = await t.durable.start('l_never', { id: 'INV-2208' } as never, { key: 'invoice:INV-2208' });
       await sql(`UPDATE ${ident(t.schema)}.runs SET result = '{"sent":true}' WHERE id = $1`, [a.runId]);
-      await force(t.schema, a.runId, 'completed');
+      await forceStatus(t.schema, a.runId, 'completed');
       const before = (await t.durable.getRun(a.runId))!;
       await expect(t.durable.start('l_never', {}, { key: 'invoice:INV-2208', onDuplicate: 'error' })).rejects.toBeInstanceOf(KeyTakenError);
       await t.durable.releaseKey(a.runId, { by: 'ops@example.com' });
@@ -438,7 +410,7 @@ describe('keys across the lifecycle', () => {
     it('works on every finished status', async () => {
       for (const status of FINAL) {
         const a = await t.durable.start('l_never', {}, { key: `rel-fin-${status}` });
-        await force(t.schema, a.runId, status);
+        await forceStatus(t.schema, a.runId, status);
         await t.durable.releaseKey(a.runId, { by: 'ops' });
         expect((await t.durable.start('l_never', {}, { key: `rel-fin-${status}` })).outcome).toBe('created');
       }
@@ -449,7 +421,7 @@ describe('keys across the lifecycle', () => {
     it("pruning a finished holder frees its key; a going holder is not pruned and keeps it", async () => {
       const t = await createApp({ workflows: ALL, options: { worker: false } });
       const a = await t.durable.start('l_never', {}, { key: 'pr' });
-      await force(t.schema, a.runId, 'completed');
+      await forceStatus(t.schema, a.runId, 'completed');
       await sql(`UPDATE ${ident(t.schema)}.runs SET finished_at = now() - interval '2 days' WHERE id = $1`, [a.runId]);
       const g = await t.durable.start('l_never', {}, { key: 'pr-going' });
       expect(await t.durable.start('l_never', {}, { key: 'pr' })).toEqual({ runId: a.runId, outcome: 'useExisting' });

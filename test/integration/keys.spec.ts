@@ -6,6 +6,7 @@
  */
 import { DurableError, DurableValidationError, KeyContendedError, RunContext, RunStatus, Step, Workflow } from '../../src';
 import { countRuns, createApp, freshSchema, Gate, ident, sql, TestApp, waitFor } from '../support';
+import { forceStatus, holdersOf, rejection } from '../support/keys';
 
 let gate = new Gate();
 const executed: string[] = [];
@@ -109,36 +110,12 @@ class KParent {
 }
 
 const ALL = [KClose, KFailure, KNever, KOther, KFlaky, KChild, KParent];
-const FINAL: RunStatus[] = ['completed', 'failed', 'cancelled', 'compensated', 'compensation_failed'];
 
 /** Puts a run into `status` with raw SQL (the holder statuses no worker is needed for). */
-async function force(schema: string, id: string, status: RunStatus) {
-  const final = FINAL.includes(status);
-  await sql(
-    `UPDATE ${ident(schema)}.runs SET status = $2, finished_at = CASE WHEN $3 THEN now() END,
-       started_at = CASE WHEN $2 <> 'pending' THEN coalesce(started_at, now()) END
-     WHERE id = $1`,
-    [id, status, final],
-  );
-}
 
 async function holdsKey(schema: string, id: string): Promise<boolean> {
   const [row] = await sql(`SELECT holds_key FROM ${ident(schema)}.runs WHERE id = $1`, [id]);
   return row.holds_key;
-}
-
-async function holdersOf(schema: string, workflow: string, key: string): Promise<string[]> {
-  const rows = await sql(`SELECT id FROM ${ident(schema)}.runs WHERE workflow = $1 AND key = $2 AND holds_key`, [workflow, key]);
-  return rows.map((r) => r.id);
-}
-
-async function rejection(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected a rejection, but it resolved');
 }
 
 type Reuse = 'afterClose' | 'afterFailure' | 'never';
@@ -179,7 +156,7 @@ describe('workflow keys', () => {
       const key = `cell:${status}:${reuse}`;
       const first = await t.durable.start(wf, { n: 1 }, { key });
       expect(first.outcome).toBe('created');
-      await force(t.schema, first.runId, status);
+      await forceStatus(t.schema, first.runId, status);
       const before = await countRuns(t.schema);
       const second = await t.durable.start(wf, { n: 2 }, { key });
       if (expected === 'taken') {
@@ -323,7 +300,7 @@ describe('workflow keys', () => {
       const schema = freshSchema();
       const before = await createApp({ workflows: [KSwitchNever], schema, options: { worker: false } });
       const a = await before.durable.start('k_switch', {}, { key: 'sw' });
-      await force(schema, a.runId, 'completed');
+      await forceStatus(schema, a.runId, 'completed');
       expect(await before.durable.start('k_switch', {}, { key: 'sw' })).toEqual({ runId: a.runId, outcome: 'useExisting' });
       await before.close();
       // the "deploy": same workflow name, reuse now afterClose
@@ -336,7 +313,7 @@ describe('workflow keys', () => {
     it('reuse cannot be passed to start: a per-call reuse does not change the answer', async () => {
       const t = await createApp({ workflows: ALL, options: { worker: false } });
       const a = await t.durable.start('k_never', {}, { key: 'nv' });
-      await force(t.schema, a.runId, 'completed');
+      await forceStatus(t.schema, a.runId, 'completed');
       const b = await t.durable
         .start('k_never', {}, { key: 'nv', reuse: 'afterClose' } as never)
         .catch((err: unknown) => err);
