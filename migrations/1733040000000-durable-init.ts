@@ -1,17 +1,16 @@
-import type { MigrationInterface, QueryRunner } from 'typeorm';
+import type { QueryRunner } from 'typeorm';
+import { DurableMigration } from './durable-migration';
 
 /**
  * The module's first schema: runs (with the key columns and the partial unique index that makes
  * "one holder per key per workflow" a database rule), node heartbeats, `ctx.transaction` memos and
  * the activity log. Every statement is idempotent so it can also run under a user's own runner.
  */
-export class DurableInit1733040000000 implements MigrationInterface {
+export class DurableInit1733040000000 extends DurableMigration {
   name = 'DurableInit1733040000000';
 
-  constructor(protected readonly schema = 'durable') {}
-
   async up(q: QueryRunner): Promise<void> {
-    const s = `"${this.schema}"`;
+    const { s } = this;
     await q.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
     await q.query(`
       CREATE TABLE IF NOT EXISTS ${s}.runs (
@@ -86,7 +85,7 @@ export class DurableInit1733040000000 implements MigrationInterface {
   }
 
   async down(q: QueryRunner): Promise<void> {
-    const s = `"${this.schema}"`;
+    const { s } = this;
     for (const t of ['activity', 'memos', 'nodes', 'runs']) await q.query(`DROP TABLE IF EXISTS ${s}.${t}`);
   }
 }

@@ -1,4 +1,5 @@
-import type { MigrationInterface, QueryRunner } from 'typeorm';
+import type { QueryRunner } from 'typeorm';
+import { DurableMigration } from './durable-migration';
 
 /**
  * What `onDuplicate: 'runAgain'` and `debounce` need: at most one run waiting behind each key's
@@ -6,14 +7,11 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * the key (decided by the key policy when the start ran), the debounce cap, and a trigger that hands
  * the key to the waiting run in the same transaction as the holder's end, however it ends.
  */
-export class DurableKeys1733040001000 implements MigrationInterface {
+export class DurableKeys1733040001000 extends DurableMigration {
   name = 'DurableKeys1733040001000';
 
-  constructor(protected readonly schema = 'durable') {}
-
   async up(q: QueryRunner): Promise<void> {
-    const s = `"${this.schema}"`;
-    const channel = `durable_${this.schema}`;
+    const { s, channel } = this;
     await q.query(`ALTER TABLE ${s}.runs ADD COLUMN IF NOT EXISTS takes_key_after text[]`);
     await q.query(`ALTER TABLE ${s}.runs ADD COLUMN IF NOT EXISTS debounce_until timestamptz`);
     await q.query(`
@@ -58,7 +56,7 @@ export class DurableKeys1733040001000 implements MigrationInterface {
   }
 
   async down(q: QueryRunner): Promise<void> {
-    const s = `"${this.schema}"`;
+    const { s } = this;
     await q.query(`DROP TRIGGER IF EXISTS runs_key_handoff ON ${s}.runs`);
     await q.query(`DROP FUNCTION IF EXISTS ${s}.durable_key_handoff()`);
     await q.query(`DROP INDEX IF EXISTS ${s}.runs_key_waiter`);

@@ -1,4 +1,5 @@
-import type { MigrationInterface, QueryRunner } from 'typeorm';
+import type { QueryRunner } from 'typeorm';
+import { DurableMigration } from './durable-migration';
 
 /**
  * What waits, sagas and child runs need:
@@ -13,14 +14,11 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  *   (cancelled, failed, compensating) cancels its unfinished children.
  * Every statement is idempotent.
  */
-export class DurableWaits1733040002000 implements MigrationInterface {
+export class DurableWaits1733040002000 extends DurableMigration {
   name = 'DurableWaits1733040002000';
 
-  constructor(protected readonly schema = 'durable') {}
-
   async up(q: QueryRunner): Promise<void> {
-    const s = `"${this.schema}"`;
-    const channel = `durable_${this.schema}`;
+    const { s, channel } = this;
     await q.query(`
       ALTER TABLE ${s}.runs
         ADD COLUMN IF NOT EXISTS wait_kind text,
@@ -106,7 +104,7 @@ export class DurableWaits1733040002000 implements MigrationInterface {
   }
 
   async down(q: QueryRunner): Promise<void> {
-    const s = `"${this.schema}"`;
+    const { s } = this;
     await q.query(`DROP TRIGGER IF EXISTS runs_cancel_children ON ${s}.runs`);
     await q.query(`DROP TRIGGER IF EXISTS runs_child_finished ON ${s}.runs`);
     await q.query(`DROP FUNCTION IF EXISTS ${s}.durable_cancel_children()`);

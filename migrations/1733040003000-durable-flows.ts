@@ -1,4 +1,5 @@
-import type { MigrationInterface, QueryRunner } from 'typeorm';
+import type { QueryRunner } from 'typeorm';
+import { DurableMigration } from './durable-migration';
 
 /**
  * DAG flows. A flow node is a run with `flow_id`/`name`/`deps`; this migration adds:
@@ -21,13 +22,11 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  *
  * Every statement is idempotent.
  */
-export class DurableFlows1733040003000 implements MigrationInterface {
+export class DurableFlows1733040003000 extends DurableMigration {
   name = 'DurableFlows1733040003000';
 
-  constructor(protected readonly schema = 'durable') {}
-
   async up(q: QueryRunner): Promise<void> {
-    const s = `"${this.schema}"`;
+    const { s } = this;
     const channel = `durable_${this.schema}`.replace(/'/g, "''");
     await q.query(`ALTER TABLE ${s}.runs ADD COLUMN IF NOT EXISTS deps_left integer`);
     // node names are unique within a flow (replaces the plain index of the first migration)
@@ -198,7 +197,7 @@ export class DurableFlows1733040003000 implements MigrationInterface {
   }
 
   async down(q: QueryRunner): Promise<void> {
-    const s = `"${this.schema}"`;
+    const { s } = this;
     await q.query(`DROP TRIGGER IF EXISTS runs_flow_deps_trg ON ${s}.runs`);
     await q.query(`DROP TRIGGER IF EXISTS runs_flow_deleted_trg ON ${s}.runs`);
     await q.query(`DROP FUNCTION IF EXISTS ${s}.durable_flow_on_finish()`);

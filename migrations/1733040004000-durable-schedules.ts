@@ -1,17 +1,16 @@
-import type { MigrationInterface, QueryRunner } from 'typeorm';
+import type { QueryRunner } from 'typeorm';
+import { DurableMigration } from './durable-migration';
 
 /**
  * Cron schedules: one row per schedule (from `@Schedule` or `DurableService.schedule`), and one row
  * per fired tick. The primary key `(schedule, tick_at)` of `schedule_fires` is the once-per-tick
  * guard: every node ticks, only the one whose insert wins starts the run, in the same transaction.
  */
-export class DurableSchedules1733040004000 implements MigrationInterface {
+export class DurableSchedules1733040004000 extends DurableMigration {
   name = 'DurableSchedules1733040004000';
 
-  constructor(protected readonly schema = 'durable') {}
-
   async up(q: QueryRunner): Promise<void> {
-    const s = `"${this.schema}"`;
+    const { s } = this;
     await q.query(`
       CREATE TABLE IF NOT EXISTS ${s}.schedules (
         name         text PRIMARY KEY,
@@ -48,7 +47,7 @@ export class DurableSchedules1733040004000 implements MigrationInterface {
   }
 
   async down(q: QueryRunner): Promise<void> {
-    const s = `"${this.schema}"`;
+    const { s } = this;
     await q.query(`DROP TABLE IF EXISTS ${s}.schedule_fires`);
     await q.query(`DROP TABLE IF EXISTS ${s}.schedules`);
   }
