@@ -6,7 +6,9 @@
 //
 // Measures, from 1 and from 16 concurrent callers (worker: false, so nothing else runs):
 //   - unkeyed starts/s (the reference), keyed starts/s with fresh keys, and starts/s where every
-//     start is a duplicate of a held key (useExisting);
+//     start is a duplicate of a held key (useExisting) — with the default activityCommit
+//     ('synchronous') and with activityCommit: 'asynchronous' (the duplicate's record commits
+//     without waiting for the WAL flush);
 //   - debounce collapse: 10,000 keyed starts over 100 keys of a debounced workflow → the runs
 //     created (expected 100), and whether each one holds the last input of its key.
 // Each figure is the median of the rounds with min–max. Uses DATABASE_URL, else the local
@@ -64,30 +66,38 @@ const fmt = (xs) => `${Math.round(median(xs)).toLocaleString('en-US')} (${Math.r
 
 (async () => {
   await sql(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
-  class BenchKeys {}
-  Module({ imports: [DurableModule.forRoot({ url: URL, schema: SCHEMA, worker: false })], providers: [Plain, Debounced] })(BenchKeys);
-  const app = await NestFactory.createApplicationContext(BenchKeys, { logger: ['error', 'warn'] });
+  const boot = async (options) => {
+    class BenchKeys {}
+    Module({ imports: [DurableModule.forRoot({ url: URL, schema: SCHEMA, worker: false, ...options })], providers: [Plain, Debounced] })(BenchKeys);
+    return NestFactory.createApplicationContext(BenchKeys, { logger: ['error', 'warn'] });
+  };
+  const app = await boot({});
+  const relaxedApp = await boot({ migrationsRun: false, activityCommit: 'asynchronous' });
   const durable = app.get(DurableService);
+  const relaxed = relaxedApp.get(DurableService);
   const [{ version }] = await sql('SELECT version()');
   console.log(`nestjs-durable key benchmark — ${new Date().toISOString()} — ${version.split(' on ')[0]} — node ${process.version}`);
   const rows = [];
   for (const callers of [1, 16]) {
-    const r = { unkeyed: [], fresh: [], duplicate: [] };
+    const r = { unkeyed: [], fresh: [], duplicate: [], relaxed: [] };
     for (let round = 0; round < ROUNDS; round++) {
       const tag = `${callers}-${round}`;
       r.unkeyed.push(await rate(N, callers, () => durable.start(Plain, { n: 1 })));
       r.fresh.push(await rate(N, callers, (i) => durable.start(Plain, { n: 1 }, { key: `fresh-${tag}-${i}` })));
       await durable.start(Plain, { n: 1 }, { key: `held-${tag}` });
       r.duplicate.push(await rate(N, callers, () => durable.start(Plain, { n: 2 }, { key: `held-${tag}` })));
+      r.relaxed.push(await rate(N, callers, () => relaxed.start(Plain, { n: 3 }, { key: `held-${tag}` })));
       process.stdout.write(`  ${callers} caller(s), round ${round + 1}/${ROUNDS} done\n`);
     }
     rows.push([callers, r]);
   }
-  console.log('\n| callers | unkeyed starts/s | keyed, fresh keys | keyed ÷ unkeyed | duplicates (useExisting) | duplicates ÷ fresh |');
-  console.log('|---|---|---|---|---|---|');
+  console.log(
+    '\n| callers | unkeyed starts/s | keyed, fresh keys | keyed ÷ unkeyed | duplicates (useExisting) | duplicates ÷ fresh | duplicates, activityCommit asynchronous | ÷ fresh |',
+  );
+  console.log('|---|---|---|---|---|---|---|---|');
   for (const [callers, r] of rows) {
     console.log(
-      `| ${callers} | ${fmt(r.unkeyed)} | ${fmt(r.fresh)} | ${(median(r.fresh) / median(r.unkeyed)).toFixed(2)}× | ${fmt(r.duplicate)} | ${(median(r.duplicate) / median(r.fresh)).toFixed(2)}× |`,
+      `| ${callers} | ${fmt(r.unkeyed)} | ${fmt(r.fresh)} | ${(median(r.fresh) / median(r.unkeyed)).toFixed(2)}× | ${fmt(r.duplicate)} | ${(median(r.duplicate) / median(r.fresh)).toFixed(2)}× | ${fmt(r.relaxed)} | ${(median(r.relaxed) / median(r.fresh)).toFixed(2)}× |`,
     );
   }
   // debounce collapse: 10,000 starts over 100 keys from 16 callers, input { k, seq }
@@ -118,6 +128,7 @@ const fmt = (xs) => `${Math.round(median(xs)).toLocaleString('en-US')} (${Math.r
   console.log(
     `\ndebounce collapse: ${STARTS.toLocaleString('en-US')} starts over ${KEYS} keys in ${ms} ms (${Math.round(STARTS / (ms / 1000)).toLocaleString('en-US')} starts/s) → ${runs.length} runs; ${withLast} of them hold the last input of their key`,
   );
+  await relaxedApp.close();
   await app.close();
   await sql(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
 })().catch((e) => {

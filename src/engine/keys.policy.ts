@@ -121,6 +121,16 @@ export function settledDuplicateStatuses(
   onDuplicate: OnDuplicate,
   debounced: boolean,
 ): { useExisting: RunStatus[]; reject: RunStatus[] } {
+  // the answer depends on the mode, not on a sendEvent's name: computed once per combination
+  const memo = `${reuse}/${typeof onDuplicate === 'string' ? onDuplicate : 'sendEvent'}/${debounced}`;
+  let out = SETTLED.get(memo);
+  if (!out) SETTLED.set(memo, (out = computeSettled(reuse, onDuplicate, debounced)));
+  return out;
+}
+
+const SETTLED = new Map<string, { useExisting: RunStatus[]; reject: RunStatus[] }>();
+
+function computeSettled(reuse: ReusePolicy, onDuplicate: OnDuplicate, debounced: boolean) {
   const out = { useExisting: [] as RunStatus[], reject: [] as RunStatus[] };
   const debouncing = debounced ? [false, true] : [false];
   for (const status of Object.keys(HOLDER_STATE) as RunStatus[]) {

@@ -151,7 +151,8 @@ export class Starter {
     if (plans.length === 1 && plans[0].run.key !== null) {
       const [p] = plans;
       const settled = settledDuplicateStatuses(def.reuse, p.onDuplicate, def.debounce !== undefined && !p.rerun);
-      const row = await runs.insertOrAnswer(joined ?? db, p.run, settled.useExisting, settled.reject, notify);
+      const relaxedCommit = !joined && this.core.options.activityCommit === 'asynchronous';
+      const row = await runs.insertOrAnswer(joined ?? db, p.run, settled, { notify, relaxedCommit });
       if (!row) return [await resolve(p)];
       if (row.status === null) {
         committed(1);
@@ -215,11 +216,9 @@ export class Starter {
       });
     switch (decision.action) {
       case 'useExisting':
-        await runs.countReadd(q, holder.id);
         await duplicate('use_existing');
         return { runId: holder.id, outcome: 'useExisting' };
       case 'reject':
-        await runs.countReadd(q, holder.id);
         await duplicate('error');
         return { error: new KeyTakenError(holder.id) };
       case 'cancelExisting': {
@@ -228,7 +227,6 @@ export class Starter {
         await runs.cancel(q, holder.id, reason, { name: 'CancelledError', code: 'cancelled', message: reason, replacedBy: p.run.id });
         if (!(await runs.insert(q, [p.run])).has(p.run.id)) return undefined;
         emitRunFinished(def.name, 'cancelled'); // telemetry: counted like cancel()
-        await runs.countReadd(q, holder.id);
         await runs.repointWaiter(q, def.name, key, p.run.id);
         await duplicate('cancel_existing', { replacedBy: p.run.id });
         await this.keyEvent(q, 'key_handed_off', p.run.id, def, key, { from: holder.id, fromStatus: holder.status, via: 'cancel_existing' });
@@ -237,13 +235,11 @@ export class Starter {
       case 'replaceInput': {
         const restart = decision.outcome === 'debounced' ? def.debounce!.periodMs : null;
         if (!(await runs.replaceInput(q, holder.id, p.run.input, restart))) return undefined;
-        await runs.countReadd(q, holder.id);
         await duplicate(decision.outcome === 'debounced' ? 'debounced' : 'run_again');
         return { runId: holder.id, outcome: decision.outcome };
       }
       case 'runAgain': {
         const waiterId = await runs.upsertWaiter(q, p.run, holder.id, statusesThatFreeKey(def.reuse));
-        await runs.countReadd(q, holder.id);
         await duplicate('run_again', { runsAfter: holder.id, waitingRunId: waiterId });
         return { runId: waiterId, outcome: 'runAgain' };
       }
@@ -251,15 +247,15 @@ export class Starter {
         // Signal-With-Start: kept until the holder waits for it (buffered), in the start's transaction.
         const outcome = await deliverEvent(this.core, q, holder.id, decision.name, p.run.input, { buffer: true });
         if (outcome === undefined || outcome === 'dropped') return undefined;
-        await runs.countReadd(q, holder.id);
         await duplicate('send_event', { event: decision.name, delivery: outcome });
         return { runId: holder.id, outcome: 'sendEvent' };
       }
     }
   }
 
-  /** Records a key event in the activity log (in the start's transaction). */
-  private keyEvent(q: Queryable, kind: ActivityKind, runId: string, def: WorkflowDefinition, key: string, details: object): Promise<void> {
-    return this.core.activity.record(q, kind, runId, def.name, key, details);
+  /** Records a key event in the activity log (in the start's transaction) and counts it. */
+  private async keyEvent(q: Queryable, kind: ActivityKind, runId: string, def: WorkflowDefinition, key: string, details: object): Promise<void> {
+    await this.core.activity.record(q, kind, runId, def.name, key, details);
+    emitKeyMetric(kind, def.name, details); // telemetry: durable.key.* counters
   }
 }

@@ -2,6 +2,7 @@ import { Type } from 'class-transformer';
 import {
   IsArray,
   IsBoolean,
+  IsIn,
   IsInt,
   IsOptional,
   IsString,
@@ -52,4 +53,5 @@ export class DurableOptionsDto {
   @IsOptional() @IsDuration(20) nodeTimeout?: Duration;
   @IsOptional() @ValidateNested() @Type(() => RetentionOptionsDto) retention?: RetentionOptionsDto;
   @IsOptional() @IsDuration(0) shutdownTimeout?: Duration;
+  @IsOptional() @IsIn(['synchronous', 'asynchronous']) activityCommit?: 'synchronous' | 'asynchronous';
 }

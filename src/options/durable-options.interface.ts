@@ -41,4 +41,13 @@ export interface DurableModuleOptions {
   retention?: RetentionOptions;
   /** On shutdown: stop claiming, let running steps finish for this long, then release them. Default `'30s'`. */
   shutdownTimeout?: Duration;
+  /**
+   * How a start answered as a duplicate (`useExisting`, `error`) commits the only thing it writes,
+   * its `key_duplicate` activity record. `'synchronous'` (default) waits for the WAL flush like
+   * every other write; `'asynchronous'` commits that transaction with `synchronous_commit = off`:
+   * a duplicate then costs no flush, and a Postgres crash (not an app crash) within ~3×
+   * `wal_writer_delay` may lose those records (so a re-add count) — never a run, key or input.
+   * A start inside the caller's transaction (`manager`) always commits as the caller does.
+   */
+  activityCommit?: 'synchronous' | 'asynchronous';
 }

@@ -20,6 +20,7 @@ export interface ResolvedOptions {
   nodeTimeoutMs: number;
   retention: { runsMs: number | false; activityMs: number };
   shutdownTimeoutMs: number;
+  activityCommit: 'synchronous' | 'asynchronous';
 }
 
 /** Flattens class-validator errors to `path: message` lines. */
@@ -69,5 +70,6 @@ export function resolveOptions(raw: DurableModuleOptions): ResolvedOptions {
       activityMs: toMs(plain.retention?.activity ?? '7d'),
     },
     shutdownTimeoutMs: toMs(plain.shutdownTimeout ?? '30s'),
+    activityCommit: plain.activityCommit ?? 'synchronous',
   };
 }

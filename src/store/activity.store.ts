@@ -1,8 +1,13 @@
 import type { Queryable } from './db';
-import { emitKeyMetric } from '../observe/telemetry';
 
 /** Kinds of activity event the module records. */
 export type ActivityKind = 'key_duplicate' | 'key_handed_off' | 'key_released' | 'key_retaken';
+
+/** A transaction as the rows it wrote carry it: its start time (`now()`, as text) and its id (their `xmin`). */
+export interface TxMark {
+  at: string;
+  xid: string;
+}
 
 /** An `activity` row. */
 export interface ActivityRow {
@@ -31,6 +36,10 @@ export class ActivityStore {
     const S = `"${schema}"`;
     this.sql = {
       record: `INSERT INTO ${S}.activity (kind, run_id, workflow, key, details) VALUES ($1, $2, $3, $4, $5)`,
+      // the rows the key trigger wrote in one transaction: same start time (index activity_at) and xmin
+      runAgainHandoffs: `
+        SELECT workflow FROM ${S}.activity
+        WHERE at = $1::timestamptz AND xmin = $2::xid AND kind = 'key_handed_off' AND details->>'via' = 'run_again'`,
       list: `
         SELECT id::text, kind, run_id, at, details FROM ${S}.activity
         WHERE ($1::text[] IS NULL OR kind = ANY($1))
@@ -67,11 +76,16 @@ export class ActivityStore {
           (SELECT coalesce(jsonb_agg(jsonb_build_object('key', key, 'readds', n) ORDER BY n DESC, key), '[]') FROM (
              SELECT key, count(*)::int AS n FROM ${S}.activity
              WHERE workflow = $1 AND kind = 'key_duplicate' GROUP BY key ORDER BY n DESC, key LIMIT 10) k) AS top_keys`,
+      // a pruned `key_duplicate` still counts in its run's RunInfo.readds: folded into runs.readds
       prune: `
         WITH d AS (
           DELETE FROM ${S}.activity WHERE id IN (
             SELECT id FROM ${S}.activity WHERE at < now() - $1 * interval '1 millisecond' LIMIT $2)
-          RETURNING 1
+          RETURNING run_id, kind
+        ), folded AS (
+          UPDATE ${S}.runs r SET readds = r.readds + c.n
+          FROM (SELECT run_id, count(*)::int AS n FROM d WHERE kind = 'key_duplicate' GROUP BY run_id) c
+          WHERE r.id = c.run_id
         ) SELECT count(*)::int AS n FROM d`,
     };
   }
@@ -79,7 +93,11 @@ export class ActivityStore {
   /** Appends one event (in the caller's transaction when `q` is one). */
   async record(q: Queryable, kind: ActivityKind, runId: string, workflow: string, key: string | null, details: object): Promise<void> {
     await q.query(this.sql.record, [kind, runId, workflow, key, JSON.stringify({ workflow, key, ...details })]);
-    emitKeyMetric(kind, workflow, details); // telemetry: durable.key.* counters (observe/telemetry.ts)
+  }
+
+  /** The workflow of each runAgain hand-off the key trigger (`runs_key_handoff`) logged in transaction `tx`. */
+  async runAgainHandoffs(q: Queryable, tx: TxMark): Promise<string[]> {
+    return (await q.query<{ workflow: string }>(this.sql.runAgainHandoffs, [tx.at, tx.xid])).map((r) => r.workflow);
   }
 
   /** Events matching `f`, newest first. */

@@ -1,5 +1,5 @@
 import type { Queryable } from './db';
-import type { RunRow } from './run-row';
+import { runColumns, type RunRow } from './run-row';
 import type { RunStatus } from '../engine/run-info';
 
 /** A `flows` row. */
@@ -120,12 +120,12 @@ export class FlowsStore {
         UPDATE ${S}.flow_deps SET missing = false
         WHERE flow_id = $1 AND dep_name = ANY($2::text[]) AND missing AND NOT resolved`,
       resolve: `SELECT ${S}.durable_flow_resolve($1, $2::text[], $3::text[]) AS woke`,
-      node: `SELECT * FROM ${S}.runs WHERE flow_id = $1 AND name = $2`,
+      node: `SELECT ${runColumns(S, 'r')} FROM ${S}.runs r WHERE flow_id = $1 AND name = $2`,
       nodes: `
-        SELECT * FROM ${S}.runs WHERE flow_id = $1 AND ($2::text[] IS NULL OR name = ANY($2::text[]))
+        SELECT ${runColumns(S, 'r')} FROM ${S}.runs r WHERE flow_id = $1 AND ($2::text[] IS NULL OR name = ANY($2::text[]))
         ORDER BY name`,
       page: `
-        SELECT * FROM ${S}.runs WHERE flow_id = $1 AND ($2::text IS NULL OR name > $2)
+        SELECT ${runColumns(S, 'r')} FROM ${S}.runs r WHERE flow_id = $1 AND ($2::text IS NULL OR name > $2)
           AND ($3::text[] IS NULL OR name = ANY($3::text[]))
         ORDER BY name LIMIT $4`,
       recorded: `

@@ -1,6 +1,14 @@
 import type { RunInfo, RunStatus } from '../engine/run-info';
 import type { WaitKind } from '../engine/suspension';
 
+/**
+ * The select list of a `runs` row read for {@link toRunInfo} (`r` is the table's alias in the
+ * statement, `S` the quoted schema): every column and the re-adds still in the activity log.
+ */
+export function runColumns(S: string, r: string): string {
+  return `${r}.*, (SELECT count(*) FROM ${S}.activity a WHERE a.run_id = ${r}.id AND a.kind = 'key_duplicate')::int AS readds_logged`;
+}
+
 /** A `runs` row as node-postgres returns it. */
 export interface RunRow {
   id: string;
@@ -27,7 +35,10 @@ export interface RunRow {
   name: string | null;
   deps: string[] | null;
   runs_after_id: string | null;
+  /** Re-adds whose `key_duplicate` records were pruned from the activity log. */
   readds: number;
+  /** Re-adds still in the activity log (selected by {@link runColumns}). */
+  readds_logged?: number;
   trace: Record<string, string> | null;
   created_at: Date;
   started_at: Date | null;
@@ -65,7 +76,7 @@ export function toRunInfo(row: RunRow, stepName: (workflow: string, index: numbe
     flowName: row.flow_name,
     name: row.name,
     deps: row.deps ?? [],
-    readds: row.readds,
+    readds: row.readds + (row.readds_logged ?? 0),
     nodeId: row.node_id,
     createdAt: row.created_at,
     startedAt: row.started_at,

@@ -1,7 +1,7 @@
 import type { Queryable } from './db';
-import { emitKeyMetric } from '../observe/telemetry';
+import type { TxMark } from './activity.store';
 import type { WaitRow } from './waits.store';
-import type { RunRow } from './run-row';
+import { runColumns, type RunRow } from './run-row';
 import type { RunStatus } from '../engine/run-info';
 
 /** A run to insert. */
@@ -66,6 +66,19 @@ export interface Transition {
   release?: boolean;
 }
 
+/** The runs one statement ended (`cancel`, the timeout sweep). */
+export interface EndedRuns {
+  ids: string[];
+  /**
+   * Set when one of them held its key: the statement's transaction, in which the key trigger may
+   * have handed that key to the run waiting behind it (`ActivityStore.runAgainHandoffs`).
+   */
+  tx: TxMark | null;
+}
+
+/** RETURNING list of a statement that ends runs, read by {@link endedRuns}. */
+const ENDED = `id, holds_key, now()::text AS tx_at, (txid_current() % 4294967296)::text AS tx_xid`;
+
 /** Filters of `listRuns`. */
 export interface RunFilter {
   workflow?: string;
@@ -109,12 +122,15 @@ export class RunsStore {
       insert: `
         ${insertAndNotify}
         SELECT ins.id FROM ins LEFT JOIN note ON true`,
+      // A duplicate the policy settles is answered from the statement's snapshot without locking the
+      // holder: it writes only its `key_duplicate` record (from which RunInfo.readds is counted), so
+      // concurrent duplicates of one key never queue on the holder row. With $8 the transaction that
+      // wrote only that record commits with synchronous_commit off (option `activityCommit`).
       insertOrAnswer: `
         ${insertAndNotify}, dup AS (
-          UPDATE ${S}.runs r SET readds = r.readds + 1
+          SELECT r.id, r.status, r.input FROM ${S}.runs r
           WHERE NOT EXISTS (SELECT 1 FROM ins) AND r.workflow = $3 AND r.key = $4 AND r.holds_key
             AND (r.status = ANY($5::text[]) OR r.status = ANY($6::text[]))
-          RETURNING r.id, r.status, r.input
         ), act AS (
           INSERT INTO ${S}.activity (kind, run_id, workflow, key, details)
           SELECT 'key_duplicate', dup.id, $3, $4, jsonb_build_object('workflow', $3::text, 'key', $4::text,
@@ -123,7 +139,8 @@ export class RunsStore {
           FROM dup
         )
         SELECT ins.id, NULL::text AS status FROM ins LEFT JOIN note ON true
-        UNION ALL SELECT dup.id, dup.status FROM dup`,
+        UNION ALL SELECT dup.id, dup.status FROM dup
+          WHERE NOT $8::boolean OR set_config('synchronous_commit', 'off', true) IS NOT NULL`,
       holder: `
         SELECT id, status, started_at IS NOT NULL AS picked_up, debounce_until IS NOT NULL AS debouncing, input
         FROM ${S}.runs WHERE workflow = $1 AND key = $2 AND holds_key FOR UPDATE`,
@@ -143,11 +160,10 @@ export class RunsStore {
         WHERE id = $1 AND status = 'pending' AND started_at IS NULL RETURNING id`,
       dropKey: `UPDATE ${S}.runs SET holds_key = false WHERE id = $1 AND holds_key RETURNING id`,
       takeKey: `UPDATE ${S}.runs SET holds_key = true WHERE id = $1 AND NOT holds_key RETURNING id`,
-      readd: `UPDATE ${S}.runs SET readds = readds + 1 WHERE id = $1`,
-      get: `SELECT *, ARRAY(SELECT c.id FROM ${S}.runs c WHERE c.parent_id = $1 ORDER BY c.id) AS children FROM ${S}.runs WHERE id = $1`,
+      get: `SELECT ${runColumns(S, 'r')}, ARRAY(SELECT c.id FROM ${S}.runs c WHERE c.parent_id = $1 ORDER BY c.id) AS children FROM ${S}.runs r WHERE id = $1`,
       getForUpdate: `SELECT * FROM ${S}.runs WHERE id = $1 FOR UPDATE`,
       list: `
-        SELECT * FROM ${S}.runs
+        SELECT ${runColumns(S, 'r')} FROM ${S}.runs r
         WHERE ($1::text IS NULL OR workflow = $1)
           AND ($2::text IS NULL OR key = $2)
           AND ($3::text[] IS NULL OR status = ANY($3))
@@ -216,7 +232,7 @@ export class RunsStore {
       cancel: `
         UPDATE ${S}.runs SET status = 'cancelled', cancel_reason = $2, error = $3, finished_at = now()
         WHERE id = $1 AND status IN ('pending', 'running', 'waiting')
-        RETURNING id`,
+        RETURNING ${ENDED}`,
       retry: `
         UPDATE ${S}.runs SET status = 'pending', run_at = now(), attempt = 0, error = NULL, finished_at = NULL,
           deadline_at = NULL, node_id = NULL
@@ -232,7 +248,7 @@ export class RunsStore {
           AND coalesce(deadline_at, run_at + timeout_ms * interval '1 millisecond') < now()
           -- runs with completed steps to compensate are failed by a worker (which compensates them)
           AND NOT (step > 0 AND workflow = ANY($1::text[]))
-        RETURNING id`,
+        RETURNING ${ENDED}`,
       prune: `
         WITH d AS (
           DELETE FROM ${S}.runs WHERE id IN (
@@ -258,20 +274,29 @@ export class RunsStore {
 
   /**
    * One keyed start in one statement: inserts the run if its key is free; else, when the holder's
-   * status is one of `useExisting` or `reject` (statuses the key policy settles without a lock held
-   * across round trips), counts the re-add and records the `key_duplicate` — returning the holder
-   * and its status. Resolves undefined when neither happened (the caller takes the locking path).
+   * status is one of `useExisting` or `reject` (statuses the key policy settles at once), records
+   * the `key_duplicate` — returning the holder and its status. Resolves undefined when neither
+   * happened (the caller takes the locking path). `relaxedCommit` (only for a statement that is its
+   * own transaction): a duplicate answer commits without waiting for the WAL flush.
    */
   async insertOrAnswer(
     q: Queryable,
     run: NewRun,
-    useExisting: RunStatus[],
-    reject: RunStatus[],
-    notify = true,
+    settled: { useExisting: RunStatus[]; reject: RunStatus[] },
+    opts: { notify: boolean; relaxedCommit: boolean },
   ): Promise<{ id: string; status: RunStatus | null } | undefined> {
     const [row] = await q.query<{ id: string; status: RunStatus | null }>(
       this.sql.insertOrAnswer,
-      [JSON.stringify([run]), notify ? this.channel : '', run.workflow, run.key, useExisting, reject, JSON.stringify(run.input ?? null)],
+      [
+        JSON.stringify([run]),
+        opts.notify ? this.channel : '',
+        run.workflow,
+        run.key,
+        settled.useExisting,
+        settled.reject,
+        JSON.stringify(run.input ?? null),
+        opts.relaxedCommit,
+      ],
       'durable_insert_or_answer',
     );
     return row;
@@ -323,11 +348,6 @@ export class RunsStore {
     return (await q.query(this.sql.takeKey, [id])).length > 0;
   }
 
-  /** Counts one more start that found run `id` holding its key. */
-  async countReadd(q: Queryable, id: string): Promise<void> {
-    await q.query(this.sql.readd, [id]);
-  }
-
   /** One run, or undefined. */
   async get(q: Queryable, id: string, forUpdate = false): Promise<RunRow | undefined> {
     const [row] = await q.query<RunRow>(forUpdate ? this.sql.getForUpdate : this.sql.get, [id]);
@@ -353,16 +373,18 @@ export class RunsStore {
     return q.query<ClaimedRow>(this.sql.claim, [nodeId, limit, workflows], 'durable_claim');
   }
 
-  /** Applies many transitions in one statement; returns the ids whose execution still owned them. */
-  async transition(q: Queryable, ts: Transition[]): Promise<Set<string>> {
+  /**
+   * Applies many transitions in one statement: `owned`, the ids whose execution still owned them;
+   * `handoffs`, the workflow of each holder whose end the key trigger hands to the run waiting behind it.
+   */
+  async transition(q: Queryable, ts: Transition[]): Promise<{ owned: Set<string>; handoffs: string[] }> {
     const rows = await q.query<{ id: string; workflow: string; handoff: boolean }>(this.sql.transition, [JSON.stringify(ts)], 'durable_transition');
-    for (const r of rows) if (r.handoff) emitKeyMetric('key_handed_off', r.workflow); // telemetry: runAgain hand-offs made by the key trigger
-    return new Set(rows.map((r) => r.id));
+    return { owned: new Set(rows.map((r) => r.id)), handoffs: rows.filter((r) => r.handoff).map((r) => r.workflow) };
   }
 
-  /** Cancels a run that is still going; false when it had finished (or is compensating). */
-  async cancel(q: Queryable, id: string, reason: string | null, error: unknown): Promise<boolean> {
-    return (await q.query(this.sql.cancel, [id, reason, JSON.stringify(error)])).length > 0;
+  /** Cancels a run that is still going; no ids when it had finished (or is compensating). */
+  async cancel(q: Queryable, id: string, reason: string | null, error: unknown): Promise<EndedRuns> {
+    return endedRuns(await q.query<EndedRow>(this.sql.cancel, [id, reason, JSON.stringify(error)]));
   }
 
   /** Puts a failed run back to pending at its failed step; false when it is not failed. */
@@ -375,9 +397,9 @@ export class RunsStore {
     await q.query(this.sql.release, [ids, nodeId]);
   }
 
-  /** Fails pending or waiting runs whose workflow timeout passed; returns their ids. */
-  async failTimedOut(q: Queryable, compensable: string[] = []): Promise<string[]> {
-    return (await q.query<{ id: string }>(this.sql.timeouts, [compensable])).map((r) => r.id);
+  /** Fails pending or waiting runs whose workflow timeout passed. */
+  async failTimedOut(q: Queryable, compensable: string[] = []): Promise<EndedRuns> {
+    return endedRuns(await q.query<EndedRow>(this.sql.timeouts, [compensable]));
   }
 
   /** Deletes up to `batch` runs finished more than `olderThanMs` ago; returns how many. */
@@ -396,4 +418,17 @@ export class RunsStore {
     const [row] = await q.query<{ pending: number; lag_ms: number }>(this.sql.backlog);
     return { pending: row.pending, lagMs: row.lag_ms };
   }
+}
+
+/** A row of {@link ENDED}. */
+interface EndedRow {
+  id: string;
+  holds_key: boolean;
+  tx_at: string;
+  tx_xid: string;
+}
+
+function endedRuns(rows: EndedRow[]): EndedRuns {
+  const keyed = rows.find((r) => r.holds_key);
+  return { ids: rows.map((r) => r.id), tx: keyed ? { at: keyed.tx_at, xid: keyed.tx_xid } : null };
 }

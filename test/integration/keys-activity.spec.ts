@@ -9,6 +9,8 @@ import { DataPointType, MeterProvider, MetricReader, type SumMetricData } from '
 import { DurableError, KeyTakenError, RunContext, Step, Workflow } from '../../src';
 import { createApp, freshSchema, Gate, ident, sql, TestApp, waitFor } from '../support';
 import { forceStatus } from '../support/keys';
+import { databaseUrl } from '../support/db';
+import { DataSource } from 'typeorm';
 
 class TestReader extends MetricReader {
   protected async onForceFlush(): Promise<void> {}
@@ -275,6 +277,46 @@ describe('watching keys', () => {
       const c = await t.durable.start('a_wf', {}, { key: 'rd-ce' });
       await t.durable.start('a_wf', {}, { key: 'rd-ce', onDuplicate: 'cancelExisting' });
       expect((await t.durable.getRun(c.runId))!.readds).toBe(1);
+    });
+
+    it('RunInfo.readds keeps counting the re-adds whose activity records were pruned', async () => {
+      const t = await createApp({ workflows: ALL, options: { worker: false, retention: { activity: '1h' } } });
+      const h = await t.durable.start('a_wf', {}, { key: 'rd-pruned' });
+      for (let i = 0; i < 3; i++) await t.durable.start('a_wf', { i }, { key: 'rd-pruned' });
+      const [oldest] = (await t.durable.listActivity({ runId: h.runId })).slice(-1);
+      await sql(`UPDATE ${ident(t.schema)}.activity SET at = now() - interval '2 hours' WHERE id <> $1 AND run_id = $2`, [oldest.id, h.runId]);
+      expect((await t.durable.prune()).activity).toBe(2);
+      expect(await t.durable.listActivity({ runId: h.runId })).toHaveLength(1);
+      expect((await t.durable.getRun(h.runId))!.readds).toBe(3);
+      expect((await t.durable.listRuns({ key: 'rd-pruned' }))[0].readds).toBe(3);
+      await t.durable.start('a_wf', {}, { key: 'rd-pruned' });
+      expect((await t.durable.getRun(h.runId))!.readds).toBe(4);
+    });
+
+    it("activityCommit: 'asynchronous' records every duplicate, and never relaxes a caller's transaction", async () => {
+      // one pooled connection: the setting checked below is the one the duplicates committed on
+      const ds = new DataSource({ type: 'postgres', url: databaseUrl(), extra: { max: 1 } });
+      await ds.initialize();
+      const t = await createApp({ workflows: ALL, options: { worker: false, dataSource: ds, activityCommit: 'asynchronous' } });
+      const h = await t.durable.start('a_wf', { n: 0 }, { key: 'relaxed' });
+      await Promise.all(Array.from({ length: 20 }, (_, i) => t.durable.start('a_wf', { n: i + 1 }, { key: 'relaxed' })));
+      await t.durable.start('a_wf', {}, { key: 'relaxed', onDuplicate: 'error' }).catch((e: unknown) => expect(e).toBeInstanceOf(KeyTakenError));
+      expect((await t.durable.getRun(h.runId))!.readds).toBe(21);
+      const outcomes = (await t.durable.listActivity({ runId: h.runId })).map((e) => e.details.outcome);
+      expect(outcomes.filter((o) => o === 'use_existing')).toHaveLength(20);
+      expect(outcomes.filter((o) => o === 'error')).toHaveLength(1);
+      // the pooled connection is back to the server's setting once the duplicate committed
+      expect(await ds.query(`SELECT current_setting('synchronous_commit') AS v`)).toEqual([{ v: 'on' }]);
+      // inside a caller's transaction the duplicate commits as the caller does
+      const inTx = await ds.transaction(async (manager) => {
+        const r = await t.durable.start('a_wf', {}, { key: 'relaxed', manager });
+        const [{ v }] = await manager.query(`SELECT current_setting('synchronous_commit') AS v`);
+        return { r, v };
+      });
+      expect(inTx).toEqual({ r: { runId: h.runId, outcome: 'useExisting' }, v: 'on' });
+      expect((await t.durable.getRun(h.runId))!.readds).toBe(22);
+      await t.close();
+      await ds.destroy();
     });
 
     it('listRuns({ key }) returns every run started with the key; the holder has holdsKey: true', async () => {

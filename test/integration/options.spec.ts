@@ -60,6 +60,10 @@ describe('DurableModule options', () => {
       await expectStartupFailure({ retention: { runs: 'forever' } }, /runs/);
     });
 
+    it("activityCommit that is not 'synchronous' or 'asynchronous'", async () => {
+      await expectStartupFailure({ activityCommit: 'off' }, /activityCommit/);
+    });
+
     it('schema that is not an identifier', async () => {
       await expectStartupFailure({ schema: 'bad schema"; drop table x; --' }, /schema/);
     });
