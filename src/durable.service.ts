@@ -8,9 +8,10 @@ import { toMs, type Duration } from './options/duration';
 import type { WorkflowRef } from './discovery/workflow.registry';
 import { DurableCore } from './engine/durable.core';
 import { Scheduler, type ScheduleInfo } from './engine/scheduler';
-import { emitRunFinished } from './observe/telemetry';
+import { emitKeyMetric, emitRunFinished } from './observe/telemetry';
 import type { ScheduleOptions } from './decorators/schedule.decorator';
 import { Maintenance } from './engine/maintenance';
+import { countKeyHandoffs } from './engine/key-handoffs';
 import { FlowsEngine, type AppendFlowOptions, type StartFlowResult } from './flows/flows.service';
 import type { FlowBuilder, FlowOptions } from './flows/flow.builder';
 import type { FlowGraph } from './flows/flow.graph';
@@ -115,8 +116,10 @@ export class DurableService {
     // a deadlock with a child finishing at that moment is retried
     for (let attempt = 1; ; attempt++) {
       try {
-        if (await runs.cancel(db, runId, reason, error)) return emitRunFinished(row.workflow, 'cancelled'); // telemetry
-        break;
+        const ended = await runs.cancel(db, runId, reason, error);
+        if (ended.ids.length === 0) break;
+        emitRunFinished(row.workflow, 'cancelled'); // telemetry
+        return countKeyHandoffs(this.core, db, ended); // a run waiting behind it may have taken its key
       } catch (err) {
         if ((err as { code?: string }).code !== '40P01' || attempt >= 5) throw err;
       }
@@ -187,14 +190,16 @@ export class DurableService {
    */
   async releaseKey(runId: string, options: { by?: string } = {}): Promise<void> {
     const { runs, db, activity } = this.core;
-    await db.tx(async (q) => {
+    const workflow = await db.tx(async (q) => {
       const row = isUuid(runId) ? await runs.get(q, runId, true) : undefined;
       if (!row) throw new RunNotFoundError(runId);
       if (!isFinished(row.status)) throw new NotFinishedError(runId);
       if (!row.holds_key) throw new NoKeyError(runId);
       await runs.dropKey(q, runId);
       await activity.record(q, 'key_released', runId, row.workflow, row.key, { by: options.by ?? null });
+      return row.workflow;
     });
+    emitKeyMetric('key_released', workflow); // telemetry, once the release committed
   }
 
   /** Activity events (key duplicates, hand-offs, releases, retakes), newest first. */

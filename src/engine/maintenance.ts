@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { Queryable } from '../store/db';
 import { DurableCore } from './durable.core';
 import { FlowsEngine } from '../flows/flows.service';
+import { countKeyHandoffs } from './key-handoffs';
 
 /** Rows deleted per prune statement (keeps each statement short). */
 const PRUNE_BATCH = 5_000;
@@ -33,7 +34,8 @@ export class Maintenance {
     const compensable = this.core.registry
       .names()
       .filter((n) => this.core.registry.find(n)?.steps.some((st) => st.compensate !== undefined));
-    await runs.failTimedOut(q, compensable);
+    // a timed-out holder's key goes to the run waiting behind it (key trigger): counted here
+    await countKeyHandoffs(this.core, q, await runs.failTimedOut(q, compensable));
     // DAG flows: repair stuck flows (the spec's DynamicLifeline) and run due afterCancelled hooks
     await this.flows.maintain(q).catch((err) => logger.warn(`flow maintenance failed: ${(err as Error).message}`));
     const every = Math.min(PRUNE_EVERY_MS, options.retention.runsMs || PRUNE_EVERY_MS, options.retention.activityMs);

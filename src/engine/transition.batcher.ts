@@ -1,6 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import type { Queryable } from '../store/db';
 import type { RunsStore, Transition } from '../store/runs.store';
+import { emitKeyHandoffs } from '../observe/telemetry';
 
 interface Pending {
   t: Transition;
@@ -76,7 +77,8 @@ export class TransitionBatcher {
   private async write(batch: Pending[]): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       try {
-        const owned = await this.runs.transition(this.q, batch.map((p) => p.t));
+        const { owned, handoffs } = await this.runs.transition(this.q, batch.map((p) => p.t));
+        emitKeyHandoffs(handoffs); // telemetry: runAgain hand-offs made by the key trigger
         for (const p of batch) p.resolve(owned.has(p.t.id));
         return;
       } catch (err) {

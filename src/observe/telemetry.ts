@@ -87,7 +87,7 @@ export function instruments(): Instruments {
   return cached.instruments;
 }
 
-/** Key activity → its counter (called where the activity log is written). */
+/** Key activity → its counter (called by the engine beside each activity record it writes). */
 export function emitKeyMetric(kind: string, workflow: string, details: { outcome?: unknown } = {}): void {
   const i = instruments();
   switch (kind) {
@@ -101,6 +101,11 @@ export function emitKeyMetric(kind: string, workflow: string, details: { outcome
       i.keyRelease.add(1, { workflow });
       break;
   }
+}
+
+/** One `durable.key.handoff` per key hand-off, given as the workflow of each (hand-offs made by the key trigger). */
+export function emitKeyHandoffs(workflows: readonly string[]): void {
+  for (const workflow of workflows) emitKeyMetric('key_handed_off', workflow);
 }
 
 /** One more run of `workflow` reached final `status`. */

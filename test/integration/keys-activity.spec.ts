@@ -7,6 +7,7 @@
 import { metrics } from '@opentelemetry/api';
 import { DataPointType, MeterProvider, MetricReader, type SumMetricData } from '@opentelemetry/sdk-metrics';
 import { DurableError, KeyTakenError, RunContext, Step, Workflow } from '../../src';
+import { DurableCore } from '../../src/engine/durable.core';
 import { createApp, freshSchema, Gate, ident, sql, TestApp, waitFor } from '../support';
 import { forceStatus } from '../support/keys';
 import { databaseUrl } from '../support/db';
@@ -77,7 +78,34 @@ class ADebounce {
   }
 }
 
-const ALL = [AWf, AOther, ANever, ADebounce];
+@Workflow('a_timeout', { timeout: '1s', retry: { attempts: 1 } })
+class ATimeout {
+  @Step()
+  async go(ctx: RunContext<{ n?: number } | null>) {
+    return body(ctx);
+  }
+}
+
+const ALL = [AWf, AOther, ANever, ADebounce, ATimeout];
+
+/**
+ * A fresh app (`options`), the `durable.key.handoff` count of `workflow` so far, and a run holding
+ * `key` that a worker has picked up (forced to `status`), so a runAgain start waits behind it.
+ */
+async function pickedUpHolder(workflow: string, key: string, status: 'running' | 'waiting', options: Record<string, unknown>) {
+  const t = await createApp({ workflows: ALL, options });
+  const before = await counter('durable.key.handoff', { workflow });
+  const h = await t.durable.start(workflow, {}, { key });
+  await forceStatus(t.schema, h.runId, status);
+  return { t, before, h };
+}
+
+/** The `key_handed_off` events of `key`, and checks the only one is the runAgain hand-off from `from` (ended `fromStatus`) to `to`. */
+async function expectRunAgainHandoff(t: TestApp, key: string, from: string, fromStatus: string, to: string): Promise<void> {
+  const ho = await t.durable.listActivity({ kinds: ['key_handed_off'], key });
+  expect(ho).toHaveLength(1);
+  expect(ho[0]).toMatchObject({ runId: to, details: { key, from, fromStatus, via: 'run_again' } });
+}
 
 describe('watching keys', () => {
   beforeEach(() => {
@@ -183,6 +211,54 @@ describe('watching keys', () => {
       expect(ho).toHaveLength(1);
       expect(ho[0]).toMatchObject({ runId: w.runId, details: { key: 'rah', workflow: 'a_wf' } });
       expect(await counter('durable.key.handoff', { workflow: 'a_wf' })).toBe(before + 1);
+    });
+
+    it('counts the runAgain hand-off once when cancel() ends the holder', async () => {
+      const { t, before, h } = await pickedUpHolder('a_wf', 'rac', 'running', { worker: false });
+      const w = await t.durable.start('a_wf', { n: 2 }, { key: 'rac', onDuplicate: 'runAgain' });
+      expect(w.outcome).toBe('runAgain');
+      await t.durable.cancel(h.runId);
+      await expectRunAgainHandoff(t, 'rac', h.runId, 'cancelled', w.runId);
+      expect((await t.durable.getRun(w.runId))!).toMatchObject({ status: 'pending', holdsKey: true });
+      expect(await counter('durable.key.handoff', { workflow: 'a_wf' })).toBe(before + 1);
+      // no second count: cancelling it again, and cancelling the new holder (nothing waits behind it)
+      await t.durable.cancel(h.runId);
+      await t.durable.cancel(w.runId);
+      expect(await counter('durable.key.handoff', { workflow: 'a_wf' })).toBe(before + 1);
+    });
+
+    it('counts it when the waiting run is added by a start that holds the holder locked while cancel() queues', async () => {
+      const { t, before, h } = await pickedUpHolder('a_wf', 'racq', 'running', { worker: false });
+      let cancelled: Promise<void> | undefined;
+      // the start's transaction locks the holder and adds the waiting run; cancel()'s statement,
+      // begun before that commits, waits for the lock and so cannot see the waiting run itself
+      const w = await t.get(DurableCore).dataSource.transaction(async (manager) => {
+        const started = await t.durable.start('a_wf', { n: 2 }, { key: 'racq', onDuplicate: 'runAgain', manager });
+        cancelled = t.durable.cancel(h.runId);
+        await waitFor(
+          async () =>
+            (await sql(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND strpos(query, $1) > 0`, [
+              `${ident(t.schema)}.runs SET status = 'cancelled'`,
+            ])).length > 0,
+          { message: "cancel()'s statement waits for the holder's lock" },
+        );
+        return started;
+      });
+      await cancelled;
+      await expectRunAgainHandoff(t, 'racq', h.runId, 'cancelled', w.runId);
+      expect(await counter('durable.key.handoff', { workflow: 'a_wf' })).toBe(before + 1);
+    });
+
+    it('counts the runAgain hand-off once when the timeout sweep fails the holder', async () => {
+      // a worker node that does not run a_timeout: only its maintenance pass ends the (waiting) holder
+      const { t, before, h } = await pickedUpHolder('a_timeout', 'rat', 'waiting', { worker: { workflows: ['a_other'] } });
+      const w = await t.durable.start('a_timeout', { n: 2 }, { key: 'rat', onDuplicate: 'runAgain' });
+      expect(w.outcome).toBe('runAgain');
+      // the sweep fails h (its 1 s timeout), the key goes to w, and a later pass fails w too
+      await waitFor(async () => (await t.durable.getRun(w.runId))?.status === 'failed', { timeout: 15_000 });
+      expect((await t.durable.getRun(h.runId))!).toMatchObject({ status: 'failed', error: { code: 'timeout' }, holdsKey: false });
+      await expectRunAgainHandoff(t, 'rat', h.runId, 'failed', w.runId);
+      expect(await counter('durable.key.handoff', { workflow: 'a_timeout' })).toBe(before + 1);
     });
 
     it('a cancelExisting is counted like cancel(): durable.run.finished { status: cancelled }', async () => {
