@@ -106,28 +106,32 @@ export class RunsStore {
   ) {
     const S = `"${schema}"`;
     // The runs of $1 (JSON array) whose key is free, and one wake-up for the workers ($2) if any is due.
-    const insertAndNotify = `
+    // Without keys there is nothing to conflict on: no ON CONFLICT, so no speculative insertion per row.
+    const insertAndNotify = (keyed: boolean) => `
         WITH ins AS (
           INSERT INTO ${S}.runs (id, workflow, key, holds_key, input, run_at, timeout_ms, parent_id, runs_after_id, trace,
             debounce_until)
           SELECT id, workflow, key, holds_key, input, coalesce(run_at, now()), timeout_ms, parent_id, runs_after_id, trace,
             debounce_until
           FROM jsonb_to_recordset($1::jsonb) AS v(${INSERT_COLUMNS})
-          ON CONFLICT (workflow, key) WHERE holds_key DO NOTHING
+          ${keyed ? 'ON CONFLICT (workflow, key) WHERE holds_key DO NOTHING' : ''}
           RETURNING id, run_at
         ), note AS MATERIALIZED (
           SELECT pg_notify($2, '') FROM ins WHERE $2 <> '' AND run_at <= now() LIMIT 1
         )`;
     this.sql = {
       insert: `
-        ${insertAndNotify}
+        ${insertAndNotify(true)}
+        SELECT ins.id FROM ins LEFT JOIN note ON true`,
+      insertUnkeyed: `
+        ${insertAndNotify(false)}
         SELECT ins.id FROM ins LEFT JOIN note ON true`,
       // A duplicate the policy settles is answered from the statement's snapshot without locking the
       // holder: it writes only its `key_duplicate` record (from which RunInfo.readds is counted), so
       // concurrent duplicates of one key never queue on the holder row. With $8 the transaction that
       // wrote only that record commits with synchronous_commit off (option `activityCommit`).
       insertOrAnswer: `
-        ${insertAndNotify}, dup AS (
+        ${insertAndNotify(true)}, dup AS (
           SELECT r.id, r.status, r.input FROM ${S}.runs r
           WHERE NOT EXISTS (SELECT 1 FROM ins) AND r.workflow = $3 AND r.key = $4 AND r.holds_key
             AND (r.status = ANY($5::text[]) OR r.status = ANY($6::text[]))
@@ -268,7 +272,12 @@ export class RunsStore {
 
   /** Inserts runs (keyed ones only if the key is free) and, with `notify`, wakes the workers; returns the ids inserted. */
   async insert(q: Queryable, runs: NewRun[], notify = true): Promise<Set<string>> {
-    const rows = await q.query<{ id: string }>(this.sql.insert, [JSON.stringify(runs), notify ? this.channel : ''], 'durable_insert');
+    const keyed = runs.some((r) => typeof r.key === 'string');
+    const rows = await q.query<{ id: string }>(
+      keyed ? this.sql.insert : this.sql.insertUnkeyed,
+      [JSON.stringify(runs), notify ? this.channel : ''],
+      keyed ? 'durable_insert' : 'durable_insert_unkeyed',
+    );
     return new Set(rows.map((r) => r.id));
   }
 
