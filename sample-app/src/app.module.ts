@@ -2,7 +2,7 @@ import { DynamicModule, MiddlewareConsumer, Module, NestModule } from '@nestjs/c
 import { APP_FILTER } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { DurableModule } from 'nestjs-durable';
+import { DurableModule, type Duration } from 'nestjs-durable';
 import { DataSource } from 'typeorm';
 import { Article } from './articles/article.entity';
 import { ArticlesModule } from './articles/articles.module';
@@ -13,10 +13,13 @@ import { MaintenanceModule } from './maintenance/maintenance.module';
 import { RunsModule } from './runs/runs.module';
 import { TraceMiddleware } from './telemetry/trace.middleware';
 
+/** Options of {@link AppModule.register}. */
 export interface AppOptions {
   databaseUrl: string;
   /** Postgres schema of the durable tables (default `DURABLE_SCHEMA` or `durable`). */
   durableSchema?: string;
+  /** How long `process_article` waits for a save made during processing (default `ARTICLE_CATCH_UP_TIMEOUT` or `5m`). */
+  catchUpTimeout?: Duration;
 }
 
 @Module({})
@@ -49,7 +52,7 @@ export class AppModule implements NestModule {
         }),
         // Nest's scheduler: the durable schedules' cron jobs show up in its SchedulerRegistry.
         ScheduleModule.forRoot(),
-        ArticlesModule,
+        ArticlesModule.register({ catchUpTimeout: options.catchUpTimeout }),
         EtlModule,
         MaintenanceModule,
         RunsModule,

@@ -1,11 +1,14 @@
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { AppModule } from '../../sample-app/src/app.module';
+import { AppModule, type AppOptions } from '../../sample-app/src/app.module';
 import { databaseUrl, freshSchema } from './db';
 
-/** The sample app listening on a free port of 127.0.0.1, on its own durable schema. */
-export async function startSampleApp(url = databaseUrl()): Promise<{ app: INestApplication; base: string }> {
-  const app = await NestFactory.create(AppModule.register({ databaseUrl: url, durableSchema: freshSchema() }), { logger: false });
+/** The sample app listening on a free port of 127.0.0.1, on its own durable schema (`options`: the rest of its {@link AppOptions}). */
+export async function startSampleApp(
+  url = databaseUrl(),
+  options: Omit<AppOptions, 'databaseUrl' | 'durableSchema'> = {},
+): Promise<{ app: INestApplication; base: string }> {
+  const app = await NestFactory.create(AppModule.register({ ...options, databaseUrl: url, durableSchema: freshSchema() }), { logger: false });
   await app.listen(0, '127.0.0.1');
   return { app, base: (await app.getUrl()).replace('[::1]', '127.0.0.1') };
 }

@@ -24,6 +24,13 @@ export class Article {
   @Column({ type: 'text', nullable: true })
   summary: string | null;
 
+  /**
+   * The revision `summary` is of: written with it by `summarize`, and again by `catch_up` when a
+   * save during processing (`PUT /articles/:id`) reached the run.
+   */
+  @Column({ name: 'processed_rev', type: 'integer', nullable: true })
+  processedRev: number | null;
+
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
 }

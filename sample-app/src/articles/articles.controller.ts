@@ -10,11 +10,11 @@ import {
   Put,
 } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DurableService } from 'nestjs-durable';
-import { DataSource } from 'typeorm';
+import { DurableService, KeyTakenError, type StartResult } from 'nestjs-durable';
+import { DataSource, EntityManager } from 'typeorm';
 import { Article } from './article.entity';
 import { IndexArticle } from './index-article.workflow';
-import { ProcessArticle } from './process-article.workflow';
+import { ARTICLE_UPDATED, ProcessArticle } from './process-article.workflow';
 import { PublishArticle, type EditorDecision } from './publish-article.workflow';
 
 interface CreateArticleBody {
@@ -95,9 +95,10 @@ export class ArticlesController {
   }
 
   /**
-   * Edits the article and (re)starts its debounced `index_article` run in the same transaction:
+   * Edits the article and, in the same transaction, (re)starts its debounced `index_article` run —
    * five saves within a few seconds become one indexing run with the last revision
-   * (`outcome: 'debounced'` for the starts that joined it).
+   * (`outcome: 'debounced'` for the starts that joined it) — and hands the new revision to the
+   * article's `process_article` run if it is still going (`process`, see {@link catchUp}).
    */
   @Put(':id')
   async update(@Param('id', ParseIntPipe) id: number, @Body() input: CreateArticleBody) {
@@ -108,8 +109,29 @@ export class ArticlesController {
       const rev = article.rev + 1;
       await manager.update(Article, { id }, { title, body, rev });
       const index = await this.durable.start(IndexArticle, { id, rev }, { key: `article:${id}`, manager });
-      return { id, rev, index };
+      const process = await this.catchUp(manager, id, rev);
+      return { id, rev, index, process };
     });
+  }
+
+  /**
+   * Signal-With-Start: starts `process_article` with the saved revision, or — while the article's
+   * run is going — sends it to that run as the event `article_updated` (`outcome: 'sendEvent'`, the
+   * run's id), kept until its `catch_up` step waits for it. Null when the article's processing has
+   * completed: `reuse: 'afterFailure'` keeps the key and nothing is started.
+   */
+  private async catchUp(manager: EntityManager, id: number, rev: number): Promise<StartResult | null> {
+    try {
+      return await this.durable.start(
+        ProcessArticle,
+        { id, rev },
+        { key: `article:${id}`, onDuplicate: { sendEvent: ARTICLE_UPDATED }, manager },
+      );
+    } catch (err) {
+      // a duplicate rejects without aborting the transaction: the edit is still saved
+      if (err instanceof KeyTakenError) return null;
+      throw err;
+    }
   }
 
   @Get(':id')

@@ -21,9 +21,9 @@ export class CmsService {
     return words.length > 30 ? `${words.slice(0, 30).join(' ')}…` : words.join(' ');
   }
 
-  /** Run inside `ctx.transaction`, so the write happens exactly once per run. */
-  async saveSummary(manager: EntityManager, id: number, summary: string): Promise<void> {
-    await manager.update(Article, { id }, { summary, status: 'summarized' });
+  /** Run inside `ctx.transaction`, so the write happens exactly once per run; `rev`: the revision summarized. */
+  async saveSummary(manager: EntityManager, id: number, summary: string, rev: number): Promise<void> {
+    await manager.update(Article, { id }, { summary, status: 'summarized', processedRev: rev });
   }
 
   /** Run inside `ctx.transaction` by `publish_article`: the editor's decision is applied once. */
