@@ -21,7 +21,12 @@ export class Execution implements ExecutionHandle {
   readonly epoch: number;
   readonly flowNode?: FlowNodeInfo;
   private lostReason?: Error;
-  private readonly controller = new AbortController();
+  /** Why the run was aborted (lost, cancelled or timed out); the first reason wins. */
+  private abortReason?: Error;
+  /** Made only when a step reads `ctx.signal` (an AbortController costs more than most steps). */
+  private controller?: AbortController;
+  /** Attempts waiting on the run's abort. */
+  private readonly abortListeners = new Set<(reason: Error) => void>();
   private deadlineTimer?: NodeJS.Timeout;
   private timedOut = false;
   /** The run's context as of the last completed step (what compensations get). */
@@ -50,7 +55,23 @@ export class Execution implements ExecutionHandle {
   lose(reason: Error): void {
     if (this.lostReason) return;
     this.lostReason = reason;
-    this.controller.abort(reason);
+    this.abort(reason);
+  }
+
+  private abort(reason: Error): void {
+    if (this.abortReason) return;
+    this.abortReason = reason;
+    this.controller?.abort(reason);
+    for (const listener of [...this.abortListeners]) listener(reason);
+  }
+
+  /** The run's AbortSignal (aborted already if the run was). */
+  private get runSignal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.abortReason) this.controller.abort(this.abortReason);
+    }
+    return this.controller.signal;
   }
 
   /** Executes until the run finishes, waits for a retry, or is lost. Never throws. */
@@ -78,7 +99,7 @@ export class Execution implements ExecutionHandle {
       if (left <= 0) return this.finishFailed(new TimeoutError(`workflow "${this.workflow}" timed out`), this.row.step);
       this.deadlineTimer = setTimeout(() => {
         this.timedOut = true;
-        this.controller.abort(new TimeoutError(`workflow "${this.workflow}" timed out`));
+        this.abort(new TimeoutError(`workflow "${this.workflow}" timed out`));
       }, left);
     }
     let context = { ...(this.row.context ?? {}) };
@@ -120,32 +141,32 @@ export class Execution implements ExecutionHandle {
 
   /** One attempt of a step, bounded by the step timeout; rejects on failure, abort or timeout. */
   private async attempt(step: StepDefinition, attempt: number, working: Record<string, unknown>): Promise<unknown> {
-    const run = this.controller.signal;
-    if (run.aborted) throw run.reason;
+    if (this.abortReason) throw this.abortReason;
     // a step with a timeout gets a signal of its own that also follows the run's; others share the run's
     const own = step.timeoutMs === undefined ? undefined : new AbortController();
-    const signal = own?.signal ?? run;
-    const onRunAbort = () => own?.abort(run.reason);
-    if (own) run.addEventListener('abort', onRunAbort, { once: true });
-    const ctx = new RunContextImpl(this.core, this, step.name, step.index, attempt, signal, working);
+    const aborted = () => (own ? own.signal.aborted : this.abortReason !== undefined);
+    const ctx = new RunContextImpl(this.core, this, step.name, step.index, attempt, () => own?.signal ?? this.runSignal, working);
     if (step.index === this.row.step && attempt === this.row.attempt) ctx.recordedWaits = this.row.waits; // waits: claimed with the run
     let timer: NodeJS.Timeout | undefined;
-    let onAbort: (() => void) | undefined;
+    let onAbort: ((reason: Error) => void) | undefined;
+    const onOwnAbort = () => onAbort?.(own!.signal.reason);
+    const onRunAbort = (reason: Error) => (own ? own.abort(reason) : onAbort?.(reason));
+    this.abortListeners.add(onRunAbort);
     try {
-      const aborted = new Promise<never>((_, reject) => {
-        onAbort = () => reject(signal.reason);
-        signal.addEventListener('abort', onAbort, { once: true });
+      const abortion = new Promise<never>((_, reject) => {
+        onAbort = reject;
         if (own) {
+          own.signal.addEventListener('abort', onOwnAbort, { once: true });
           timer = setTimeout(() => own.abort(new TimeoutError(`step "${step.name}" timed out after ${step.timeoutMs}ms`)), step.timeoutMs);
         }
       });
-      aborted.catch(() => undefined);
+      abortion.catch(() => undefined);
       let value: unknown;
       try {
-        value = await Promise.race([Promise.resolve().then(() => step.run(ctx)), aborted]);
+        value = await Promise.race([Promise.resolve().then(() => step.run(ctx)), abortion]);
       } catch (err) {
         // a wait suspended this attempt: that is the outcome, whatever user code made of it
-        throw ctx.suspension && !signal.aborted ? ctx.suspension : err;
+        throw ctx.suspension && !aborted() ? ctx.suspension : err;
       }
       if (ctx.suspension) throw ctx.suspension;
       // a result that cannot be stored fails the attempt (it would fail the whole write otherwise)
@@ -153,8 +174,8 @@ export class Execution implements ExecutionHandle {
       return value;
     } finally {
       if (timer) clearTimeout(timer);
-      if (onAbort) signal.removeEventListener('abort', onAbort);
-      if (own) run.removeEventListener('abort', onRunAbort);
+      this.abortListeners.delete(onRunAbort);
+      if (own) own.signal.removeEventListener('abort', onOwnAbort);
     }
   }
 

@@ -90,10 +90,15 @@ export class RunContextImpl<TInput = unknown> implements RunContext<TInput> {
     readonly stepName: string,
     private readonly stepIndex: number,
     readonly attempt: number,
-    readonly signal: AbortSignal,
+    /** The attempt's AbortSignal, made when first read. */
+    private readonly signals: () => AbortSignal,
     /** Working copy of the run's context for this attempt. */
     readonly context: Record<string, unknown>,
   ) {}
+
+  get signal(): AbortSignal {
+    return this.signals();
+  }
 
   get runId(): string {
     return this.exec.runId;
