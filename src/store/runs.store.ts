@@ -124,13 +124,13 @@ export class RunsStore {
     const S = `"${schema}"`;
     // The runs of $1 (JSON array) whose key is free, and one wake-up for the workers ($2) if any is due.
     // Without keys there is nothing to conflict on: no ON CONFLICT, so no speculative insertion per row.
-    const insertAndNotify = (keyed: boolean) => `
-        WITH ins AS (
+    const insertAndNotify = (keyed: boolean, guard = '') => `
+        ins AS (
           INSERT INTO ${S}.runs (id, workflow, key, holds_key, input, run_at, timeout_ms, parent_id, runs_after_id, trace,
             debounce_until)
           SELECT id, workflow, key, holds_key, input, coalesce(run_at, now()), timeout_ms, parent_id, runs_after_id, trace,
             debounce_until
-          FROM jsonb_to_recordset($1::jsonb) AS v(${INSERT_COLUMNS})
+          FROM jsonb_to_recordset($1::jsonb) AS v(${INSERT_COLUMNS}) ${guard}
           ${keyed ? 'ON CONFLICT (workflow, key) WHERE holds_key DO NOTHING' : ''}
           RETURNING id, run_at
         ), note AS MATERIALIZED (
@@ -138,21 +138,22 @@ export class RunsStore {
         )`;
     this.sql = {
       insert: `
-        ${insertAndNotify(true)}
+        WITH ${insertAndNotify(true)}
         SELECT ins.id FROM ins LEFT JOIN note ON true`,
       insertUnkeyed: `
-        ${insertAndNotify(false)}
+        WITH ${insertAndNotify(false)}
         SELECT ins.id FROM ins LEFT JOIN note ON true`,
-      // A duplicate the policy settles is answered from the statement's snapshot without locking the
-      // holder: it writes only its `key_duplicate` record (from which RunInfo.readds is counted), so
-      // concurrent duplicates of one key never queue on the holder row. With $8 the transaction that
-      // wrote only that record commits with synchronous_commit off (option `activityCommit`).
+      // A duplicate the policy settles is answered from the statement's snapshot, with no insert
+      // attempted and no lock on the holder: it writes only its `key_duplicate` record (from which
+      // RunInfo.readds is counted), so concurrent duplicates of one key never queue on the holder
+      // row. With $8 that transaction commits with synchronous_commit off (option `activityCommit`).
+      // A holder in another status makes the insert conflict: neither part returns a row.
       insertOrAnswer: `
-        ${insertAndNotify(true)}, dup AS (
+        WITH dup AS (
           SELECT r.id, r.status, r.input FROM ${S}.runs r
-          WHERE NOT EXISTS (SELECT 1 FROM ins) AND r.workflow = $3 AND r.key = $4 AND r.holds_key
+          WHERE r.workflow = $3 AND r.key = $4 AND r.holds_key
             AND (r.status = ANY($5::text[]) OR r.status = ANY($6::text[]))
-        ), act AS (
+        ), ${insertAndNotify(true, 'WHERE NOT EXISTS (SELECT 1 FROM dup)')}, act AS (
           INSERT INTO ${S}.activity (kind, run_id, workflow, key, details)
           SELECT 'key_duplicate', dup.id, $3, $4, jsonb_build_object('workflow', $3::text, 'key', $4::text,
             'outcome', CASE WHEN dup.status = ANY($6::text[]) THEN 'error' ELSE 'use_existing' END,
