@@ -373,6 +373,8 @@ describe('watching keys', () => {
       // one pooled connection: the setting checked below is the one the duplicates committed on
       const ds = new DataSource({ type: 'postgres', url: databaseUrl(), extra: { max: 1 } });
       await ds.initialize();
+      // the test servers run with synchronous_commit off: the session's own value is the one to keep
+      await ds.query('SET synchronous_commit = on');
       const t = await createApp({ workflows: ALL, options: { worker: false, dataSource: ds, activityCommit: 'asynchronous' } });
       const h = await t.durable.start('a_wf', { n: 0 }, { key: 'relaxed' });
       await Promise.all(Array.from({ length: 20 }, (_, i) => t.durable.start('a_wf', { n: i + 1 }, { key: 'relaxed' })));
@@ -381,7 +383,7 @@ describe('watching keys', () => {
       const outcomes = (await t.durable.listActivity({ runId: h.runId })).map((e) => e.details.outcome);
       expect(outcomes.filter((o) => o === 'use_existing')).toHaveLength(20);
       expect(outcomes.filter((o) => o === 'error')).toHaveLength(1);
-      // the pooled connection is back to the server's setting once the duplicate committed
+      // the pooled connection is back to its session's setting once each duplicate committed
       expect(await ds.query(`SELECT current_setting('synchronous_commit') AS v`)).toEqual([{ v: 'on' }]);
       // inside a caller's transaction the duplicate commits as the caller does
       const inTx = await ds.transaction(async (manager) => {
