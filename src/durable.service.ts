@@ -119,7 +119,7 @@ export class DurableService {
         const ended = await runs.cancel(db, runId, reason, error);
         if (ended.ids.length === 0) break;
         emitRunFinished(row.workflow, 'cancelled'); // telemetry
-        return countKeyHandoffs(this.core, db, ended); // a run waiting behind it may have taken its key
+        return countKeyHandoffs(this.core, db, ended.tx); // a run waiting behind it may have taken its key
       } catch (err) {
         if ((err as { code?: string }).code !== '40P01' || attempt >= 5) throw err;
       }

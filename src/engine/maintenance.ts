@@ -35,7 +35,7 @@ export class Maintenance {
       .names()
       .filter((n) => this.core.registry.find(n)?.steps.some((st) => st.compensate !== undefined));
     // a timed-out holder's key goes to the run waiting behind it (key trigger): counted here
-    await countKeyHandoffs(this.core, q, await runs.failTimedOut(q, compensable));
+    await countKeyHandoffs(this.core, q, (await runs.failTimedOut(q, compensable)).tx);
     // DAG flows: repair stuck flows (the spec's DynamicLifeline) and run due afterCancelled hooks
     await this.flows.maintain(q).catch((err) => logger.warn(`flow maintenance failed: ${(err as Error).message}`));
     const every = Math.min(PRUNE_EVERY_MS, options.retention.runsMs || PRUNE_EVERY_MS, options.retention.activityMs);

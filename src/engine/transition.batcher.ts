@@ -1,7 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import type { Queryable } from '../store/db';
 import type { RunsStore, Transition } from '../store/runs.store';
-import { emitKeyHandoffs } from '../observe/telemetry';
+import type { TxMark } from '../store/activity.store';
 
 interface Pending {
   t: Transition;
@@ -33,6 +33,8 @@ export class TransitionBatcher {
     private readonly q: Queryable,
     private readonly runs: RunsStore,
     private readonly logger: Logger,
+    /** Called (and awaited) after a batch in which key holders ended: counts the key's hand-offs. */
+    private readonly holdersEnded: (tx: TxMark) => Promise<void>,
   ) {}
 
   /** Queues a transition; resolves true when written, false when the execution no longer owned the run. */
@@ -77,8 +79,8 @@ export class TransitionBatcher {
   private async write(batch: Pending[]): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       try {
-        const { owned, handoffs } = await this.runs.transition(this.q, batch.map((p) => p.t));
-        emitKeyHandoffs(handoffs); // telemetry: runAgain hand-offs made by the key trigger
+        const { owned, tx } = await this.runs.transition(this.q, batch.map((p) => p.t));
+        if (tx) await this.holdersEnded(tx); // telemetry: runAgain hand-offs made by the key trigger
         for (const p of batch) p.resolve(owned.has(p.t.id));
         return;
       } catch (err) {

@@ -5,6 +5,7 @@ import { clientQueryable, type Queryable } from '../store/db';
 import type { ClaimedRow } from '../store/runs.store';
 import { DurableCore } from './durable.core';
 import { Execution } from './executor';
+import { countKeyHandoffs } from './key-handoffs';
 import { Maintenance } from './maintenance';
 import { TransitionBatcher } from './transition.batcher';
 
@@ -51,7 +52,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
 
   async onApplicationBootstrap(): Promise<void> {
     const { options, registry, db, runs } = this.core;
-    this.batcher = new TransitionBatcher(db, runs, this.core.logger);
+    this.batcher = new TransitionBatcher(db, runs, this.core.logger, (tx) => countKeyHandoffs(this.core, db, tx));
     if (options.worker === false) return;
     this.concurrency = options.worker.concurrency;
     const names = options.worker.workflows ?? registry.names();

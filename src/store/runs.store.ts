@@ -246,11 +246,10 @@ export class RunsStore {
           context jsonb, result jsonb, results jsonb, error jsonb, delay_ms integer, final boolean,
           wait_kind text, wait_name text, wake_at timestamptz, comp_step integer, release boolean)
         WHERE r.id = v.id AND r.epoch = v.epoch AND r.status IN ('running', 'compensating')
-        RETURNING r.id, r.workflow,
-          -- a final status of a key holder with a run waiting behind it: the key trigger hands it over
-          (v.final AND r.holds_key AND EXISTS (SELECT 1 FROM ${S}.runs w
-             WHERE w.workflow = r.workflow AND w.key = r.key AND w.status = 'waiting' AND NOT w.holds_key
-               AND w.takes_key_after IS NOT NULL AND v.status = ANY (w.takes_key_after))) AS handoff`,
+        RETURNING r.id,
+          -- a key holder's final status: the key trigger may have handed its key over in this transaction
+          CASE WHEN v.final AND r.holds_key THEN now()::text END AS tx_at,
+          CASE WHEN v.final AND r.holds_key THEN (txid_current() % 4294967296)::text END AS tx_xid`,
       cancel: `
         UPDATE ${S}.runs SET status = 'cancelled', cancel_reason = $2, error = $3, finished_at = now()
         WHERE id = $1 AND status IN ('pending', 'running', 'waiting')
@@ -402,11 +401,16 @@ export class RunsStore {
 
   /**
    * Applies many transitions in one statement: `owned`, the ids whose execution still owned them;
-   * `handoffs`, the workflow of each holder whose end the key trigger hands to the run waiting behind it.
+   * `tx`, set when one of them was a key holder that ended (its key may have been handed over).
    */
-  async transition(q: Queryable, ts: Transition[]): Promise<{ owned: Set<string>; handoffs: string[] }> {
-    const rows = await q.query<{ id: string; workflow: string; handoff: boolean }>(this.sql.transition, [JSON.stringify(ts)], 'durable_transition');
-    return { owned: new Set(rows.map((r) => r.id)), handoffs: rows.filter((r) => r.handoff).map((r) => r.workflow) };
+  async transition(q: Queryable, ts: Transition[]): Promise<{ owned: Set<string>; tx: TxMark | null }> {
+    const rows = await q.query<{ id: string; tx_at: string | null; tx_xid: string | null }>(
+      this.sql.transition,
+      [JSON.stringify(ts)],
+      'durable_transition',
+    );
+    const ended = rows.find((r) => r.tx_at !== null);
+    return { owned: new Set(rows.map((r) => r.id)), tx: ended ? { at: ended.tx_at!, xid: ended.tx_xid! } : null };
   }
 
   /** Cancels a run that is still going; no ids when it had finished (or is compensating). */

@@ -249,6 +249,34 @@ describe('watching keys', () => {
       expect(await counter('durable.key.handoff', { workflow: 'a_wf' })).toBe(before + 1);
     });
 
+    it("counts it when the worker's finish queues on the holder's lock while a start adds the waiting run", async () => {
+      const t = await createApp({ workflows: ALL });
+      const before = await counter('durable.key.handoff', { workflow: 'a_wf' });
+      const h = await t.durable.start('a_wf', { gate: true } as never, { key: 'rawq' });
+      await waitFor(async () => (await t.durable.getRun(h.runId))?.status === 'running');
+      // the start's transaction locks the holder and adds the waiting run; the worker's batched
+      // finish, sent before that commits, waits for the lock and so cannot see the waiting run itself
+      const w = await t.get(DurableCore).dataSource.transaction(async (manager) => {
+        const started = await t.durable.start('a_wf', { n: 2 }, { key: 'rawq', onDuplicate: 'runAgain', manager });
+        gate.open();
+        await waitFor(
+          async () =>
+            (await sql(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND strpos(query, $1) > 0`, [
+              `${ident(t.schema)}.runs r SET`,
+            ])).length > 0,
+          { message: "the worker's finish waits for the holder's lock" },
+        );
+        return started;
+      });
+      expect(w.outcome).toBe('runAgain');
+      await t.durable.waitForRun(w.runId, { timeout: 10_000 });
+      await expectRunAgainHandoff(t, 'rawq', h.runId, 'completed', w.runId);
+      await waitFor(async () => (await counter('durable.key.handoff', { workflow: 'a_wf' })) === before + 1, {
+        message: 'the hand-off is counted',
+      });
+      expect(await counter('durable.key.handoff', { workflow: 'a_wf' })).toBe(before + 1);
+    });
+
     it('counts the runAgain hand-off once when the timeout sweep fails the holder', async () => {
       // a worker node that does not run a_timeout: only its maintenance pass ends the (waiting) holder
       const { t, before, h } = await pickedUpHolder('a_timeout', 'rat', 'waiting', { worker: { workflows: ['a_other'] } });
