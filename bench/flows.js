@@ -9,7 +9,7 @@
 // database. Uses DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test; works in its own schema
 // (`bench_flows`, dropped first). Prints a table and one JSON line (`FLOWS_RESULT {...}`).
 require('reflect-metadata');
-const { Client } = require('pg');
+const { withClient } = require('./lib/db');
 const os = require('os');
 
 const URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
@@ -50,15 +50,8 @@ class FlowNoop {
   Workflow('bench_flow_noop')(FlowNoop);
 }
 
-async function sql(text, params) {
-  const c = new Client({ connectionString: URL });
-  await c.connect();
-  try {
-    return (await c.query(text, params)).rows;
-  } finally {
-    await c.end().catch(() => undefined);
-  }
-}
+/** Rows of one query on a connection of its own. */
+const sql = (text, params) => withClient(URL, async (c) => (await c.query(text, params)).rows);
 
 async function makeApp() {
   class BenchFlowsModule {}

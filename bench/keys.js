@@ -14,7 +14,7 @@
 // Each figure is the median of the rounds with min–max. Uses DATABASE_URL, else the local
 // postgres://postgres@127.0.0.1:5432/test; works in its own schema (`bench_keys`, dropped first).
 require('reflect-metadata');
-const { Client } = require('pg');
+const { withClient } = require('./lib/db');
 const { Module } = require('@nestjs/common');
 const { NestFactory } = require('@nestjs/core');
 
@@ -39,15 +39,8 @@ function define(name, options) {
 const Plain = define('bench_keys_plain');
 const Debounced = define('bench_keys_debounced', { debounce: { period: '1h' } });
 
-async function sql(text, params) {
-  const c = new Client({ connectionString: URL });
-  await c.connect();
-  try {
-    return (await c.query(text, params)).rows;
-  } finally {
-    await c.end();
-  }
-}
+/** Rows of one query on a connection of its own. */
+const sql = (text, params) => withClient(URL, async (c) => (await c.query(text, params)).rows);
 
 /** Runs `n` calls of `fn(i)` from `callers` concurrent loops; returns calls per second. */
 async function rate(n, callers, fn) {
