@@ -140,9 +140,10 @@ export class RunsStore {
       insert: `
         WITH ${insertAndNotify(true)}
         SELECT ins.id FROM ins LEFT JOIN note ON true`,
+      // nothing to conflict on: every run is inserted (or the statement fails), so no ids come back
       insertUnkeyed: `
         WITH ${insertAndNotify(false)}
-        SELECT ins.id FROM ins LEFT JOIN note ON true`,
+        SELECT count(*)::int AS n FROM ins LEFT JOIN note ON true`,
       // A duplicate the policy settles is answered from the statement's snapshot, with no insert
       // attempted and no lock on the holder: it writes only its `key_duplicate` record (from which
       // RunInfo.readds is counted), so concurrent duplicates of one key never queue on the holder
@@ -289,12 +290,12 @@ export class RunsStore {
 
   /** Inserts runs (keyed ones only if the key is free) and, with `notify`, wakes the workers; returns the ids inserted. */
   async insert(q: Queryable, runs: NewRun[], notify = true): Promise<Set<string>> {
-    const keyed = runs.some((r) => typeof r.key === 'string');
-    const rows = await q.query<{ id: string }>(
-      keyed ? this.sql.insert : this.sql.insertUnkeyed,
-      [recordset(runs), notify ? this.channel : ''],
-      keyed ? 'durable_insert' : 'durable_insert_unkeyed',
-    );
+    const params = [recordset(runs), notify ? this.channel : ''];
+    if (!runs.some((r) => typeof r.key === 'string')) {
+      await q.query(this.sql.insertUnkeyed, params, 'durable_insert_unkeyed');
+      return new Set(runs.map((r) => r.id));
+    }
+    const rows = await q.query<{ id: string }>(this.sql.insert, params, 'durable_insert');
     return new Set(rows.map((r) => r.id));
   }
 
