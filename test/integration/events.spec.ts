@@ -7,7 +7,7 @@ import { Client } from 'pg';
 import { deliverEvent, RunContext, Step, TimeoutError, Workflow } from '../../src';
 import { DurableCore } from '../../src/engine/durable.core';
 import { clientQueryable } from '../../src/store/db';
-import { createApp, databaseUrl, Gate, sql, waitFor } from '../support';
+import { createApp, databaseUrl, Gate, sql, waitFor, waitForLockWait } from '../support';
 
 const got: Record<string, unknown[]> = {};
 let gate = new Gate();
@@ -220,13 +220,7 @@ describe('sendEvent / waitForEvent', () => {
       await client.query('BEGIN');
       await client.query(`select 1 from "${schema}".runs where id = $1 for no key update`, [runId]); // not FOR UPDATE: the step's waits insert (FK) must pass
       gate.open(); // the step finds no event and suspends: its write now waits for our row lock
-      await waitFor(async () => {
-        const rows = await sql(
-          `select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like $1`,
-          [`%UPDATE "${schema}".runs r SET%`],
-        );
-        return rows.length > 0;
-      }, { message: 'the suspension write is blocked on the run row' });
+      await waitForLockWait([`UPDATE "${schema}".runs r SET`], 'the suspension write is blocked on the run row');
       // the run is still `running`: the event is kept (and marked on the run), then we commit
       expect(await deliverEvent(app.get(DurableCore), clientQueryable(client), runId, 'hit', { late: true })).toBe('kept');
       await client.query('COMMIT');

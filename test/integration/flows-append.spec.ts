@@ -1,7 +1,7 @@
 import { DurableService, DurableValidationError, OnFlowCancelled, RunContext, RunInfo, Step, Workflow } from '../../src';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
-import { createApp, databaseUrl, ident, sql, waitFor } from '../support';
+import { createApp, databaseUrl, ident, sql, waitFor, waitForLockWait } from '../support';
 
 const order: string[] = [];
 const hookCalls: { reason: string; name: string | null }[] = [];
@@ -206,13 +206,7 @@ describe('DAG flows: appendFlow', () => {
       await other.query('BEGIN');
       await other.query(`update ${S}.runs set status = 'completed', finished_at = now() where id = $1`, [runIds.a]);
       const appending = durable.startFlow((await durable.appendFlow(flowId)).add('b', Echo, {}, { deps: ['a'] }));
-      await waitFor(async () => {
-        const rows = await sql(
-          `select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like '%FOR SHARE%' and query like $1`,
-          [`%${schema}%`],
-        );
-        return rows.length > 0;
-      });
+      await waitForLockWait(['FOR SHARE', schema], 'the append waits for the dep row locked by the other transaction');
       await other.query('COMMIT');
       const { runIds: more } = await appending;
       expect((await durable.getRun(more.b))!.status).toBe('pending');

@@ -8,9 +8,8 @@ import { metrics } from '@opentelemetry/api';
 import { DataPointType, MeterProvider, MetricReader, type SumMetricData } from '@opentelemetry/sdk-metrics';
 import { DurableError, KeyTakenError, RunContext, Step, Workflow } from '../../src';
 import { DurableCore } from '../../src/engine/durable.core';
-import { createApp, freshSchema, Gate, ident, sql, TestApp, waitFor } from '../support';
+import { createApp, databaseUrl, freshSchema, Gate, ident, sql, TestApp, waitFor, waitForLockWait } from '../support';
 import { forceStatus } from '../support/keys';
-import { databaseUrl } from '../support/db';
 import { DataSource } from 'typeorm';
 
 class TestReader extends MetricReader {
@@ -235,13 +234,7 @@ describe('watching keys', () => {
       const w = await t.get(DurableCore).dataSource.transaction(async (manager) => {
         const started = await t.durable.start('a_wf', { n: 2 }, { key: 'racq', onDuplicate: 'runAgain', manager });
         cancelled = t.durable.cancel(h.runId);
-        await waitFor(
-          async () =>
-            (await sql(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND strpos(query, $1) > 0`, [
-              `${ident(t.schema)}.runs SET status = 'cancelled'`,
-            ])).length > 0,
-          { message: "cancel()'s statement waits for the holder's lock" },
-        );
+        await waitForLockWait([`${ident(t.schema)}.runs SET status = 'cancelled'`], "cancel()'s statement waits for the holder's lock");
         return started;
       });
       await cancelled;
@@ -259,13 +252,7 @@ describe('watching keys', () => {
       const w = await t.get(DurableCore).dataSource.transaction(async (manager) => {
         const started = await t.durable.start('a_wf', { n: 2 }, { key: 'rawq', onDuplicate: 'runAgain', manager });
         gate.open();
-        await waitFor(
-          async () =>
-            (await sql(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND strpos(query, $1) > 0`, [
-              `${ident(t.schema)}.runs r SET`,
-            ])).length > 0,
-          { message: "the worker's finish waits for the holder's lock" },
-        );
+        await waitForLockWait([`${ident(t.schema)}.runs r SET`], "the worker's finish waits for the holder's lock");
         return started;
       });
       expect(w.outcome).toBe('runAgain');

@@ -1,3 +1,5 @@
+import { sql } from './db';
+
 export interface WaitOptions {
   /** Deadline in ms (default 10 s). */
   timeout?: number;
@@ -102,4 +104,19 @@ export class ConcurrencyTracker {
   exit(): void {
     this.active--;
   }
+}
+
+/**
+ * Waits until some backend is blocked on a lock while running a statement that contains every one
+ * of `fragments` (the moment a race under test is set up).
+ */
+export async function waitForLockWait(fragments: string[], message: string): Promise<void> {
+  await waitFor(
+    async () =>
+      (await sql(
+        `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND (SELECT bool_and(strpos(query, f) > 0) FROM unnest($1::text[]) f)`,
+        [fragments],
+      )).length > 0,
+    { message },
+  );
 }
