@@ -32,7 +32,10 @@ export class WaitsStore {
     this.sql = {
       upsert: `
         INSERT INTO ${S}.waits AS w (run_id, step, call, kind, name, until)
-        VALUES ($1, $2, $3, $4, $5, CASE WHEN $6::float8 IS NULL THEN NULL ELSE now() + $6 * interval '1 millisecond' END)
+        -- the end is kept in whole milliseconds (rounded up), as JavaScript holds it: the run's
+        -- wake-up time (set from it) is then exactly when the wait is due, never a little before
+        VALUES ($1, $2, $3, $4, $5, CASE WHEN $6::float8 IS NULL THEN NULL
+          ELSE date_trunc('milliseconds', now() + $6 * interval '1 millisecond' + interval '999 microseconds') END)
         ON CONFLICT (run_id, step, call) DO UPDATE SET kind = w.kind
         RETURNING ${cols}`,
       get: `SELECT ${cols} FROM ${S}.waits WHERE run_id = $1 AND step = $2 AND call = $3`,

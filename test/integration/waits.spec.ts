@@ -135,6 +135,25 @@ describe('ctx.sleep', () => {
     expect(done.waitingFor).toBeNull();
   });
 
+  it('a waiting run is woken exactly when its recorded wait is due (no claim before the wait ends)', async () => {
+    // the run's wake-up time and the wait's end are the same instant: were the run woken earlier
+    // (e.g. the end cut to milliseconds on its way through JavaScript), a claim in between would
+    // find the wait not yet due and run the step once more for nothing
+    const { durable, schema } = await createApp({ workflows, options: { worker: false } });
+    const runs = await Promise.all(Array.from({ length: 20 }, (_, i) => durable.start('w_sleep', { ms: 60_000 + i })));
+    const worker = await createApp({ workflows, schema });
+    await waitFor(async () => {
+      const rows = await sql(`SELECT count(*)::int AS n FROM "${schema}".runs WHERE status = 'waiting' AND wake_at IS NOT NULL`);
+      return rows[0].n === runs.length;
+    });
+    const pairs = await sql(
+      `SELECT r.wake_at = w.until AS same FROM "${schema}".runs r JOIN "${schema}".waits w ON w.run_id = r.id AND w.step = r.step`,
+    );
+    expect(pairs).toHaveLength(runs.length);
+    expect(pairs.filter((p) => !p.same)).toEqual([]);
+    await worker.close();
+  });
+
   it('several sleeps in one step: each is recorded, none is slept twice (attempts: 1 is enough)', async () => {
     const { durable } = await createApp({ workflows });
     const t0 = Date.now();
