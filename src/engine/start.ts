@@ -6,7 +6,7 @@ import { toMs, type Duration } from '../options/duration';
 import type { WorkflowDefinition } from '../discovery/workflow-definition';
 import type { WorkflowRef } from '../discovery/workflow.registry';
 import { managerQueryable, type Queryable } from '../store/db';
-import type { HolderRow, NewRun } from '../store/runs.store';
+import type { HolderRow, NewRun, StartAnswer, StartRow } from '../store/runs.store';
 import type { ActivityKind } from '../store/activity.store';
 import { isDeepStrictEqual } from 'node:util';
 import { DurableCore } from './durable.core';
@@ -17,6 +17,7 @@ import type { StartResult } from './run-info';
 import { uuidv7 } from './uuid';
 import { deliverEvent } from './events';
 import { WakeCoalescer } from './wake.coalescer';
+import { StartBatcher } from './start.batcher';
 import type { ValidationError } from 'class-validator';
 
 /** Options of `DurableService.start`. */
@@ -57,17 +58,24 @@ const WAKE_WINDOW_MS = 2;
 /** How many times a key may change hands under one start before it gives up. */
 const MAX_HANDOFFS = 3;
 
+/** The due times a run can have: Postgres reads ISO times of the years 1 to 9999 only. */
+const EARLIEST_DUE_MS = Date.parse('0001-01-01T00:00:00.000Z');
+const LATEST_DUE_MS = Date.parse('9999-12-31T23:59:59.999Z');
+
 function dueAt(what: string, runAt: unknown, delay: unknown, problems: (ValidationError | undefined)[]): string | null {
   if (runAt !== undefined && runAt !== null) {
-    if (!(runAt instanceof Date) || Number.isNaN(runAt.getTime())) {
-      problems.push(problem('runAt', runAt, 'isDate', `${what}: runAt must be a valid Date`));
+    const ms = runAt instanceof Date ? runAt.getTime() : NaN;
+    if (!(ms >= EARLIEST_DUE_MS && ms <= LATEST_DUE_MS)) {
+      problems.push(problem('runAt', runAt, 'isDate', `${what}: runAt must be a valid Date of the years 1 to 9999`));
       return null;
     }
-    return runAt.toISOString();
+    return (runAt as Date).toISOString();
   }
   if (delay !== undefined && delay !== null) {
     try {
-      return new Date(Date.now() + toMs(delay as Duration, 'delay')).toISOString();
+      const ms = Date.now() + toMs(delay as Duration, 'delay');
+      if (ms <= LATEST_DUE_MS) return new Date(ms).toISOString();
+      problems.push(problem('delay', delay, 'isDuration', `${what}: delay must end before the year 10000`));
     } catch (err) {
       problems.push(problem('delay', delay, 'isDuration', (err as Error).message));
     }
@@ -85,8 +93,12 @@ export class Starter {
   /** Wake-ups of autocommit starts, at most one in-statement NOTIFY per window (see WakeCoalescer). */
   private readonly wake: WakeCoalescer;
 
+  /** Autocommit single starts, grouped into shared statements. */
+  private readonly batcher: StartBatcher;
+
   constructor(private readonly core: DurableCore) {
     this.wake = new WakeCoalescer(WAKE_WINDOW_MS, () => core.runs.wake(core.db));
+    this.batcher = new StartBatcher((rows) => this.insertNow(core.db, rows, false));
   }
 
   /** Validates and starts one run; a `rerun` never gets the holder back (always `KeyTakenError`). */
@@ -138,35 +150,41 @@ export class Starter {
   }
 
   private async insertOrResolve(def: WorkflowDefinition, plans: Planned[], manager?: EntityManager): Promise<StartManyResult[]> {
-    const { db, runs } = this.core;
-    // Outside a caller's transaction the common case is one autocommit statement; only a start the
-    // key policy cannot settle at once opens a transaction of its own, to lock the holder and decide.
+    const { db } = this.core;
+    // Outside a caller's transaction the common case is one autocommit statement (shared with the
+    // concurrent starts of this process); only a start the key policy cannot settle at once opens a
+    // transaction of its own, to lock the holder and decide.
     const joined = manager?.queryRunner?.isTransactionActive ? managerQueryable(manager) : undefined;
     const resolve = (p: Planned) => (joined ? this.resolveDuplicate(joined, def, p) : db.tx((tx) => this.resolveDuplicate(tx, def, p)));
-    // a caller's transaction always notifies in-statement: the wake-up is delivered at its commit
-    const notify = joined !== undefined || this.wake.lead();
-    const committed = (n: number) => {
-      if (!notify && n > 0) this.wake.committedWithout();
-    };
-    if (plans.length === 1 && plans[0].run.key !== null) {
-      const [p] = plans;
-      const settled = settledDuplicateStatuses(def.reuse, p.onDuplicate, def.debounce !== undefined && !p.rerun);
-      const relaxedCommit = !joined && this.core.options.activityCommit === 'asynchronous';
-      const row = await runs.insertOrAnswer(joined ?? db, p.run, settled, { notify, relaxedCommit });
-      if (!row) return [await resolve(p)];
-      if (row.status === null) {
-        committed(1);
-        return [{ runId: row.id, outcome: 'created' }];
-      }
-      const rejected = settled.reject.includes(row.status);
-      emitKeyMetric('key_duplicate', def.name, { outcome: rejected ? 'error' : 'use_existing' });
-      return [rejected ? { error: new KeyTakenError(row.id) } : { runId: row.id, outcome: 'useExisting' }];
-    }
-    const inserted = await runs.insert(joined ?? db, plans.map((p) => p.run), notify);
-    committed(inserted.size);
+    const rows = plans.map((p) => ({
+      run: p.run,
+      settled: settledDuplicateStatuses(def.reuse, p.onDuplicate, def.debounce !== undefined && !p.rerun),
+    }));
+    const answers = joined || rows.length > 1 ? await this.insertNow(joined ?? db, rows, joined !== undefined) : [await this.batcher.submit(rows[0])];
     const out: StartManyResult[] = [];
-    for (const p of plans) out.push(inserted.has(p.run.id) ? { runId: p.run.id, outcome: 'created' } : await resolve(p));
+    for (const [i, p] of plans.entries()) {
+      const answer = answers[i];
+      if (answer === undefined) out.push(await resolve(p));
+      else if (answer === 'created') out.push({ runId: p.run.id, outcome: 'created' });
+      else {
+        const rejected = rows[i].settled.reject.includes(answer.status);
+        emitKeyMetric('key_duplicate', def.name, { outcome: rejected ? 'error' : 'use_existing' });
+        out.push(rejected ? { error: new KeyTakenError(answer.holderId) } : { runId: answer.holderId, outcome: 'useExisting' });
+      }
+    }
     return out;
+  }
+
+  /**
+   * One statement of starts. A caller's transaction always notifies in-statement (the wake-up is
+   * delivered at its commit); autocommit statements share wake-ups (WakeCoalescer).
+   */
+  private async insertNow(q: Queryable, rows: StartRow[], joined: boolean): Promise<(StartAnswer | undefined)[]> {
+    const notify = joined || this.wake.lead();
+    const relaxedCommit = !joined && this.core.options.activityCommit === 'asynchronous';
+    const answers = await this.core.runs.insertOrAnswer(q, rows, { notify, relaxedCommit });
+    if (!notify && answers.includes('created')) this.wake.committedWithout();
+    return answers;
   }
 
   /** Resolves a start whose key was held when it tried to insert. */

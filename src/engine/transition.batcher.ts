@@ -2,6 +2,7 @@ import type { Logger } from '@nestjs/common';
 import type { Queryable } from '../store/db';
 import type { RunsStore, Transition } from '../store/runs.store';
 import type { TxMark } from '../store/activity.store';
+import { GroupCommit } from './group-commit';
 
 interface Pending {
   t: Transition;
@@ -23,9 +24,7 @@ const MAX_IN_FLIGHT = 2;
  * succeeds (each transition is conditioned on its lease epoch, so a retry never writes twice).
  */
 export class TransitionBatcher {
-  private queue: Pending[] = [];
-  private inFlight = 0;
-  private idle: (() => void)[] = [];
+  private readonly group = new GroupCommit<Pending>((batch) => this.write(batch), MAX_BATCH, MAX_IN_FLIGHT);
   /** Set when a shutdown stopped waiting: failing writes stop retrying. */
   private givenUp = false;
 
@@ -39,10 +38,7 @@ export class TransitionBatcher {
 
   /** Queues a transition; resolves true when written, false when the execution no longer owned the run. */
   submit(t: Transition): Promise<boolean> {
-    return new Promise((resolve) => {
-      this.queue.push({ t, resolve });
-      this.pump();
-    });
+    return new Promise((resolve) => this.group.push({ t, resolve }));
   }
 
   /**
@@ -50,30 +46,9 @@ export class TransitionBatcher {
    * stop retrying and resolve as not written (their runs are recovered like a dead node's).
    */
   async drained(withinMs = Infinity): Promise<void> {
-    if (this.queue.length === 0 && this.inFlight === 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    const idle = new Promise<void>((resolve) => this.idle.push(resolve));
-    const late = new Promise<void>((resolve) => {
-      if (withinMs !== Infinity) timer = setTimeout(resolve, withinMs);
-    });
-    await Promise.race([idle, late]);
-    if (timer) clearTimeout(timer);
-    if (this.queue.length > 0 || this.inFlight > 0) {
-      this.givenUp = true;
-      for (const p of this.queue.splice(0)) p.resolve(false);
-    }
-  }
-
-  private pump(): void {
-    while (this.inFlight < MAX_IN_FLIGHT && this.queue.length > 0) {
-      const batch = this.queue.splice(0, MAX_BATCH);
-      this.inFlight++;
-      void this.write(batch).finally(() => {
-        this.inFlight--;
-        this.pump();
-        if (this.queue.length === 0 && this.inFlight === 0) this.idle.splice(0).forEach((f) => f());
-      });
-    }
+    if (await this.group.whenIdle(withinMs)) return;
+    this.givenUp = true;
+    for (const p of this.group.takeQueued()) p.resolve(false);
   }
 
   private async write(batch: Pending[]): Promise<void> {

@@ -21,6 +21,15 @@ export interface NewRun {
   debounce_until?: string | null;
 }
 
+/** What a keyed start's statement did: inserted the run, or found a holder whose status settles the start. */
+export type StartAnswer = 'created' | { holderId: string; status: RunStatus };
+
+/** A start for {@link RunsStore.insertOrAnswer}: the run, and the holder statuses that settle it. */
+export interface StartRow {
+  run: NewRun;
+  settled: { useExisting: RunStatus[]; reject: RunStatus[] };
+}
+
 /** The holder of a key, locked, as the key policy needs it. */
 export interface HolderRow {
   id: string;
@@ -99,12 +108,12 @@ const INSERT_COLUMNS = `id uuid, workflow text, key text, holds_key boolean, inp
  * `runs` as the JSON array a `jsonb_to_recordset` reads, without the top-level null fields (a
  * missing field reads as NULL, like a null one): less to send and ~15% less to parse per row.
  */
-function recordset(runs: NewRun[]): string {
+function recordset(runs: object[]): string {
   return JSON.stringify(
     runs.map((run) => {
       const present: Record<string, unknown> = {};
       for (const field in run) {
-        const value = run[field as keyof NewRun];
+        const value = (run as Record<string, unknown>)[field];
         if (value !== null && value !== undefined) present[field] = value;
       }
       return present;
@@ -124,13 +133,13 @@ export class RunsStore {
     const S = `"${schema}"`;
     // The runs of $1 (JSON array) whose key is free, and one wake-up for the workers ($2) if any is due.
     // Without keys there is nothing to conflict on: no ON CONFLICT, so no speculative insertion per row.
-    const insertAndNotify = (keyed: boolean, guard = '') => `
+    const insertAndNotify = (keyed: boolean, source = `jsonb_to_recordset($1::jsonb) AS v(${INSERT_COLUMNS})`, guard = '') => `
         ins AS (
           INSERT INTO ${S}.runs (id, workflow, key, holds_key, input, run_at, timeout_ms, parent_id, runs_after_id, trace,
             debounce_until)
           SELECT id, workflow, key, holds_key, input, coalesce(run_at, now()), timeout_ms, parent_id, runs_after_id, trace,
             debounce_until
-          FROM jsonb_to_recordset($1::jsonb) AS v(${INSERT_COLUMNS}) ${guard}
+          FROM ${source} ${guard}
           ${keyed ? 'ON CONFLICT (workflow, key) WHERE holds_key DO NOTHING' : ''}
           RETURNING id, run_at
         ), note AS MATERIALIZED (
@@ -144,26 +153,34 @@ export class RunsStore {
       insertUnkeyed: `
         WITH ${insertAndNotify(false)}
         SELECT count(*)::int AS n FROM ins LEFT JOIN note ON true`,
-      // A duplicate the policy settles is answered from the statement's snapshot, with no insert
-      // attempted and no lock on the holder: it writes only its `key_duplicate` record (from which
-      // RunInfo.readds is counted), so concurrent duplicates of one key never queue on the holder
-      // row. With $8 that transaction commits with synchronous_commit off (option `activityCommit`).
-      // A holder in another status makes the insert conflict: neither part returns a row.
+      // A keyed start whose holder's status is one the policy settles (v.ok: useExisting, v.reject:
+      // KeyTakenError) is answered from the statement's snapshot, with no insert attempted and no
+      // lock on the holder: it writes only its `key_duplicate` record (from which RunInfo.readds is
+      // counted), so concurrent duplicates of one key never queue on the holder row. With $3, a
+      // statement that inserted nothing commits with synchronous_commit off (option `activityCommit`).
+      // A holder in another status (or a row of the same key earlier in $1) makes the insert
+      // conflict: the start gets no row back.
       insertOrAnswer: `
-        WITH dup AS (
-          SELECT r.id, r.status, r.input FROM ${S}.runs r
-          WHERE r.workflow = $3 AND r.key = $4 AND r.holds_key
-            AND (r.status = ANY($5::text[]) OR r.status = ANY($6::text[]))
-        ), ${insertAndNotify(true, 'WHERE NOT EXISTS (SELECT 1 FROM dup)')}, act AS (
+        WITH v AS MATERIALIZED (
+          SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(${INSERT_COLUMNS}, ok text[], reject text[])
+        ), dup AS (
+          SELECT v.id AS start_id, r.id, r.status, v.workflow, v.key, r.status = ANY(v.reject) AS rejected,
+            r.input IS DISTINCT FROM v.input AS input_changed, v.input
+          FROM v CROSS JOIN LATERAL (
+            -- one probe of the holder index per start, whatever the planner guesses of $1's size
+            SELECT r.id, r.status, r.input FROM ${S}.runs r WHERE r.workflow = v.workflow AND r.key = v.key AND r.holds_key LIMIT 1
+          ) r
+          WHERE r.status = ANY(v.ok) OR r.status = ANY(v.reject)
+        ), ${insertAndNotify(true, 'v', 'WHERE NOT EXISTS (SELECT 1 FROM dup WHERE dup.start_id = v.id)')}, act AS (
           INSERT INTO ${S}.activity (kind, run_id, workflow, key, details)
-          SELECT 'key_duplicate', dup.id, $3, $4, jsonb_build_object('workflow', $3::text, 'key', $4::text,
-            'outcome', CASE WHEN dup.status = ANY($6::text[]) THEN 'error' ELSE 'use_existing' END,
-            'inputChanged', dup.input IS DISTINCT FROM $7::jsonb, 'input', $7::jsonb)
+          SELECT 'key_duplicate', dup.id, dup.workflow, dup.key, jsonb_build_object('workflow', dup.workflow, 'key', dup.key,
+            'outcome', CASE WHEN dup.rejected THEN 'error' ELSE 'use_existing' END,
+            'inputChanged', dup.input_changed, 'input', coalesce(dup.input, 'null'))
           FROM dup
         )
-        SELECT ins.id, NULL::text AS status FROM ins LEFT JOIN note ON true
-        UNION ALL SELECT dup.id, dup.status FROM dup
-          WHERE NOT $8::boolean OR set_config('synchronous_commit', 'off', true) IS NOT NULL`,
+        SELECT ins.id AS start_id, NULL::uuid AS holder_id, NULL::text AS status FROM ins LEFT JOIN note ON true
+        UNION ALL SELECT dup.start_id, dup.id, dup.status FROM dup
+          WHERE NOT $3::boolean OR NOT EXISTS (SELECT 1 FROM ins) AND set_config('synchronous_commit', 'off', true) IS NOT NULL`,
       holder: `
         SELECT id, status, started_at IS NOT NULL AS picked_up, debounce_until IS NOT NULL AS debouncing, input
         FROM ${S}.runs WHERE workflow = $1 AND key = $2 AND holds_key FOR UPDATE`,
@@ -300,33 +317,33 @@ export class RunsStore {
   }
 
   /**
-   * One keyed start in one statement: inserts the run if its key is free; else, when the holder's
-   * status is one of `useExisting` or `reject` (statuses the key policy settles at once), records
-   * the `key_duplicate` — returning the holder and its status. Resolves undefined when neither
-   * happened (the caller takes the locking path). `relaxedCommit` (only for a statement that is its
-   * own transaction): a duplicate answer commits without waiting for the WAL flush.
+   * Starts in one statement: each run is inserted if it has no key or its key is free; else, when the holder's
+   * status is one of its `settled.useExisting` or `settled.reject` (statuses the key policy settles
+   * at once), its `key_duplicate` is recorded. Answers each start, in order: `created`, the
+   * holder and its status, or undefined when neither happened (the caller takes the locking path).
+   * `relaxedCommit` (only for a statement that is its own transaction): a statement that inserted
+   * nothing commits without waiting for the WAL flush.
    */
   async insertOrAnswer(
     q: Queryable,
-    run: NewRun,
-    settled: { useExisting: RunStatus[]; reject: RunStatus[] },
+    starts: StartRow[],
     opts: { notify: boolean; relaxedCommit: boolean },
-  ): Promise<{ id: string; status: RunStatus | null } | undefined> {
-    const [row] = await q.query<{ id: string; status: RunStatus | null }>(
+  ): Promise<(StartAnswer | undefined)[]> {
+    if (!starts.some((s) => s.run.key !== null)) {
+      await this.insert(q, starts.map((s) => s.run), opts.notify);
+      return starts.map(() => 'created');
+    }
+    const rows = await q.query<{ start_id: string; holder_id: string | null; status: RunStatus | null }>(
       this.sql.insertOrAnswer,
       [
-        recordset([run]),
+        recordset(starts.map((s) => ({ ...s.run, ok: s.settled.useExisting, reject: s.settled.reject }))),
         opts.notify ? this.channel : '',
-        run.workflow,
-        run.key,
-        settled.useExisting,
-        settled.reject,
-        JSON.stringify(run.input ?? null),
         opts.relaxedCommit,
       ],
       'durable_insert_or_answer',
     );
-    return row;
+    const byId = new Map(rows.map((r): [string, StartAnswer] => [r.start_id, r.holder_id ? { holderId: r.holder_id, status: r.status! } : 'created']));
+    return starts.map((s) => byId.get(s.run.id));
   }
 
   /** The run holding (workflow, key), locked for the rest of the transaction. */

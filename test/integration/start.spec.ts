@@ -127,6 +127,10 @@ describe('DurableService.start / startMany', () => {
       ['delay: -5', { delay: -5 }],
       ['runAt: an invalid Date', { runAt: new Date('nope') }],
       ['runAt: a number', { runAt: 12 }],
+      // valid JavaScript Dates Postgres cannot store
+      ['runAt: the year 10000', { runAt: new Date('+010000-01-01T00:00:00.000Z') }],
+      ['runAt: before the year 1', { runAt: new Date(-8.64e15) }],
+      ['delay: ending after the year 9999', { delay: 1e15 }],
     ])('refuses %s with DurableValidationError and writes nothing', async (_label, opts) => {
       await expectInvalid(durable.start('start_echo', {}, opts as never));
       expect(await countRuns(t.schema)).toBe(0);

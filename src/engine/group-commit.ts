@@ -1,0 +1,57 @@
+/**
+ * Group commit across callers: items queue while `maxInFlight` statements are out, and the next
+ * statement takes every queued item (up to `maxBatch`). An item arriving at an idle queue goes out
+ * at once, so one caller waits for one round trip and many callers share them. `write` settles
+ * its items itself (each item carries its caller's callbacks) and must not reject.
+ */
+export class GroupCommit<T> {
+  private queue: T[] = [];
+  private inFlight = 0;
+  private idle: (() => void)[] = [];
+
+  constructor(
+    private readonly write: (batch: T[]) => Promise<void>,
+    private readonly maxBatch: number,
+    private readonly maxInFlight: number,
+  ) {}
+
+  /** Queues an item; it goes out in the next statement. */
+  push(item: T): void {
+    this.queue.push(item);
+    this.pump();
+  }
+
+  /** Resolves once nothing is queued or in flight, or after `withinMs`; true when idle. */
+  async whenIdle(withinMs = Infinity): Promise<boolean> {
+    if (this.isIdle()) return true;
+    let timer: NodeJS.Timeout | undefined;
+    const idle = new Promise<void>((resolve) => this.idle.push(resolve));
+    const late = new Promise<void>((resolve) => {
+      if (withinMs !== Infinity) timer = setTimeout(resolve, withinMs);
+    });
+    await Promise.race([idle, late]);
+    if (timer) clearTimeout(timer);
+    return this.isIdle();
+  }
+
+  /** Removes and returns the items not yet sent. */
+  takeQueued(): T[] {
+    return this.queue.splice(0);
+  }
+
+  private isIdle(): boolean {
+    return this.queue.length === 0 && this.inFlight === 0;
+  }
+
+  private pump(): void {
+    while (this.inFlight < this.maxInFlight && this.queue.length > 0) {
+      const batch = this.queue.splice(0, this.maxBatch);
+      this.inFlight++;
+      void this.write(batch).finally(() => {
+        this.inFlight--;
+        this.pump();
+        if (this.isIdle()) this.idle.splice(0).forEach((f) => f());
+      });
+    }
+  }
+}
