@@ -2,7 +2,7 @@ import type { Queryable } from './db';
 import type { TxMark } from './activity.store';
 import type { WaitRow } from './waits.store';
 import { runColumns, type RunRow } from './run-row';
-import type { RunStatus } from '../engine/run-info';
+import { FINISHED_STATUSES, GOING_STATUSES, type RunStatus } from '../engine/run-info';
 
 /** A run to insert. */
 export interface NewRun {
@@ -121,6 +121,17 @@ function recordset(runs: object[]): string {
   );
 }
 
+/** Every status, each a bit of the masks `insertOrAnswer` sends per start (a few bytes, not arrays). */
+const STATUS_BITS: readonly RunStatus[] = [...GOING_STATUSES, ...FINISHED_STATUSES];
+const STATUS_BITS_SQL = `ARRAY[${STATUS_BITS.map((st) => `'${st}'`).join(', ')}]::text[]`;
+
+/** The bit mask of `statuses` over {@link STATUS_BITS}. */
+function statusBits(statuses: readonly RunStatus[]): number {
+  let mask = 0;
+  for (const st of statuses) mask |= 1 << STATUS_BITS.indexOf(st);
+  return mask;
+}
+
 /** Every statement on the `runs` table; `S` is the validated, quoted schema. */
 export class RunsStore {
   private readonly sql: Record<string, string>;
@@ -154,23 +165,25 @@ export class RunsStore {
         WITH ${insertAndNotify(false)}
         SELECT count(*)::int AS n FROM ins LEFT JOIN note ON true`,
       // A keyed start whose holder's status is one the policy settles (v.ok: useExisting, v.reject:
-      // KeyTakenError) is answered from the statement's snapshot, with no insert attempted and no
-      // lock on the holder: it writes only its `key_duplicate` record (from which RunInfo.readds is
-      // counted), so concurrent duplicates of one key never queue on the holder row. With $3, a
-      // statement that inserted nothing commits with synchronous_commit off (option `activityCommit`).
-      // A holder in another status (or a row of the same key earlier in $1) makes the insert
-      // conflict: the start gets no row back.
+      // KeyTakenError; status bit masks, see STATUS_BITS) is answered from the statement's snapshot,
+      // with no insert attempted and no lock on the holder: it writes only its `key_duplicate`
+      // record (from which RunInfo.readds is counted), so concurrent duplicates of one key never
+      // queue on the holder row. A holder in another status (or a row of the same key earlier in $1)
+      // makes the insert conflict. Only the starts not inserted come back (a batch of fresh keys
+      // returns nothing): with the holder when answered, else without. With $3, a statement that
+      // inserted nothing commits with synchronous_commit off (option `activityCommit`).
       insertOrAnswer: `
         WITH v AS MATERIALIZED (
-          SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(${INSERT_COLUMNS}, ok text[], reject text[])
+          SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(${INSERT_COLUMNS}, ok integer, reject integer)
         ), dup AS (
-          SELECT v.id AS start_id, r.id, r.status, v.workflow, v.key, r.status = ANY(v.reject) AS rejected,
+          SELECT v.id AS start_id, r.id, r.status, v.workflow, v.key, v.reject & r.bit <> 0 AS rejected,
             r.input IS DISTINCT FROM v.input AS input_changed, v.input
           FROM v CROSS JOIN LATERAL (
             -- one probe of the holder index per start, whatever the planner guesses of $1's size
-            SELECT r.id, r.status, r.input FROM ${S}.runs r WHERE r.workflow = v.workflow AND r.key = v.key AND r.holds_key LIMIT 1
+            SELECT r.id, r.status, r.input, 1 << (array_position(${STATUS_BITS_SQL}, r.status) - 1) AS bit
+            FROM ${S}.runs r WHERE r.workflow = v.workflow AND r.key = v.key AND r.holds_key LIMIT 1
           ) r
-          WHERE r.status = ANY(v.ok) OR r.status = ANY(v.reject)
+          WHERE (v.ok | v.reject) & r.bit <> 0
         ), ${insertAndNotify(true, 'v', 'WHERE NOT EXISTS (SELECT 1 FROM dup WHERE dup.start_id = v.id)')}, act AS (
           INSERT INTO ${S}.activity (kind, run_id, workflow, key, details)
           SELECT 'key_duplicate', dup.id, dup.workflow, dup.key, jsonb_build_object('workflow', dup.workflow, 'key', dup.key,
@@ -178,9 +191,11 @@ export class RunsStore {
             'inputChanged', dup.input_changed, 'input', coalesce(dup.input, 'null'))
           FROM dup
         )
-        SELECT ins.id AS start_id, NULL::uuid AS holder_id, NULL::text AS status FROM ins LEFT JOIN note ON true
-        UNION ALL SELECT dup.start_id, dup.id, dup.status FROM dup
-          WHERE NOT $3::boolean OR NOT EXISTS (SELECT 1 FROM ins) AND set_config('synchronous_commit', 'off', true) IS NOT NULL`,
+        SELECT v.id AS start_id, dup.id AS holder_id, dup.status,
+          CASE WHEN $3::boolean AND dup.id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ins)
+            THEN set_config('synchronous_commit', 'off', true) END AS relaxed
+        FROM v LEFT JOIN dup ON dup.start_id = v.id
+        WHERE NOT EXISTS (SELECT 1 FROM ins WHERE ins.id = v.id) AND (SELECT count(*) FROM note) >= 0`,
       holder: `
         SELECT id, status, started_at IS NOT NULL AS picked_up, debounce_until IS NOT NULL AS debouncing, input
         FROM ${S}.runs WHERE workflow = $1 AND key = $2 AND holds_key FOR UPDATE`,
@@ -336,14 +351,14 @@ export class RunsStore {
     const rows = await q.query<{ start_id: string; holder_id: string | null; status: RunStatus | null }>(
       this.sql.insertOrAnswer,
       [
-        recordset(starts.map((s) => ({ ...s.run, ok: s.settled.useExisting, reject: s.settled.reject }))),
+        recordset(starts.map((s) => ({ ...s.run, ok: statusBits(s.settled.useExisting), reject: statusBits(s.settled.reject) }))),
         opts.notify ? this.channel : '',
         opts.relaxedCommit,
       ],
       'durable_insert_or_answer',
     );
-    const byId = new Map(rows.map((r): [string, StartAnswer] => [r.start_id, r.holder_id ? { holderId: r.holder_id, status: r.status! } : 'created']));
-    return starts.map((s) => byId.get(s.run.id));
+    const byId = new Map(rows.map((r): [string, StartAnswer | undefined] => [r.start_id, r.holder_id ? { holderId: r.holder_id, status: r.status! } : undefined]));
+    return starts.map((s) => (byId.has(s.run.id) ? byId.get(s.run.id) : 'created'));
   }
 
   /** The run holding (workflow, key), locked for the rest of the transaction. */

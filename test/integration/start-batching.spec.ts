@@ -85,6 +85,22 @@ describe('autocommit starts share statements (group commit)', () => {
     expect(settled.slice(30).every((r) => r.status === 'fulfilled' && r.value.outcome === 'created')).toBe(true);
   });
 
+  it("activityCommit 'asynchronous': a batch mixing fresh keys and duplicates records each duplicate once", async () => {
+    const relaxed = await createApp({ workflows: [Keyed], schema: t.schema, options: { worker: false, migrationsRun: false, activityCommit: 'asynchronous' } });
+    const holder = await relaxed.durable.start(Keyed, {}, { key: 'held' });
+    const results = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => relaxed.durable.start(Keyed, { i }, { key: i % 2 ? 'held' : `fresh-${i}` })),
+    );
+    expect(results.filter((r, i) => i % 2 === 1).every((r) => r.outcome === 'useExisting' && r.runId === holder.runId)).toBe(true);
+    expect(results.filter((r, i) => i % 2 === 0).every((r) => r.outcome === 'created')).toBe(true);
+    const [{ n }] = await sql<{ n: number }>(
+      `SELECT count(*)::int AS n FROM ${ident(t.schema)}.activity WHERE kind = 'key_duplicate' AND run_id = $1`,
+      [holder.runId],
+    );
+    expect(n).toBe(20);
+    expect((await relaxed.durable.getRun(holder.runId)).readds).toBe(20);
+  });
+
   it('a start Postgres refuses fails alone: the other starts of its statement are created', async () => {
     // a constraint of the user's own (the library cannot know it) refuses one row of the batch
     await sql(`ALTER TABLE ${ident(t.schema)}.runs ADD CONSTRAINT no_poison CHECK (NOT coalesce(input ? 'poison', false)) NOT VALID`);
