@@ -6,7 +6,7 @@
 //   BENCH_STATEMENTS_N=200000 node bench/statements.js
 //
 // Enqueues N one-step runs (startMany, batches of 5,000), ANALYZEs, starts a worker (concurrency
-// 500) and drains them, timing every statement the module sends through its pool: per statement
+// BENCH_STATEMENTS_CONCURRENCY, default 500) and drains them, timing every statement the module sends through its pool: per statement
 // name, how many were sent, the runs per statement and the mean round trip. Uses DATABASE_URL,
 // else the local postgres://postgres@127.0.0.1:5432/test; works in schema `bench_statements`
 // (dropped first).
@@ -18,6 +18,7 @@ const { withClient } = require('./lib/db');
 const URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
 const SCHEMA = 'bench_statements';
 const N = Number(process.env.BENCH_STATEMENTS_N || 100000);
+const CONCURRENCY = Number(process.env.BENCH_STATEMENTS_CONCURRENCY || 500);
 const lib = require('..');
 const { Db } = require('../dist/src/store/db');
 const { Workflow, Step, DurableModule, DurableService } = lib;
@@ -56,7 +57,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
   const boot = (worker) => {
     class BenchStatementsModule {}
     Module({
-      imports: [DurableModule.forRoot({ url: URL, schema: SCHEMA, worker: worker ? { concurrency: 500, pollInterval: '1s' } : false, migrationsRun: !worker })],
+      imports: [DurableModule.forRoot({ url: URL, schema: SCHEMA, worker: worker ? { concurrency: CONCURRENCY, pollInterval: '1s' } : false, migrationsRun: !worker })],
       providers: [BenchStatements],
     })(BenchStatementsModule);
     return NestFactory.createApplicationContext(BenchStatementsModule, { logger: ['error', 'warn'] });
