@@ -1,9 +1,10 @@
 /**
  * Coalesces the workers' wake-up notifications of autocommit starts. Postgres serialises the
  * commits of transactions that NOTIFY, so a NOTIFY in every start stops concurrent starts from
- * scaling. The first start in a window notifies in its own statement (no added pickup latency);
- * starts inside the window skip it, and one notification is sent for all of them right after the
- * first skipped one committed — so a worker never misses a committed run for longer than the window.
+ * scaling. At most one notification goes out per window: the first start of a window notifies in
+ * its own statement (no added pickup latency); starts inside the window skip it, and once one of
+ * them has committed a single notification follows at the window's end — so a worker never misses
+ * a committed run for longer than the window, and a stream of starts costs one NOTIFY per window.
  */
 export class WakeCoalescer {
   private lastAt = -Infinity;
@@ -18,19 +19,20 @@ export class WakeCoalescer {
   /** True when this start's statement should notify itself. */
   lead(): boolean {
     const now = Date.now();
-    if (now - this.lastAt < this.windowMs) return false;
+    if (this.trailing || now - this.lastAt < this.windowMs) return false;
     this.lastAt = now;
     return true;
   }
 
-  /** Called once a start that did not notify has committed: one trailing notification follows. */
+  /** Called once a start that did not notify has committed: one notification follows by the window's end. */
   committedWithout(): void {
     if (this.trailing) return;
     this.trailing = true;
-    setImmediate(() => {
+    const timer = setTimeout(() => {
       this.trailing = false;
       this.lastAt = Date.now();
       this.send().catch(() => undefined); // a lost wake-up is covered by polling
-    });
+    }, Math.max(0, this.lastAt + this.windowMs - Date.now()));
+    timer.unref();
   }
 }
