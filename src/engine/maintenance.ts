@@ -8,15 +8,21 @@ import { countKeyHandoffs } from './key-handoffs';
 const PRUNE_BATCH = 5_000;
 /** How often a node prunes, at most (more often when retention is shorter). */
 const PRUNE_EVERY_MS = 60_000;
+/** Fewest changed rows of `runs` that make its statistics stale (see RunsStore.analyzeIfStale). */
+const STALE_STATS_MIN_CHANGED = 10_000;
+/** How often a node analyzes `runs`, at most. */
+const ANALYZE_EVERY_MS = 60_000;
 
 /**
  * The maintenance pass every worker node runs with its heartbeat: recover the runs of dead nodes,
- * fail runs past their workflow timeout, and prune finished runs and activity past retention.
+ * fail runs past their workflow timeout, prune finished runs and activity past retention, and
+ * analyze `runs` when its statistics are far behind (autovacuum off, or not yet there).
  * Every statement is safe to run on several nodes at once.
  */
 @Injectable()
 export class Maintenance {
   private lastPruneAt = 0;
+  private lastAnalyzeAt = -Infinity;
 
   constructor(
     private readonly core: DurableCore,
@@ -38,6 +44,14 @@ export class Maintenance {
     await countKeyHandoffs(this.core, q, (await runs.failTimedOut(q, compensable)).tx);
     // DAG flows: repair stuck flows (the spec's DynamicLifeline) and run due afterCancelled hooks
     await this.flows.maintain(q).catch((err) => logger.warn(`flow maintenance failed: ${(err as Error).message}`));
+    // the claim's plan depends on how many runs the planner thinks are pending
+    if (Date.now() - this.lastAnalyzeAt >= ANALYZE_EVERY_MS) {
+      const analyzed = await runs.analyzeIfStale(q, STALE_STATS_MIN_CHANGED).catch((err: Error) => {
+        logger.warn(`analyzing ${options.schema}.runs failed: ${err.message}`);
+        return false;
+      });
+      if (analyzed) this.lastAnalyzeAt = Date.now();
+    }
     const every = Math.min(PRUNE_EVERY_MS, options.retention.runsMs || PRUNE_EVERY_MS, options.retention.activityMs);
     if (Date.now() - this.lastPruneAt >= every) {
       this.lastPruneAt = Date.now();

@@ -314,6 +314,13 @@ export class RunsStore {
           RETURNING 1
         ) SELECT count(*)::int AS n FROM d`,
       wake: `SELECT pg_notify($1, '')`,
+      // rows changed since the last ANALYZE of runs (autovacuum's or anyone's) against a tenth of the
+      // row count the planner believes (-1: never analyzed) — autovacuum's default threshold
+      statsStale: `
+        SELECT coalesce(s.n_mod_since_analyze > greatest($1::float8, 0.1 * c.reltuples), false) AS stale
+        FROM pg_class c LEFT JOIN pg_stat_all_tables s ON s.relid = c.oid
+        WHERE c.oid = '${S}.runs'::regclass`,
+      analyze: `ANALYZE ${S}.runs`,
       backlog: `
         SELECT count(*)::int AS pending, coalesce(extract(epoch FROM now() - min(run_at)) * 1000, 0)::float8 AS lag_ms
         FROM ${S}.runs WHERE status = 'pending' AND run_at <= now()`,
@@ -470,6 +477,18 @@ export class RunsStore {
   async prune(q: Queryable, olderThanMs: number, batch: number): Promise<number> {
     const [row] = await q.query<{ n: number }>(this.sql.prune, [olderThanMs, batch]);
     return row.n;
+  }
+
+  /**
+   * Analyzes `runs` when more than a tenth of the rows the planner believes it has (and at least
+   * `minChanged`) changed since its last ANALYZE: a burst of starts the statistics do not know
+   * about can make each claim read and sort every due run. Returns whether it analyzed.
+   */
+  async analyzeIfStale(q: Queryable, minChanged: number): Promise<boolean> {
+    const [row] = await q.query<{ stale: boolean }>(this.sql.statsStale, [minChanged]);
+    if (!row?.stale) return false;
+    await q.query(this.sql.analyze);
+    return true;
   }
 
   /** Wakes the workers (outside any start's transaction). */
