@@ -23,6 +23,7 @@ const ANALYZE_EVERY_MS = 60_000;
 export class Maintenance {
   private lastPruneAt = 0;
   private lastAnalyzeAt = -Infinity;
+  private analyzing = false;
 
   constructor(
     private readonly core: DurableCore,
@@ -44,19 +45,30 @@ export class Maintenance {
     await countKeyHandoffs(this.core, q, (await runs.failTimedOut(q, compensable)).tx);
     // DAG flows: repair stuck flows (the spec's DynamicLifeline) and run due afterCancelled hooks
     await this.flows.maintain(q).catch((err) => logger.warn(`flow maintenance failed: ${(err as Error).message}`));
-    // the claim's plan depends on how many runs the planner thinks are pending
-    if (Date.now() - this.lastAnalyzeAt >= ANALYZE_EVERY_MS) {
-      const analyzed = await runs.analyzeIfStale(q, STALE_STATS_MIN_CHANGED).catch((err: Error) => {
-        logger.warn(`analyzing ${options.schema}.runs failed: ${err.message}`);
-        return false;
-      });
-      if (analyzed) this.lastAnalyzeAt = Date.now();
-    }
+    this.analyzeIfStale();
     const every = Math.min(PRUNE_EVERY_MS, options.retention.runsMs || PRUNE_EVERY_MS, options.retention.activityMs);
     if (Date.now() - this.lastPruneAt >= every) {
       this.lastPruneAt = Date.now();
       await this.prune(q);
     }
+  }
+
+  /**
+   * The claim's plan depends on how many runs the planner thinks are pending: analyzes `runs` when
+   * its statistics are far behind, on a pooled connection and without holding up the pass (the
+   * heartbeat must not wait for an ANALYZE of a large table).
+   */
+  private analyzeIfStale(): void {
+    if (this.analyzing || Date.now() - this.lastAnalyzeAt < ANALYZE_EVERY_MS) return;
+    this.analyzing = true;
+    const { runs, db, logger, options } = this.core;
+    runs
+      .analyzeIfStale(db, STALE_STATS_MIN_CHANGED)
+      .then((analyzed) => {
+        if (analyzed) this.lastAnalyzeAt = Date.now();
+      })
+      .catch((err: Error) => logger.warn(`analyzing ${options.schema}.runs failed: ${err.message}`))
+      .finally(() => (this.analyzing = false));
   }
 
   /** Prunes finished runs older than `olderThanMs` (default: retention) and old activity. */

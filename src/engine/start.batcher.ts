@@ -1,4 +1,4 @@
-import { DatabaseError } from 'pg';
+import { sqlState } from '../store/db';
 import type { StartRow, StartAnswer } from '../store/runs.store';
 import { GroupCommit } from './group-commit';
 
@@ -37,12 +37,24 @@ export class StartBatcher {
       const answers = await this.insert(batch.map((p) => p.start));
       batch.forEach((p, i) => p.resolve(answers[i]));
     } catch (err) {
-      // Postgres refused the statement (nothing of it was written): each start is tried
-      // alone, so one start's refusal is its own. A lost connection may have committed:
-      // no retry, every start of the batch gets the error.
-      if (batch.length === 1 || !(err instanceof DatabaseError)) batch.forEach((p) => p.reject(err));
-      else await Promise.all(batch.map((p) => this.write([p])));
+      if (batch.length === 1 || !oneRowsFault(err)) {
+        batch.forEach((p) => p.reject(err));
+        return;
+      }
+      // Postgres refused the statement for what may be one start's values (nothing of it was
+      // written): each start is tried alone, one after another, so that refusal is its own.
+      for (const p of batch) await this.write([p]);
     }
   }
 }
 
+/**
+ * Whether a refused statement may be the fault of one of its rows: a data exception (22…), an
+ * integrity violation (23…, e.g. a constraint of the user's own), a deadlock or a serialization
+ * failure. Anything else — a lost connection (which may even have committed), a read-only server,
+ * a shutdown, a timeout — is the same for every start of the batch and is not retried.
+ */
+function oneRowsFault(err: unknown): boolean {
+  const code = sqlState(err);
+  return code !== undefined && (code.startsWith('22') || code.startsWith('23') || code === '40P01' || code === '40001');
+}

@@ -1,5 +1,5 @@
 import type { Logger } from '@nestjs/common';
-import type { Queryable } from '../store/db';
+import { sqlState, type Queryable } from '../store/db';
 import type { RunsStore, Transition } from '../store/runs.store';
 import type { TxMark } from '../store/activity.store';
 import { GroupCommit } from './group-commit';
@@ -99,6 +99,5 @@ export class TransitionBatcher {
 
 /** Postgres SQLSTATE class 22 (data exception): retrying the same values cannot succeed. */
 function isDataException(err: unknown): boolean {
-  const code = (err as { code?: unknown })?.code;
-  return typeof code === 'string' && code.startsWith('22');
+  return sqlState(err)?.startsWith('22') === true;
 }

@@ -39,6 +39,12 @@ export class Db implements Queryable {
   }
 }
 
+/** The SQLSTATE of an error Postgres reported (undefined for any other error). */
+export function sqlState(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null | undefined)?.code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && (err as { severity?: unknown }).severity !== undefined ? code : undefined;
+}
+
 /** A pg client as a {@link Queryable}. */
 export function clientQueryable(client: PoolClient | { query: PoolClient['query'] }): Queryable {
   return {

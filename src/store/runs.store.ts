@@ -125,6 +125,15 @@ function recordset(runs: object[]): string {
 const STATUS_BITS: readonly RunStatus[] = [...GOING_STATUSES, ...FINISHED_STATUSES];
 const STATUS_BITS_SQL = `ARRAY[${STATUS_BITS.map((st) => `'${st}'`).join(', ')}]::text[]`;
 
+/** Orders runs by workflow, then key (no key first). */
+function compareKeys(a: NewRun, b: NewRun): number {
+  if (a.workflow !== b.workflow) return a.workflow < b.workflow ? -1 : 1;
+  if (a.key === b.key) return 0;
+  if (a.key === null) return -1;
+  if (b.key === null) return 1;
+  return a.key < b.key ? -1 : 1;
+}
+
 /** The bit mask of `statuses` over {@link STATUS_BITS}. */
 function statusBits(statuses: readonly RunStatus[]): number {
   let mask = 0;
@@ -320,7 +329,8 @@ export class RunsStore {
         SELECT coalesce(s.n_mod_since_analyze > greatest($1::float8, 0.1 * c.reltuples), false) AS stale
         FROM pg_class c LEFT JOIN pg_stat_all_tables s ON s.relid = c.oid
         WHERE c.oid = '${S}.runs'::regclass`,
-      analyze: `ANALYZE ${S}.runs`,
+      // SKIP_LOCKED: never waits behind a VACUUM or another node's ANALYZE of the table
+      analyze: `ANALYZE (SKIP_LOCKED) ${S}.runs`,
       backlog: `
         SELECT count(*)::int AS pending, coalesce(extract(epoch FROM now() - min(run_at)) * 1000, 0)::float8 AS lag_ms
         FROM ${S}.runs WHERE status = 'pending' AND run_at <= now()`,
@@ -358,7 +368,13 @@ export class RunsStore {
     const rows = await q.query<{ start_id: string; holder_id: string | null; status: RunStatus | null }>(
       this.sql.insertOrAnswer,
       [
-        recordset(starts.map((s) => ({ ...s.run, ok: statusBits(s.settled.useExisting), reject: statusBits(s.settled.reject) }))),
+        // in (workflow, key) order, so two statements inserting the same fresh keys take their
+        // index locks in the same order and cannot deadlock (a stable sort: same-key starts keep theirs)
+        recordset(
+          [...starts]
+            .sort((a, b) => compareKeys(a.run, b.run))
+            .map((s) => ({ ...s.run, ok: statusBits(s.settled.useExisting), reject: statusBits(s.settled.reject) })),
+        ),
         opts.notify ? this.channel : '',
         opts.relaxedCommit,
       ],

@@ -1,4 +1,8 @@
+import { Client } from 'pg';
 import { DataSource } from 'typeorm';
+import { DurableCore } from '../../src/engine/durable.core';
+import { clientQueryable } from '../../src/store/db';
+import type { NewRun } from '../../src/store/runs.store';
 import { DurableService, KeyTakenError, Step, Workflow } from '../../src';
 import { countRuns, createApp, databaseUrl, ident, sql, TestApp } from '../support';
 import { holdersOf } from '../support/keys';
@@ -99,6 +103,55 @@ describe('autocommit starts share statements (group commit)', () => {
     );
     expect(n).toBe(20);
     expect((await relaxed.durable.getRun(holder.runId)).readds).toBe(20);
+  });
+
+  it("activityCommit 'asynchronous' relaxes only statements that inserted no run (seen at commit by a deferred trigger)", async () => {
+    const S = ident(t.schema);
+    // a deferred constraint trigger runs at COMMIT: it records the commit mode of every transaction
+    // that inserted a run or an activity record
+    await sql(`CREATE TABLE ${S}.commit_modes (tbl text, mode text)`);
+    await sql(`CREATE FUNCTION ${S}.note_commit_mode() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN INSERT INTO ${S}.commit_modes VALUES (TG_TABLE_NAME, current_setting('synchronous_commit')); RETURN NULL; END $$`);
+    for (const tbl of ['runs', 'activity']) {
+      await sql(`CREATE CONSTRAINT TRIGGER note_${tbl} AFTER INSERT ON ${S}.${tbl} DEFERRABLE INITIALLY DEFERRED
+        FOR EACH ROW EXECUTE FUNCTION ${S}.note_commit_mode()`);
+    }
+    const relaxed = await createApp({ workflows: [Keyed], schema: t.schema, options: { worker: false, migrationsRun: false, activityCommit: 'asynchronous' } });
+    await relaxed.durable.start(Keyed, {}, { key: 'held' });
+    await sql(`DELETE FROM ${S}.commit_modes`);
+    // mixed batches (fresh keys and duplicates) and duplicate-only statements
+    await Promise.all(Array.from({ length: 40 }, (_, i) => relaxed.durable.start(Keyed, { i }, { key: i % 2 ? 'held' : `fresh-${i}` })));
+    await relaxed.durable.start(Keyed, { alone: true }, { key: 'held' });
+    const modes = await sql<{ tbl: string; mode: string }>(`SELECT tbl, mode FROM ${S}.commit_modes`);
+    expect(modes.filter((m) => m.tbl === 'runs')).toHaveLength(20);
+    expect(modes.filter((m) => m.tbl === 'runs').every((m) => m.mode === 'on')).toBe(true);
+    // the lone duplicate's statement (it inserted no run) did commit relaxed: the trigger can see it
+    expect(modes.some((m) => m.tbl === 'activity' && m.mode === 'off')).toBe(true);
+  });
+
+  it('two statements inserting the same fresh keys in opposite orders do not deadlock', async () => {
+    const S = ident(t.schema);
+    // each inserted row takes a while, so the two statements overlap row by row
+    await sql(`CREATE FUNCTION ${S}.slow_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.05); RETURN NEW; END $$`);
+    await sql(`CREATE TRIGGER slow_insert BEFORE INSERT ON ${S}.runs FOR EACH ROW EXECUTE FUNCTION ${S}.slow_insert()`);
+    const { runs } = t.get(DurableCore);
+    const run = (key: string): NewRun => ({ id: crypto.randomUUID(), workflow: 'batch_keyed', key, holds_key: true, input: null, run_at: null, timeout_ms: null });
+    const settled = { useExisting: [], reject: [] };
+    const keys = Array.from({ length: 6 }, (_, i) => `k${i}`);
+    const clients = [new Client({ connectionString: databaseUrl() }), new Client({ connectionString: databaseUrl() })];
+    try {
+      await Promise.all(clients.map((c) => c.connect()));
+      const [a, b] = await Promise.all([
+        runs.insertOrAnswer(clientQueryable(clients[0]), keys.map((k) => ({ run: run(k), settled })), { notify: false, relaxedCommit: false }),
+        runs.insertOrAnswer(clientQueryable(clients[1]), [...keys].reverse().map((k) => ({ run: run(k), settled })), { notify: false, relaxedCommit: false }),
+      ]);
+      // no deadlock (40P01) error: each key went to exactly one of the two statements
+      const created = [...a, ...b].filter((x) => x === 'created');
+      expect(created).toHaveLength(6);
+      for (const k of keys) expect(await holdersOf(t.schema, 'batch_keyed', k)).toHaveLength(1);
+    } finally {
+      await Promise.all(clients.map((c) => c.end()));
+    }
   });
 
   it('a start Postgres refuses fails alone: the other starts of its statement are created', async () => {

@@ -53,7 +53,7 @@ describe('WakeCoalescer', () => {
 
   it('a stream of starts costs one notification per window', () => {
     let led = 0;
-    // 1,000 starts over 100 ms, each committing 50 µs later (as if each were its own statement)
+    // 1,000 starts over 100 ms, each its own statement, committed at once
     for (let i = 0; i < 1_000; i++) {
       if (wake.lead()) led++;
       else wake.committedWithout();
