@@ -116,7 +116,15 @@ describe('autocommit starts share statements (group commit)', () => {
       await sql(`CREATE CONSTRAINT TRIGGER note_${tbl} AFTER INSERT ON ${S}.${tbl} DEFERRABLE INITIALLY DEFERRED
         FOR EACH ROW EXECUTE FUNCTION ${S}.note_commit_mode()`);
     }
-    const relaxed = await createApp({ workflows: [Keyed], schema: t.schema, options: { worker: false, migrationsRun: false, activityCommit: 'asynchronous' } });
+    // the module's connections commit synchronously by default here, whatever the test server's
+    // own default (the embedded one runs with synchronous_commit = off)
+    const url = new URL(databaseUrl());
+    url.searchParams.set('options', '-c synchronous_commit=on');
+    const relaxed = await createApp({
+      workflows: [Keyed],
+      schema: t.schema,
+      options: { url: url.toString(), worker: false, migrationsRun: false, activityCommit: 'asynchronous' },
+    });
     await relaxed.durable.start(Keyed, {}, { key: 'held' });
     await sql(`DELETE FROM ${S}.commit_modes`);
     // mixed batches (fresh keys and duplicates) and duplicate-only statements
