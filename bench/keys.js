@@ -14,30 +14,20 @@
 // Each figure is the median of the rounds with min–max. Uses DATABASE_URL, else the local
 // postgres://postgres@127.0.0.1:5432/test; works in its own schema (`bench_keys`, dropped first).
 require('reflect-metadata');
-const { withClient } = require('./lib/db');
+const { DEFAULT_URL, withClient } = require('./lib/db');
+const { oneStepWorkflow } = require('./lib/one-step');
 const { Module } = require('@nestjs/common');
 const { NestFactory } = require('@nestjs/core');
 
-const URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
+const URL = process.env.DATABASE_URL || DEFAULT_URL;
 const SCHEMA = 'bench_keys';
 const N = Number(process.env.BENCH_KEYS_N || 10000);
 const ROUNDS = Number(process.env.BENCH_KEYS_ROUNDS || 3);
 const lib = require('..');
-const { Workflow, Step, DurableModule, DurableService } = lib;
+const { DurableModule, DurableService } = lib;
 
-function define(name, options) {
-  const C = class {
-    async run() {
-      return null;
-    }
-  };
-  Object.defineProperty(C, 'name', { value: name });
-  Step()(C.prototype, 'run', Object.getOwnPropertyDescriptor(C.prototype, 'run'));
-  Workflow(name, options)(C);
-  return C;
-}
-const Plain = define('bench_keys_plain');
-const Debounced = define('bench_keys_debounced', { debounce: { period: '1h' } });
+const Plain = oneStepWorkflow(lib, 'bench_keys_plain');
+const Debounced = oneStepWorkflow(lib, 'bench_keys_debounced', { debounce: { period: '1h' } });
 
 /** Rows of one query on a connection of its own. */
 const sql = (text, params) => withClient(URL, async (c) => (await c.query(text, params)).rows);

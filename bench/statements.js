@@ -6,31 +6,27 @@
 //   BENCH_STATEMENTS_N=200000 node bench/statements.js
 //
 // Enqueues N one-step runs (startMany, batches of 5,000), ANALYZEs, starts a worker (concurrency
-// BENCH_STATEMENTS_CONCURRENCY, default 500) and drains them, timing every statement the module sends through its pool: per statement
-// name, how many were sent, the runs per statement and the mean round trip. Uses DATABASE_URL,
+// BENCH_STATEMENTS_CONCURRENCY, default 500) and drains them, timing every statement the module
+// sends through its pool: per statement name, how many were sent, the runs per statement and the
+// mean round trip. Uses DATABASE_URL,
 // else the local postgres://postgres@127.0.0.1:5432/test; works in schema `bench_statements`
 // (dropped first).
 require('reflect-metadata');
 const { Module } = require('@nestjs/common');
 const { NestFactory } = require('@nestjs/core');
-const { withClient } = require('./lib/db');
+const { DEFAULT_URL, withClient } = require('./lib/db');
+const { oneStepWorkflow } = require('./lib/one-step');
 
-const URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
+const URL = process.env.DATABASE_URL || DEFAULT_URL;
 const SCHEMA = 'bench_statements';
 const N = Number(process.env.BENCH_STATEMENTS_N || 100000);
 const CONCURRENCY = Number(process.env.BENCH_STATEMENTS_CONCURRENCY || 500);
 const lib = require('..');
 const { Db } = require('../dist/src/store/db');
-const { Workflow, Step, DurableModule, DurableService } = lib;
+const { DurableModule, DurableService } = lib;
 
 let done = 0;
-class BenchStatements {
-  async run() {
-    done++;
-  }
-}
-Step()(BenchStatements.prototype, 'run', Object.getOwnPropertyDescriptor(BenchStatements.prototype, 'run'));
-Workflow('bench_statements')(BenchStatements);
+const BenchStatements = oneStepWorkflow(lib, 'bench_statements', undefined, () => done++);
 
 /** Per statement name (or the first words of an unnamed one): count, rows, milliseconds. */
 const stats = new Map();
