@@ -25,12 +25,14 @@ export class GroupCommit<T> {
   async whenIdle(withinMs = Infinity): Promise<boolean> {
     if (this.isIdle()) return true;
     let timer: NodeJS.Timeout | undefined;
-    const idle = new Promise<void>((resolve) => this.idle.push(resolve));
+    let onIdle!: () => void;
+    const idle = new Promise<void>((resolve) => this.idle.push((onIdle = resolve)));
     const late = new Promise<void>((resolve) => {
       if (withinMs !== Infinity) timer = setTimeout(resolve, withinMs);
     });
     await Promise.race([idle, late]);
     if (timer) clearTimeout(timer);
+    this.idle = this.idle.filter((f) => f !== onIdle);
     return this.isIdle();
   }
 

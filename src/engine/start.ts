@@ -167,9 +167,8 @@ export class Starter {
       if (answer === undefined) out.push(await resolve(p));
       else if (answer === 'created') out.push({ runId: p.run.id, outcome: 'created' });
       else {
-        const rejected = rows[i].settled.reject.includes(answer.status);
-        emitKeyMetric('key_duplicate', def.name, { outcome: rejected ? 'error' : 'use_existing' });
-        out.push(rejected ? { error: new KeyTakenError(answer.holderId) } : { runId: answer.holderId, outcome: 'useExisting' });
+        emitKeyMetric('key_duplicate', def.name, { outcome: answer.rejected ? 'error' : 'use_existing' });
+        out.push(answer.rejected ? { error: new KeyTakenError(answer.holderId) } : { runId: answer.holderId, outcome: 'useExisting' });
       }
     }
     return out;

@@ -21,8 +21,8 @@ export interface NewRun {
   debounce_until?: string | null;
 }
 
-/** What a keyed start's statement did: inserted the run, or found a holder whose status settles the start. */
-export type StartAnswer = 'created' | { holderId: string; status: RunStatus };
+/** What a keyed start's statement did: inserted the run, or found a holder whose status settles the start (`rejected`: with KeyTakenError, else useExisting). */
+export type StartAnswer = 'created' | { holderId: string; rejected: boolean };
 
 /** A start for {@link RunsStore.insertOrAnswer}: the run, and the holder statuses that settle it. */
 export interface StartRow {
@@ -185,7 +185,7 @@ export class RunsStore {
         WITH v AS MATERIALIZED (
           SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(${INSERT_COLUMNS}, ok integer, reject integer)
         ), dup AS (
-          SELECT v.id AS start_id, r.id, r.status, v.workflow, v.key, v.reject & r.bit <> 0 AS rejected,
+          SELECT v.id AS start_id, r.id, v.workflow, v.key, v.reject & r.bit <> 0 AS rejected,
             r.input IS DISTINCT FROM v.input AS input_changed, v.input
           FROM v CROSS JOIN LATERAL (
             -- one probe of the holder index per start, whatever the planner guesses of $1's size
@@ -200,7 +200,7 @@ export class RunsStore {
             'inputChanged', dup.input_changed, 'input', coalesce(dup.input, 'null'))
           FROM dup
         )
-        SELECT v.id AS start_id, dup.id AS holder_id, dup.status,
+        SELECT v.id AS start_id, dup.id AS holder_id, dup.rejected,
           CASE WHEN $3::boolean AND dup.id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ins)
             THEN set_config('synchronous_commit', 'off', true) END AS relaxed
         FROM v LEFT JOIN dup ON dup.start_id = v.id
@@ -365,7 +365,7 @@ export class RunsStore {
       await this.insert(q, starts.map((s) => s.run), opts.notify);
       return starts.map(() => 'created');
     }
-    const rows = await q.query<{ start_id: string; holder_id: string | null; status: RunStatus | null }>(
+    const rows = await q.query<{ start_id: string; holder_id: string | null; rejected: boolean | null }>(
       this.sql.insertOrAnswer,
       [
         // in (workflow, key) order, so two statements inserting the same fresh keys take their
@@ -380,7 +380,7 @@ export class RunsStore {
       ],
       'durable_insert_or_answer',
     );
-    const byId = new Map(rows.map((r): [string, StartAnswer | undefined] => [r.start_id, r.holder_id ? { holderId: r.holder_id, status: r.status! } : undefined]));
+    const byId = new Map(rows.map((r): [string, StartAnswer | undefined] => [r.start_id, r.holder_id ? { holderId: r.holder_id, rejected: r.rejected! } : undefined]));
     return starts.map((s) => (byId.has(s.run.id) ? byId.get(s.run.id) : 'created'));
   }
 
