@@ -23,7 +23,8 @@ const ANALYZE_EVERY_MS = 60_000;
 export class Maintenance {
   private lastPruneAt = 0;
   private lastAnalyzeAt = -Infinity;
-  private analyzing = false;
+  /** The ANALYZE in flight, if any. */
+  private analysis?: Promise<void>;
 
   constructor(
     private readonly core: DurableCore,
@@ -59,17 +60,22 @@ export class Maintenance {
    * heartbeat must not wait for an ANALYZE of a large table).
    */
   private analyzeIfStale(): void {
-    if (this.analyzing || Date.now() - this.lastAnalyzeAt < ANALYZE_EVERY_MS) return;
-    this.analyzing = true;
+    if (this.analysis || Date.now() - this.lastAnalyzeAt < ANALYZE_EVERY_MS) return;
     const { runs, db, logger, options } = this.core;
-    runs
+    this.analysis = runs
       .analyzeIfStale(db, STALE_STATS_MIN_CHANGED)
       .then((analyzed) => {
         if (analyzed) this.lastAnalyzeAt = Date.now();
       })
       .catch((err: Error) => logger.warn(`analyzing ${options.schema}.runs failed: ${err.message}`))
-      .finally(() => (this.analyzing = false));
+      .finally(() => (this.analysis = undefined));
   }
+
+  /** Resolves once no background statement of the pass is running (before the pool closes). */
+  async settled(): Promise<void> {
+    await this.analysis;
+  }
+
 
   /** Prunes finished runs older than `olderThanMs` (default: retention) and old activity. */
   async prune(q: Queryable, olderThanMs?: number): Promise<{ runs: number; activity: number }> {

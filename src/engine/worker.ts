@@ -89,6 +89,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     }
     // outcomes still being written get what is left of shutdownTimeout (at least a second)
     await this.batcher.drained(Math.max(1_000, deadline - Date.now()));
+    await this.maintenance.settled();
     if (left.length) {
       await runs.release(db, options.nodeId, left.map((e) => e.runId)).catch((err: Error) => {
         this.core.logger.warn(`shutdown: could not release runs (${err.message}); they are recovered after nodeTimeout`);
