@@ -134,12 +134,18 @@ function compareKeys(a: NewRun, b: NewRun): number {
   return a.key < b.key ? -1 : 1;
 }
 
-/** The bit mask of `statuses` over {@link STATUS_BITS}. */
+/** The bit mask of `statuses` over {@link STATUS_BITS}, computed once per (memoized) list. */
 function statusBits(statuses: readonly RunStatus[]): number {
-  let mask = 0;
-  for (const st of statuses) mask |= 1 << STATUS_BITS.indexOf(st);
+  let mask = MASKS.get(statuses);
+  if (mask === undefined) {
+    mask = 0;
+    for (const st of statuses) mask |= 1 << STATUS_BITS.indexOf(st);
+    MASKS.set(statuses, mask);
+  }
   return mask;
 }
+
+const MASKS = new WeakMap<readonly RunStatus[], number>();
 
 /** Every statement on the `runs` table; `S` is the validated, quoted schema. */
 export class RunsStore {
@@ -200,6 +206,8 @@ export class RunsStore {
             'inputChanged', dup.input_changed, 'input', coalesce(dup.input, 'null'))
           FROM dup
         )
+        -- relaxed: evaluated for its effect only; the count of note: a one-time filter that sends the
+        -- wake-up even when every start was inserted and no row comes back
         SELECT v.id AS start_id, dup.id AS holder_id, dup.rejected,
           CASE WHEN $3::boolean AND dup.id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ins)
             THEN set_config('synchronous_commit', 'off', true) END AS relaxed
@@ -349,10 +357,11 @@ export class RunsStore {
   }
 
   /**
-   * Starts in one statement: each run is inserted if it has no key or its key is free; else, when the holder's
-   * status is one of its `settled.useExisting` or `settled.reject` (statuses the key policy settles
-   * at once), its `key_duplicate` is recorded. Answers each start, in order: `created`, the
-   * holder and its status, or undefined when neither happened (the caller takes the locking path).
+   * Starts in one statement: each run is inserted if it has no key or its key is free; else,
+   * when the holder's status is one of its `settled.useExisting` or `settled.reject` (statuses
+   * the key policy settles at once), its `key_duplicate` is recorded. Answers each start, in
+   * order: `created`, the holder and whether it rejects the start, or undefined when neither
+   * happened (the caller takes the locking path).
    * `relaxedCommit` (only for a statement that is its own transaction): a statement that inserted
    * nothing commits without waiting for the WAL flush.
    */
