@@ -13,21 +13,15 @@
 //     created (expected 100), and whether each one holds the last input of its key.
 // Each figure is the median of the rounds with min–max. Uses DATABASE_URL, else the local
 // postgres://postgres@127.0.0.1:5432/test; works in its own schema (`bench_keys`, dropped first).
-require('reflect-metadata');
-const { DEFAULT_URL, withClient } = require('./lib/db');
-const { oneStepWorkflow } = require('./lib/one-step');
-const { Module } = require('@nestjs/common');
-const { NestFactory } = require('@nestjs/core');
+const { withClient } = require('./lib/db');
+const { URL, oneStepWorkflow, bootDurable } = require('./lib/standalone');
 
-const URL = process.env.DATABASE_URL || DEFAULT_URL;
 const SCHEMA = 'bench_keys';
 const N = Number(process.env.BENCH_KEYS_N || 10000);
 const ROUNDS = Number(process.env.BENCH_KEYS_ROUNDS || 3);
-const lib = require('..');
-const { DurableModule, DurableService } = lib;
 
-const Plain = oneStepWorkflow(lib, 'bench_keys_plain');
-const Debounced = oneStepWorkflow(lib, 'bench_keys_debounced', { debounce: { period: '1h' } });
+const Plain = oneStepWorkflow('bench_keys_plain');
+const Debounced = oneStepWorkflow('bench_keys_debounced', { debounce: { period: '1h' } });
 
 /** Rows of one query on a connection of its own. */
 const sql = (text, params) => withClient(URL, async (c) => (await c.query(text, params)).rows);
@@ -49,15 +43,9 @@ const fmt = (xs) => `${Math.round(median(xs)).toLocaleString('en-US')} (${Math.r
 
 (async () => {
   await sql(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
-  const boot = async (options) => {
-    class BenchKeys {}
-    Module({ imports: [DurableModule.forRoot({ url: URL, schema: SCHEMA, worker: false, ...options })], providers: [Plain, Debounced] })(BenchKeys);
-    return NestFactory.createApplicationContext(BenchKeys, { logger: ['error', 'warn'] });
-  };
-  const app = await boot({});
-  const relaxedApp = await boot({ migrationsRun: false, activityCommit: 'asynchronous' });
-  const durable = app.get(DurableService);
-  const relaxed = relaxedApp.get(DurableService);
+  const boot = (options) => bootDurable({ schema: SCHEMA, worker: false, ...options }, [Plain, Debounced]);
+  const { app, durable } = await boot({});
+  const { app: relaxedApp, durable: relaxed } = await boot({ migrationsRun: false, activityCommit: 'asynchronous' });
   const [{ version }] = await sql('SELECT version()');
   console.log(`nestjs-durable key benchmark — ${new Date().toISOString()} — ${version.split(' on ')[0]} — node ${process.version}`);
   const rows = [];

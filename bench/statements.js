@@ -11,22 +11,16 @@
 // mean round trip. Uses DATABASE_URL,
 // else the local postgres://postgres@127.0.0.1:5432/test; works in schema `bench_statements`
 // (dropped first).
-require('reflect-metadata');
-const { Module } = require('@nestjs/common');
-const { NestFactory } = require('@nestjs/core');
-const { DEFAULT_URL, withClient } = require('./lib/db');
-const { oneStepWorkflow } = require('./lib/one-step');
+const { withClient } = require('./lib/db');
+const { URL, oneStepWorkflow, bootDurable } = require('./lib/standalone');
 
-const URL = process.env.DATABASE_URL || DEFAULT_URL;
 const SCHEMA = 'bench_statements';
 const N = Number(process.env.BENCH_STATEMENTS_N || 100000);
 const CONCURRENCY = Number(process.env.BENCH_STATEMENTS_CONCURRENCY || 500);
-const lib = require('..');
 const { Db } = require('../dist/src/store/db');
-const { DurableModule, DurableService } = lib;
 
 let done = 0;
-const BenchStatements = oneStepWorkflow(lib, 'bench_statements', undefined, () => done++);
+const BenchStatements = oneStepWorkflow('bench_statements', undefined, () => done++);
 
 /** Per statement name (or the first words of an unnamed one): count, rows, milliseconds. */
 const stats = new Map();
@@ -50,21 +44,14 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 (async () => {
   await withClient(URL, (c) => c.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`));
-  const boot = (worker) => {
-    class BenchStatementsModule {}
-    Module({
-      imports: [DurableModule.forRoot({ url: URL, schema: SCHEMA, worker: worker ? { concurrency: CONCURRENCY, pollInterval: '1s' } : false, migrationsRun: !worker })],
-      providers: [BenchStatements],
-    })(BenchStatementsModule);
-    return NestFactory.createApplicationContext(BenchStatementsModule, { logger: ['error', 'warn'] });
-  };
-  const producer = await boot(false);
-  const durable = producer.get(DurableService);
+  const boot = (worker) =>
+    bootDurable({ schema: SCHEMA, worker: worker ? { concurrency: CONCURRENCY, pollInterval: '1s' } : false, migrationsRun: !worker }, [BenchStatements]);
+  const { app: producer, durable } = await boot(false);
   for (let left = N; left > 0; left -= 5000) await durable.startMany(BenchStatements, Array.from({ length: Math.min(5000, left) }, (_, i) => ({ input: { i } })));
   await withClient(URL, (c) => c.query(`ANALYZE ${SCHEMA}.runs`));
   timing = true;
   const t0 = Date.now();
-  const worker = await boot(true);
+  const { app: worker } = await boot(true);
   while (done < N) await sleep(5);
   const ms = Date.now() - t0;
   timing = false;
