@@ -4,10 +4,12 @@ import { DurableKeys1733040001000 } from './1733040001000-durable-keys';
 import { DurableWaits1733040002000 } from './1733040002000-durable-waits';
 import { DurableFlows1733040003000 } from './1733040003000-durable-flows';
 import { DurableSchedules1733040004000 } from './1733040004000-durable-schedules';
+import { DurableKeyIndex1733040005000 } from './1733040005000-durable-key-index';
 
 export { DurableInit1733040000000, DurableKeys1733040001000, DurableWaits1733040002000 };
 export { DurableFlows1733040003000 };
 export { DurableSchedules1733040004000 };
+export { DurableKeyIndex1733040005000 };
 
 /** The module's migration classes in order, for schema `durable` (TypeORM `migrations: [...]`). */
 export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[] = [
@@ -16,6 +18,7 @@ export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[]
   DurableWaits1733040002000,
   DurableFlows1733040003000,
   DurableSchedules1733040004000,
+  DurableKeyIndex1733040005000,
 ];
 
 /**

@@ -1,4 +1,5 @@
 import type { Queryable } from './db';
+import { holdsKey } from './runs.store';
 
 /** Kinds of activity event the module records. */
 export type ActivityKind = 'key_duplicate' | 'key_handed_off' | 'key_released' | 'key_retaken';
@@ -63,7 +64,7 @@ export class ActivityStore {
         GROUP BY r.key ORDER BY r.key LIMIT $4`,
       stats: `
         SELECT
-          (SELECT count(*) FROM ${S}.runs WHERE workflow = $1 AND holds_key)::int AS keys_held,
+          (SELECT count(*) FROM ${S}.runs r WHERE workflow = $1 AND key IS NOT NULL AND ${holdsKey('r')})::int AS keys_held,
           (SELECT coalesce(jsonb_object_agg(outcome, n), '{}') FROM (
              SELECT details->>'outcome' AS outcome, count(*)::int AS n FROM ${S}.activity
              WHERE workflow = $1 AND kind = 'key_duplicate' GROUP BY 1) o) AS by_outcome,

@@ -101,6 +101,16 @@ export interface RunFilter {
   waitingFor?: string;
 }
 
+/**
+ * A key's holder, as the `runs_key` index (workflow, key, (holds_key OR NULL)) answers it: its third
+ * column is true for the holder only (migration DurableKeyIndex1733040005000). A plain `holds_key`
+ * would read every run of the key.
+ */
+export const holdsKey = (alias: string): string => `(${alias}.holds_key OR NULL) IS TRUE`;
+
+/** The insert's arbiter: the unique `runs_key` index (a second holder of a key conflicts). */
+const ON_KEY_CONFLICT = 'ON CONFLICT (workflow, key, (holds_key OR NULL)) WHERE key IS NOT NULL DO NOTHING';
+
 const INSERT_COLUMNS = `id uuid, workflow text, key text, holds_key boolean, input jsonb, run_at timestamptz,
   timeout_ms integer, parent_id uuid, runs_after_id uuid, trace jsonb, debounce_until timestamptz`;
 
@@ -166,7 +176,7 @@ export class RunsStore {
           SELECT id, workflow, key, holds_key, input, coalesce(run_at, now()), timeout_ms, parent_id, runs_after_id, trace,
             debounce_until
           FROM ${source} ${guard}
-          ${keyed ? 'ON CONFLICT (workflow, key) WHERE holds_key DO NOTHING' : ''}
+          ${keyed ? ON_KEY_CONFLICT : ''}
           RETURNING id, run_at
         ), note AS MATERIALIZED (
           SELECT pg_notify($2, '') FROM ins WHERE $2 <> '' AND run_at <= now() LIMIT 1
@@ -194,9 +204,9 @@ export class RunsStore {
           SELECT v.id AS start_id, r.id, v.workflow, v.key, v.reject & r.bit <> 0 AS rejected,
             r.input IS DISTINCT FROM v.input AS input_changed, v.input
           FROM v CROSS JOIN LATERAL (
-            -- one probe of the holder index per start, whatever the planner guesses of $1's size
+            -- one probe of the key index per start, whatever the planner guesses of $1's size
             SELECT r.id, r.status, r.input, 1 << (array_position(${STATUS_BITS_SQL}, r.status) - 1) AS bit
-            FROM ${S}.runs r WHERE r.workflow = v.workflow AND r.key = v.key AND r.holds_key LIMIT 1
+            FROM ${S}.runs r WHERE r.workflow = v.workflow AND r.key = v.key AND ${holdsKey('r')} LIMIT 1
           ) r
           WHERE (v.ok | v.reject) & r.bit <> 0
         ), ${insertAndNotify(true, 'v', 'WHERE NOT EXISTS (SELECT 1 FROM dup WHERE dup.start_id = v.id)')}, act AS (
@@ -215,7 +225,7 @@ export class RunsStore {
         WHERE NOT EXISTS (SELECT 1 FROM ins WHERE ins.id = v.id) AND (SELECT count(*) FROM note) >= 0`,
       holder: `
         SELECT id, status, started_at IS NOT NULL AS picked_up, debounce_until IS NOT NULL AS debouncing, input
-        FROM ${S}.runs WHERE workflow = $1 AND key = $2 AND holds_key FOR UPDATE`,
+        FROM ${S}.runs r WHERE workflow = $1 AND key = $2 AND ${holdsKey('r')} FOR UPDATE`,
       upsertWaiter: `
         INSERT INTO ${S}.runs (id, workflow, key, holds_key, status, input, run_at, timeout_ms, runs_after_id, takes_key_after)
         VALUES ($1, $2, $3, false, 'waiting', $4, 'infinity', $5, $6, $7)

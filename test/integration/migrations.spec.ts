@@ -24,11 +24,21 @@ describe('migrations', () => {
     const rows = await migrationRows(schema);
     expect(rows.length).toBeGreaterThanOrEqual(1);
     expect(new Set(rows.map((r) => r.name)).size).toBe(rows.length);
-    // the key invariant is a database rule: a partial unique index on (workflow, key) where holds_key
+    // the key invariant is a database rule: the partial unique index runs_key, whose third column is
+    // true for a key's holder and NULL for its other runs (NULLs never collide)
     const idx = await sql<{ indexdef: string }>(`select indexdef from pg_indexes where schemaname = $1 and tablename = 'runs'`, [
       schema,
     ]);
-    expect(idx.some((i) => /UNIQUE/i.test(i.indexdef) && /\(workflow, key\)/.test(i.indexdef) && /WHERE holds_key/i.test(i.indexdef))).toBe(true);
+    expect(idx.filter((i) => /\(workflow, key/.test(i.indexdef)).map((i) => i.indexdef.replace(/ ON .*USING btree/, ''))).toEqual(
+      expect.arrayContaining(['CREATE UNIQUE INDEX runs_key (workflow, key, ((holds_key OR NULL::boolean))) WHERE (key IS NOT NULL)']),
+    );
+    const S = `"${schema}"`;
+    const insert = (holds: boolean) =>
+      sql(`insert into ${S}.runs (id, workflow, key, holds_key) values (gen_random_uuid(), 'migrations_echo', 'k', $1)`, [holds]);
+    await insert(true);
+    await insert(false);
+    await insert(false);
+    await expect(insert(true)).rejects.toMatchObject({ code: '23505', constraint: 'runs_key' });
     const { runId } = await durable.start('migrations_echo', 'hi');
     expect((await durable.waitForRun(runId, { timeout: 10_000 })).result).toBe('hi');
   });
