@@ -11,7 +11,10 @@
 //     without waiting for the WAL flush);
 //   - debounce collapse: 10,000 keyed starts over 100 keys of a debounced workflow → the runs
 //     created (expected 100), and whether each one holds the last input of its key.
-// Each figure is the median of the rounds with min–max. Uses DATABASE_URL, else the local
+// Each figure is the median of the rounds with min–max. Within a round the four kinds of start take
+// turns in chunks (BENCH_KEYS_CHUNKS per round, default 10), so a drift of the machine's speed during
+// the run (±30% within a minute on a shared VM) weighs on all of them alike instead of on whichever
+// ran during the slow minute; each kind's rate is its starts over its own time. Uses DATABASE_URL, else the local
 // postgres://postgres@127.0.0.1:5432/test; works in its own schema (`bench_keys`, dropped first).
 const { withClient } = require('./lib/db');
 const { URL, oneStepWorkflow, bootDurable } = require('./lib/standalone');
@@ -19,6 +22,7 @@ const { URL, oneStepWorkflow, bootDurable } = require('./lib/standalone');
 const SCHEMA = 'bench_keys';
 const N = Number(process.env.BENCH_KEYS_N || 10000);
 const ROUNDS = Number(process.env.BENCH_KEYS_ROUNDS || 3);
+const CHUNKS = Number(process.env.BENCH_KEYS_CHUNKS || 10);
 
 const Plain = oneStepWorkflow('bench_keys_plain');
 const Debounced = oneStepWorkflow('bench_keys_debounced', { debounce: { period: '1h' } });
@@ -26,16 +30,26 @@ const Debounced = oneStepWorkflow('bench_keys_debounced', { debounce: { period: 
 /** Rows of one query on a connection of its own. */
 const sql = (text, params) => withClient(URL, async (c) => (await c.query(text, params)).rows);
 
-/** Runs `n` calls of `fn(i)` from `callers` concurrent loops; returns calls per second. */
-async function rate(n, callers, fn) {
-  let next = 0;
+/** Runs calls `from` … `to - 1` of `fn(i)` from `callers` concurrent loops; returns the seconds taken. */
+async function seconds(from, to, callers, fn) {
+  let next = from;
   const t0 = process.hrtime.bigint();
   await Promise.all(
     Array.from({ length: callers }, async () => {
-      for (let i = next++; i < n; i = next++) await fn(i);
+      for (let i = next++; i < to; i = next++) await fn(i);
     }),
   );
-  return n / (Number(process.hrtime.bigint() - t0) / 1e9);
+  return Number(process.hrtime.bigint() - t0) / 1e9;
+}
+
+/** One round: `N` calls of each of `kinds` (name → fn(i)), taking turns in CHUNKS chunks; returns calls per second of each. */
+async function round(callers, kinds) {
+  const spent = Object.fromEntries(Object.keys(kinds).map((k) => [k, 0]));
+  for (let c = 0; c < CHUNKS; c++) {
+    const [from, to] = [Math.floor((c * N) / CHUNKS), Math.floor(((c + 1) * N) / CHUNKS)];
+    for (const [k, fn] of Object.entries(kinds)) spent[k] += await seconds(from, to, callers, fn);
+  }
+  return Object.fromEntries(Object.entries(spent).map(([k, s]) => [k, N / s]));
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -51,14 +65,17 @@ const fmt = (xs) => `${Math.round(median(xs)).toLocaleString('en-US')} (${Math.r
   const rows = [];
   for (const callers of [1, 16]) {
     const r = { unkeyed: [], fresh: [], duplicate: [], relaxed: [] };
-    for (let round = 0; round < ROUNDS; round++) {
-      const tag = `${callers}-${round}`;
-      r.unkeyed.push(await rate(N, callers, () => durable.start(Plain, { n: 1 })));
-      r.fresh.push(await rate(N, callers, (i) => durable.start(Plain, { n: 1 }, { key: `fresh-${tag}-${i}` })));
+    for (let i = 0; i < ROUNDS; i++) {
+      const tag = `${callers}-${i}`;
       await durable.start(Plain, { n: 1 }, { key: `held-${tag}` });
-      r.duplicate.push(await rate(N, callers, () => durable.start(Plain, { n: 2 }, { key: `held-${tag}` })));
-      r.relaxed.push(await rate(N, callers, () => relaxed.start(Plain, { n: 3 }, { key: `held-${tag}` })));
-      process.stdout.write(`  ${callers} caller(s), round ${round + 1}/${ROUNDS} done\n`);
+      const rates = await round(callers, {
+        unkeyed: () => durable.start(Plain, { n: 1 }),
+        fresh: (j) => durable.start(Plain, { n: 1 }, { key: `fresh-${tag}-${j}` }),
+        duplicate: () => durable.start(Plain, { n: 2 }, { key: `held-${tag}` }),
+        relaxed: () => relaxed.start(Plain, { n: 3 }, { key: `held-${tag}` }),
+      });
+      for (const [k, v] of Object.entries(rates)) r[k].push(v);
+      process.stdout.write(`  ${callers} caller(s), round ${i + 1}/${ROUNDS} done\n`);
     }
     rows.push([callers, r]);
   }
