@@ -90,6 +90,48 @@ describe('migrations', () => {
     }
   });
 
+  it('upgrading a schema with keyed history to the single key index keeps every holder and its key rule (DurableKeyIndex)', async () => {
+    const schema = freshSchema();
+    const S = `"${schema}"`;
+    const [keyIndex, ...earlier] = durableMigrations(schema).reverse();
+    const ds = new DataSource({ type: 'postgres', url: databaseUrl() });
+    await ds.initialize();
+    const runner = ds.createQueryRunner();
+    try {
+      for (const M of earlier.reverse()) await new M().up(runner);
+      // history before the upgrade: per key one holder and older runs that let the key go
+      const insert = (key: string, holds: boolean) =>
+        sql(`insert into ${S}.runs (id, workflow, key, holds_key, status) values (gen_random_uuid(), 'migrations_echo', $1, $2, $3) returning id`, [
+          key,
+          holds,
+          holds ? 'pending' : 'completed',
+        ]);
+      const holders: string[] = [];
+      for (const key of ['a', 'b']) {
+        for (let i = 0; i < 3; i++) await insert(key, false);
+        holders.push((await insert(key, true))[0].id);
+      }
+      await new keyIndex().up(runner);
+      const idx = await sql<{ indexname: string }>(`select indexname from pg_indexes where schemaname = $1 and tablename = 'runs'`, [schema]);
+      expect(idx.map((i) => i.indexname)).toEqual(expect.arrayContaining(['runs_key']));
+      expect(idx.map((i) => i.indexname)).not.toEqual(expect.arrayContaining(['runs_key_holder']));
+      expect(idx.map((i) => i.indexname)).not.toEqual(expect.arrayContaining(['runs_by_key']));
+      await expect(insert('a', true)).rejects.toMatchObject({ code: '23505', constraint: 'runs_key' });
+      // the module on the upgraded schema answers a duplicate with the holder from before
+      const { durable } = await createApp({ schema, workflows: [Echo], options: { migrationsRun: false, worker: false } });
+      expect(await durable.start('migrations_echo', 'again', { key: 'b' })).toEqual({ runId: holders[1], outcome: 'useExisting' });
+      expect((await durable.listRuns({ workflow: 'migrations_echo', key: 'a' })).filter((r) => r.holdsKey).map((r) => r.id)).toEqual([holders[0]]);
+      // and down restores the two indexes it replaced
+      await new keyIndex().down(runner);
+      const back = await sql<{ indexname: string }>(`select indexname from pg_indexes where schemaname = $1 and tablename = 'runs'`, [schema]);
+      expect(back.map((i) => i.indexname)).toEqual(expect.arrayContaining(['runs_key_holder', 'runs_by_key']));
+      expect(back.map((i) => i.indexname)).not.toEqual(expect.arrayContaining(['runs_key']));
+    } finally {
+      await runner.release();
+      await ds.destroy();
+    }
+  });
+
   it('10 nodes (processes) booting at once on a fresh schema all start, and each migration is recorded once', async () => {
     // the reference: what one node records
     const reference = freshSchema();
