@@ -76,7 +76,6 @@ export class Maintenance {
     await this.analysis;
   }
 
-
   /** Prunes finished runs older than `olderThanMs` (default: retention) and old activity. */
   async prune(q: Queryable, olderThanMs?: number): Promise<{ runs: number; activity: number }> {
     const { runs, activity, options } = this.core;

@@ -144,6 +144,9 @@ function compareKeys(a: NewRun, b: NewRun): number {
   return a.key < b.key ? -1 : 1;
 }
 
+/** Bit masks already computed, by (memoized) status list. */
+const MASKS = new WeakMap<readonly RunStatus[], number>();
+
 /** The bit mask of `statuses` over {@link STATUS_BITS}, computed once per (memoized) list. */
 function statusBits(statuses: readonly RunStatus[]): number {
   let mask = MASKS.get(statuses);
@@ -155,7 +158,6 @@ function statusBits(statuses: readonly RunStatus[]): number {
   return mask;
 }
 
-const MASKS = new WeakMap<readonly RunStatus[], number>();
 
 /** Every statement on the `runs` table; `S` is the validated, quoted schema. */
 export class RunsStore {
