@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { KeyTakenError, NoKeyError, NotCancellableError, NotFailedError, NotFinishedError, RunNotFoundError, TimeoutError } from './errors';
+import { KeyContendedError, KeyTakenError, NoKeyError, NotCancellableError, NotFailedError, NotFinishedError, RunNotFoundError, TimeoutError } from './errors';
 import { deliverEvent, eventNameProblem, type SendEventOutcome } from './engine/events';
 import type { WaitKind } from './engine/suspension';
 import { KeyInsights, type ActivityEvent, type KeyInfo, type KeyStats, type ListActivityOptions } from './observe/key-insights';
@@ -15,10 +15,11 @@ import { countKeyHandoffs } from './engine/key-handoffs';
 import { FlowsEngine, type AppendFlowOptions, type StartFlowResult } from './flows/flows.service';
 import type { FlowBuilder, FlowOptions } from './flows/flow.builder';
 import type { FlowGraph } from './flows/flow.graph';
-import { Starter, type StartManyItem, type StartManyResult, type StartOptions } from './engine/start';
+import { MAX_HANDOFFS, Starter, type StartManyItem, type StartManyResult, type StartOptions } from './engine/start';
 import { isFinished, type RunInfo, type RunStatus, type StartResult } from './engine/run-info';
 import { isUuid } from './engine/uuid';
 import { decideStart } from './engine/keys.policy';
+import { isKeyConflict } from './store/runs.store';
 import { assertValid, jsonProblem, uuidProblem } from './engine/input.validation';
 
 /** Filters of {@link DurableService.listRuns}. */
@@ -155,6 +156,19 @@ export class DurableService {
 
   /** Resumes a failed run at its failed step (taking its key back if a newer run let it go). */
   async retry(runId: string): Promise<void> {
+    // a start may commit a holder of the free key between the holder check and the take: the
+    // take is then refused (nothing written) and the decision is made again against that holder
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.retryOnce(runId);
+      } catch (err) {
+        if (!isKeyConflict(err)) throw err;
+        if (attempt === MAX_HANDOFFS) throw new KeyContendedError();
+      }
+    }
+  }
+
+  private async retryOnce(runId: string): Promise<void> {
     const { runs, db, registry } = this.core;
     await db.tx(async (q) => {
       const row = isUuid(runId) ? await runs.get(q, runId, true) : undefined;

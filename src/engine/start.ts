@@ -55,8 +55,8 @@ interface Planned {
 /** Window in which autocommit starts share one wake-up notification. */
 const WAKE_WINDOW_MS = 2;
 
-/** How many times a key may change hands under one start before it gives up. */
-const MAX_HANDOFFS = 3;
+/** How many times a key may change hands under one start (or retry) before it gives up. */
+export const MAX_HANDOFFS = 3;
 
 /** The due times a run can have: Postgres reads ISO times of the years 1 to 9999 only. */
 const EARLIEST_DUE_MS = Date.parse('0001-01-01T00:00:00.000Z');

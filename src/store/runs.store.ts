@@ -1,4 +1,4 @@
-import type { Queryable } from './db';
+import { sqlState, type Queryable } from './db';
 import type { TxMark } from './activity.store';
 import type { WaitRow } from './waits.store';
 import { runColumns, type RunRow } from './run-row';
@@ -107,6 +107,15 @@ export interface RunFilter {
  * would read every run of the key.
  */
 export const holdsKey = (alias: string): string => `(${alias}.holds_key OR NULL) IS TRUE`;
+
+/**
+ * Whether Postgres refused a statement because the key already has a holder (a unique violation
+ * of `runs_key`): what a statement that makes a run the holder without `ON CONFLICT` meets when
+ * a start committed a holder of that key meanwhile.
+ */
+export function isKeyConflict(err: unknown): boolean {
+  return sqlState(err) === '23505' && (err as { constraint?: unknown }).constraint === 'runs_key';
+}
 
 /** The insert's arbiter: the unique `runs_key` index (a second holder of a key conflicts). */
 const ON_KEY_CONFLICT = 'ON CONFLICT (workflow, key, (holds_key OR NULL)) WHERE key IS NOT NULL DO NOTHING';

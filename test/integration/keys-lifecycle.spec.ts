@@ -4,6 +4,8 @@
  * rollback undoes the run, its key, a hand-off or a cancelExisting), retry taking the key back,
  * rerun, releaseKey, and pruning a holder.
  */
+import { randomUUID } from 'node:crypto';
+import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import {
   KeyTakenError,
@@ -14,7 +16,7 @@ import {
   Step,
   Workflow,
 } from '../../src';
-import { countRuns, createApp, databaseUrl, Gate, ident, sql, TestApp, waitFor } from '../support';
+import { countRuns, createApp, databaseUrl, Gate, ident, sql, TestApp, waitFor, waitForLockWait } from '../support';
 import { forceStatus, holdersOf, rejection, expectKeyTaken } from '../support/keys';
 
 /** Keys whose runs fail (until removed). */
@@ -226,6 +228,16 @@ describe('keys across the lifecycle', () => {
       t = await createApp({ workflows: ALL });
     });
 
+    /** A run of `l_never` that failed with `key`, whose key was then released. */
+    async function failedAndReleased(key: string) {
+      failing.add(key);
+      const a = await t.durable.start('l_never', { n: 1 }, { key });
+      await t.durable.waitForRun(a.runId, { timeout: 10_000 });
+      await t.durable.releaseKey(a.runId, { by: 'ops' });
+      failing.delete(key);
+      return a;
+    }
+
     it('a failed run that still holds its key: nothing changes about the key', async () => {
       failing.add('r1');
       const a = await t.durable.start('l_close', { n: 1 }, { key: 'r1' });
@@ -282,14 +294,32 @@ describe('keys across the lifecycle', () => {
     });
 
     it('takes back a key nobody holds (released)', async () => {
-      failing.add('r5');
-      const a = await t.durable.start('l_never', { n: 1 }, { key: 'r5' });
-      await t.durable.waitForRun(a.runId, { timeout: 10_000 });
-      await t.durable.releaseKey(a.runId, { by: 'ops' });
-      failing.delete('r5');
+      const a = await failedAndReleased('r5');
       await t.durable.retry(a.runId);
       expect(await holdersOf(t.schema, 'l_never', 'r5')).toEqual([a.runId]);
       expect((await t.durable.waitForRun(a.runId, { timeout: 10_000 })).status).toBe('completed');
+    });
+
+    it('a start that takes the free key while retry is claiming it: retry is refused with KeyTakenError(newId), no raw error', async () => {
+      const a = await failedAndReleased('r6');
+      // another transaction inserts a holder of r6 and commits only once retry waits on it
+      const other = new Client({ connectionString: databaseUrl() });
+      await other.connect();
+      try {
+        const newId = randomUUID();
+        await other.query('BEGIN');
+        await other.query(`INSERT INTO ${ident(t.schema)}.runs (id, workflow, key, holds_key, run_at) VALUES ($1, 'l_never', 'r6', true, 'infinity')`, [newId]);
+        const retried = t.durable.retry(a.runId).then(() => 'retried', (err: unknown) => err);
+        await waitForLockWait(['SET holds_key = true'], 'retry never waited for the uncommitted holder');
+        await other.query('COMMIT');
+        const err = await retried;
+        expect(err).toBeInstanceOf(KeyTakenError);
+        expect((err as KeyTakenError).holderId).toBe(newId);
+        expect((await t.durable.getRun(a.runId))!).toMatchObject({ status: 'failed', holdsKey: false });
+        expect(await holdersOf(t.schema, 'l_never', 'r6')).toEqual([newId]);
+      } finally {
+        await other.end();
+      }
     });
   });
 
