@@ -10,7 +10,8 @@
 //     ('synchronous') and with activityCommit: 'asynchronous' (the duplicate's record commits
 //     without waiting for the WAL flush);
 //   - debounce collapse: 10,000 keyed starts over 100 keys of a debounced workflow → the runs
-//     created (expected 100), and whether each one holds the last input of its key.
+//     created (expected 100), and whether each one holds the last input of its key;
+//   - reading one key back (listRuns, listActivity) with and without its workflow, ms per call.
 // Each figure is the median of the rounds with min–max. Within a round the four kinds of start take
 // turns in chunks (BENCH_KEYS_CHUNKS per round, default 10), so a drift of the machine's speed during
 // the run (±30% within a minute on a shared VM) weighs on all of them alike instead of on whichever
@@ -116,6 +117,21 @@ const fmt = (xs) => `${Math.round(median(xs)).toLocaleString('en-US')} (${Math.r
   console.log(
     `\ndebounce collapse: ${STARTS.toLocaleString('en-US')} starts over ${KEYS} keys in ${ms} ms (${Math.round(STARTS / (ms / 1000)).toLocaleString('en-US')} starts/s) → ${runs.length} runs; ${withLast} of them hold the last input of their key`,
   );
+  // reading a key back, with and without its workflow, on the tables the rounds filled
+  const [{ runCount, activityCount }] = await sql(
+    `SELECT (SELECT count(*) FROM ${SCHEMA}.runs)::int AS "runCount", (SELECT count(*) FROM ${SCHEMA}.activity)::int AS "activityCount"`,
+  );
+  const reads = {
+    'listRuns({ key })': () => durable.listRuns({ key: 'fresh-16-0-7' }),
+    'listRuns({ workflow, key })': () => durable.listRuns({ workflow: Plain, key: 'fresh-16-0-7' }),
+    'listActivity({ key })': () => durable.listActivity({ key: 'held-16-0' }),
+    'listActivity({ workflow, key })': () => durable.listActivity({ workflow: Plain, key: 'held-16-0' }),
+  };
+  const READS = 200;
+  const perRead = [];
+  for (const [name, fn] of Object.entries(reads)) perRead.push(`${name} ${((1000 * (await seconds(0, READS, 1, fn))) / READS).toFixed(2)} ms`);
+  console.log(`
+reads, mean of ${READS} from 1 caller (${runCount.toLocaleString('en-US')} runs, ${activityCount.toLocaleString('en-US')} activity rows): ${perRead.join(', ')}`);
   await relaxedApp.close();
   await app.close();
   await sql(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);

@@ -216,7 +216,7 @@ export class DurableService {
     emitKeyMetric('key_released', workflow); // telemetry, once the release committed
   }
 
-  /** Activity events (key duplicates, hand-offs, releases, retakes), newest first. */
+  /** Activity events (key duplicates, hand-offs, releases, retakes), newest first (by the time recorded, then id). */
   listActivity(options?: ListActivityOptions): Promise<ActivityEvent[]> {
     return this.insights.listActivity(options);
   }

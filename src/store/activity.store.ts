@@ -1,5 +1,5 @@
 import type { Queryable } from './db';
-import { holdsKey } from './runs.store';
+import { holdsKey, indexedWorkflows } from './runs.store';
 
 /** Kinds of activity event the module records. */
 export type ActivityKind = 'key_duplicate' | 'key_handed_off' | 'key_released' | 'key_retaken';
@@ -42,13 +42,17 @@ export class ActivityStore {
         SELECT workflow FROM ${S}.activity
         WHERE at = $1::timestamptz AND xmin = $2::xid AND kind = 'key_handed_off' AND details->>'via' = 'run_again'`,
       list: `
-        SELECT id::text, kind, run_id, at, details FROM ${S}.activity
+        SELECT a.id::text, a.kind, a.run_id, a.at, a.details FROM ${S}.activity a
         WHERE ($1::text[] IS NULL OR kind = ANY($1))
           AND ($2::text IS NULL OR workflow = $2)
           AND ($3::text IS NULL OR key = $3)
+          -- a key without a workflow: through activity_key, one workflow at a time
+          AND ($3::text IS NULL OR $2::text IS NOT NULL OR workflow = ANY(${indexedWorkflows(`${S}.activity`, 'workflow')}))
           AND ($4::uuid IS NULL OR run_id = $4)
           AND ($5::timestamptz IS NULL OR at >= $5)
-        ORDER BY id DESC LIMIT $6`,
+        -- a.id: the number (the output column id is its text); by time first, so a key's newest
+        -- records come straight from activity_key (workflow, key, at) however many it has
+        ORDER BY a.at DESC, a.id DESC LIMIT $6`,
       keys: `
         SELECT r.key,
           count(*)::int AS runs,

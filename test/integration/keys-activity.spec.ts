@@ -412,6 +412,16 @@ describe('watching keys', () => {
       await ds.destroy();
     });
 
+    it('newest first past id 9: ids order as numbers, not as the text they are returned as', async () => {
+      const t = await createApp({ workflows: ALL, options: { worker: false } });
+      for (let i = 0; i < 12; i++) await t.durable.start('a_wf', { i }, { key: 'many' });
+      const events = await t.durable.listActivity({ key: 'many', workflow: 'a_wf' });
+      expect(events.map((e) => e.details.input)).toEqual(Array.from({ length: 11 }, (_, i) => ({ i: 11 - i })));
+      const ids = events.map((e) => BigInt(e.id));
+      expect([...ids].sort((x, y) => (x < y ? 1 : x > y ? -1 : 0))).toEqual(ids);
+      expect((await t.durable.listActivity({ key: 'many', limit: 3 })).map((e) => e.id)).toEqual(events.slice(0, 3).map((e) => e.id));
+    });
+
     it('listRuns({ key }) returns every run started with the key; the holder has holdsKey: true', async () => {
       const t = await createApp({ workflows: ALL, options: { worker: false } });
       const a = await t.durable.start('a_wf', {}, { key: 'article:42' });
@@ -424,6 +434,18 @@ describe('watching keys', () => {
       expect(runs.map((r) => r.id).sort()).toEqual([a.runId, b.runId, c.runId].sort());
       expect(runs.filter((r) => r.holdsKey).map((r) => r.id)).toEqual([c.runId]);
       expect(runs.every((r) => r.key === 'article:42')).toBe(true);
+
+      // without a workflow: the key's runs of every workflow, newest first, filtered and paged
+      const other = await t.durable.start('a_other', {}, { key: 'article:42' });
+      await t.durable.start('a_other', {}, { key: 'article:7' });
+      const newestFirst = (...ids: string[]) => ids.sort().reverse(); // UUIDv7 ids: id order is start order, to the millisecond
+      const all = newestFirst(other.runId, c.runId, b.runId, a.runId);
+      expect((await t.durable.listRuns({ key: 'article:42' })).map((r) => r.id)).toEqual(all);
+      expect((await t.durable.listRuns({ key: 'article:42', status: 'pending' })).map((r) => r.id)).toEqual(newestFirst(other.runId, c.runId));
+      const page = await t.durable.listRuns({ key: 'article:42', limit: 2 });
+      expect(page.map((r) => r.id)).toEqual(all.slice(0, 2));
+      expect((await t.durable.listRuns({ key: 'article:42', cursor: page[1].id })).map((r) => r.id)).toEqual(all.slice(2));
+      expect(await t.durable.listRuns({ key: 'article:9' })).toEqual([]);
     });
 
     it('listKeys({ workflow }): holder, runs per key, readdsLastDay, search, cursor', async () => {
