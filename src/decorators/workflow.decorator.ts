@@ -1,6 +1,7 @@
 import { SetMetadata } from '@nestjs/common';
 import { DurableValidationError } from '../errors';
 import type { WorkflowOptions } from '../options/workflow-options.interface';
+import { assertValid, onDuplicateProblem, reuseProblem } from '../engine/input.validation';
 import { WORKFLOW_METADATA } from './metadata.constants';
 
 /** What `@Workflow` records on its class. */
@@ -17,10 +18,6 @@ export function Workflow(name: string, options: WorkflowOptions = {}): ClassDeco
   if (typeof name !== 'string' || name.length < 1 || name.length > 200) {
     throw new DurableValidationError(`@Workflow name must be a string of 1 to 200 characters, got ${String(name)}`);
   }
-  if (options.reuse === 'never' && (options.onDuplicate as string) === 'runAgain') {
-    throw new DurableValidationError(
-      `@Workflow('${name}'): onDuplicate 'runAgain' cannot be combined with reuse 'never' (the waiting run could never take the key)`,
-    );
-  }
+  assertValid(`@Workflow('${name}')`, [reuseProblem(options.reuse), onDuplicateProblem(options.onDuplicate, options.reuse ?? 'afterClose')]);
   return SetMetadata<string, WorkflowMetadata>(WORKFLOW_METADATA, { name, options });
 }

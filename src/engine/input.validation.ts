@@ -1,5 +1,8 @@
 import { ValidationError } from 'class-validator';
 import { DurableValidationError } from '../errors';
+import type { ReusePolicy } from '../options/workflow-options.interface';
+import { eventNameProblem } from './events';
+import { GOING_HOLDER_TABLE, REUSE_TABLE } from './keys.policy';
 import { isUuid } from './uuid';
 
 /** Largest input or payload accepted, as JSON text (1 MiB). */
@@ -46,6 +49,31 @@ export function keyProblem(key: unknown, property = 'key'): ValidationError | un
     return problem(property, key, 'keyBytes', `${property} must be 1 to 255 bytes of UTF-8 (got ${bytes}); use null for no key`);
   }
   return undefined;
+}
+
+/** Why `value` is not a `reuse` policy (a key of the spec's reuse table), or undefined when it is one (or absent). */
+export function reuseProblem(value: unknown, property = 'reuse'): ValidationError | undefined {
+  if (value === undefined || (typeof value === 'string' && Object.hasOwn(REUSE_TABLE.going, value))) return undefined;
+  const allowed = Object.keys(REUSE_TABLE.going).map((r) => `'${r}'`).join(', ');
+  return problem(property, value, 'isReuse', `${property} must be one of ${allowed}`);
+}
+
+/**
+ * Why `value` is not an `onDuplicate` for a workflow whose reuse is `reuse`, or undefined when it is
+ * one (or absent, or null): a mode of the spec's duplicate table or `{ sendEvent: name }` with an event name,
+ * and never `'runAgain'` under `reuse: 'never'` (the waiting run could never take the key).
+ */
+export function onDuplicateProblem(value: unknown, reuse: ReusePolicy, property = 'onDuplicate'): ValidationError | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === 'object' && value !== null && Object.keys(value).join() === 'sendEvent') {
+    return eventNameProblem((value as { sendEvent: unknown }).sendEvent, `${property}.sendEvent`);
+  }
+  if (value === 'runAgain' && reuse === 'never') {
+    return problem(property, value, 'runAgainNeedsReuse', `${property} 'runAgain' cannot be combined with reuse 'never' (the waiting run could never take the key)`);
+  }
+  if (typeof value === 'string' && value !== 'sendEvent' && Object.hasOwn(GOING_HOLDER_TABLE, value)) return undefined;
+  const modes = Object.keys(GOING_HOLDER_TABLE).filter((m) => m !== 'sendEvent').map((m) => `'${m}'`);
+  return problem(property, value, 'isOnDuplicate', `${property} must be one of ${modes.join(', ')} or { sendEvent: name }`);
 }
 
 /** Why `value` cannot be stored as JSON (BigInt, function, symbol, cycle, non-finite number, too big), or undefined. */

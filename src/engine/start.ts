@@ -11,7 +11,7 @@ import type { ActivityKind } from '../store/activity.store';
 import { isDeepStrictEqual } from 'node:util';
 import { DurableCore } from './durable.core';
 import { emitKeyMetric, emitRunFinished, startDone, startSpan, traceCarrier } from '../observe/telemetry';
-import { arrayProblem, assertValid, jsonProblem, keyProblem, problem } from './input.validation';
+import { arrayProblem, assertValid, jsonProblem, keyProblem, onDuplicateProblem, problem } from './input.validation';
 import { decideStart, settledDuplicateStatuses, statusesThatFreeKey, type KeyDecision } from './keys.policy';
 import type { StartResult } from './run-info';
 import { uuidv7 } from './uuid';
@@ -123,7 +123,7 @@ export class Starter {
   }
 
   private plan(def: WorkflowDefinition, item: StartManyItem, delay: unknown, onDuplicate: OnDuplicate | undefined, prefix = ''): Planned {
-    const problems = [keyProblem(item.key, `${prefix}key`), jsonProblem(item.input, `${prefix}input`)];
+    const problems = [keyProblem(item.key, `${prefix}key`), jsonProblem(item.input, `${prefix}input`), onDuplicateProblem(onDuplicate, def.reuse)];
     const run_at = dueAt(`start ${def.name}`, item.runAt, delay, problems);
     assertValid(`start ${def.name}`, problems);
     const key = item.key ?? null;

@@ -3,7 +3,7 @@
  * Arrive While a Run Is Going"): useExisting, error, cancelExisting, runAgain and { sendEvent },
  * against going holders and finished holders that reuse keeps.
  */
-import { KeyTakenError, RunContext, RunStatus, Step, Workflow } from '../../src';
+import { DurableValidationError, KeyTakenError, RunContext, RunStatus, Step, Workflow } from '../../src';
 import { countRuns, createApp, freshSchema, Gate, ident, sql, TestApp, waitFor } from '../support';
 import { forceStatus, holdersOf, expectKeyTaken } from '../support/keys';
 
@@ -209,7 +209,11 @@ describe('what a duplicate returns', () => {
       await forceStatus(t.schema, a.runId, status);
       const modes = ['cancelExisting', 'runAgain', { sendEvent: 'upd' }, 'error'] as const;
       for (const onDuplicate of modes) {
-        if (wf === 'd_never' && onDuplicate === 'runAgain') continue; // never + runAgain does not compile
+        if (wf === 'd_never' && onDuplicate === 'runAgain') {
+          // refused before the holder is looked at: a waiting run could never take a 'never' key
+          await expect(t.durable.start(wf, { n: 2 }, { key, onDuplicate })).rejects.toBeInstanceOf(DurableValidationError);
+          continue;
+        }
         await expectKeyTaken(t.durable.start(wf, { n: 2 }, { key, onDuplicate }), a.runId);
       }
       expect(await t.durable.start(wf, { n: 3 }, { key, onDuplicate: 'useExisting' })).toEqual({

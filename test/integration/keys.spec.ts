@@ -444,6 +444,30 @@ describe('workflow keys', () => {
       expect(after).toBe(activity);
     });
 
+    it.each([
+      ['an unknown mode', 'k_close', 'cancel_existing'],
+      ["'sendEvent' without its name", 'k_close', 'sendEvent'],
+      ['an empty event name', 'k_close', { sendEvent: '' }],
+      ['an event name that is not a string', 'k_close', { sendEvent: 42 }],
+      ['an object that is not { sendEvent }', 'k_close', { send_event: 'upd' }],
+      ['a number', 'k_close', 3],
+      ["'runAgain' on a reuse: 'never' workflow", 'k_never', 'runAgain'],
+    ])('onDuplicate: %s → DurableValidationError before anything is written, key free or held', async (_label, wf, onDuplicate) => {
+      const runs = await countRuns(t.schema);
+      const [{ n: activity }] = await sql(`SELECT count(*)::int AS n FROM ${ident(t.schema)}.activity`);
+      const free = await rejection(t.durable.start(wf, { n: 1 }, { key: `bad-mode-free-${wf}`, onDuplicate: onDuplicate as never }));
+      expect(free).toBeInstanceOf(DurableValidationError);
+      expect((free as DurableValidationError).message).toMatch(/onDuplicate/);
+      expect(await countRuns(t.schema)).toBe(runs);
+      const holder = await t.durable.start(wf, { n: 1 }, { key: `bad-mode-held-${wf}-${runs}` });
+      const held = await rejection(t.durable.start(wf, { n: 2 }, { key: `bad-mode-held-${wf}-${runs}`, onDuplicate: onDuplicate as never }));
+      expect(held).toBeInstanceOf(DurableValidationError);
+      expect(await countRuns(t.schema)).toBe(runs + 1);
+      expect((await t.durable.getRun(holder.runId))!).toMatchObject({ status: 'pending', input: { n: 1 }, readds: 0 });
+      const [{ n: after }] = await sql(`SELECT count(*)::int AS n FROM ${ident(t.schema)}.activity`);
+      expect(after).toBe(activity);
+    });
+
     it('an invalid key is refused even when a holder of a similar key exists (no duplicate recorded)', async () => {
       const a = await t.durable.start('k_close', {}, { key: 'k'.repeat(255) });
       expect(a.outcome).toBe('created');

@@ -48,9 +48,25 @@ describe("reuse 'never' with onDuplicate 'runAgain'", () => {
     `);
     expect(errors).toEqual([]);
   }, 60_000);
+});
 
-  it('throws when the class is defined if types are bypassed', () => {
-    const options = { reuse: 'never', onDuplicate: 'runAgain' } as unknown as Parameters<typeof Workflow>[1];
-    expect(() => Workflow('w', options)).toThrow(DurableValidationError);
+describe('@Workflow options checked when the class is defined', () => {
+  const define = (options: object) => () => Workflow('w', options as Parameters<typeof Workflow>[1]);
+
+  it.each([
+    ['an unknown reuse', { reuse: 'after_close' }, /reuse must be one of 'afterClose', 'afterFailure', 'never'/],
+    ['an unknown onDuplicate', { onDuplicate: 'use_existing' }, /onDuplicate must be one of 'useExisting', 'error', 'cancelExisting', 'runAgain' or \{ sendEvent: name \}/],
+    ['an empty sendEvent name', { onDuplicate: { sendEvent: '' } }, /onDuplicate\.sendEvent must be a string of 1 to 255 bytes/],
+    ['runAgain with reuse never (types bypassed)', { reuse: 'never', onDuplicate: 'runAgain' }, /cannot be combined with reuse 'never'/],
+  ])('%s throws DurableValidationError', (_label, options, message) => {
+    expect(define(options)).toThrow(DurableValidationError);
+    expect(define(options)).toThrow(message);
   });
+
+  it.each([[{}], [{ reuse: 'never', onDuplicate: 'error' }], [{ reuse: 'afterFailure', onDuplicate: { sendEvent: 'x' } }], [{ onDuplicate: 'runAgain' }]])(
+    '%j is accepted',
+    (options) => {
+      expect(define(options)).not.toThrow();
+    },
+  );
 });
