@@ -52,6 +52,9 @@ interface Planned {
   rerun?: boolean;
 }
 
+/** Telemetry a start's transaction has to count once it committed. */
+type Counted = (() => void)[];
+
 /** Window in which autocommit starts share one wake-up notification. */
 const WAKE_WINDOW_MS = 2;
 
@@ -155,7 +158,14 @@ export class Starter {
     // concurrent starts of this process); only a start the key policy cannot settle at once opens a
     // transaction of its own, to lock the holder and decide.
     const joined = manager?.queryRunner?.isTransactionActive ? managerQueryable(manager) : undefined;
-    const resolve = (p: Planned) => (joined ? this.resolveDuplicate(joined, def, p) : db.tx((tx) => this.resolveDuplicate(tx, def, p)));
+    // telemetry of a resolved start is counted once its transaction committed (in a caller's
+    // transaction: when the start returns, the caller's commit being out of sight)
+    const resolve = async (p: Planned) => {
+      const counted: Counted = [];
+      const result = await (joined ? this.resolveDuplicate(joined, def, p, counted) : db.tx((tx) => this.resolveDuplicate(tx, def, p, counted)));
+      for (const count of counted) count();
+      return result;
+    };
     const rows = plans.map((p) => ({
       run: p.run,
       settled: settledDuplicateStatuses(def.reuse, p.onDuplicate, def.debounce !== undefined && !p.rerun),
@@ -187,7 +197,7 @@ export class Starter {
   }
 
   /** Resolves a start whose key was held when it tried to insert. */
-  private async resolveDuplicate(q: Queryable, def: WorkflowDefinition, p: Planned): Promise<StartManyResult> {
+  private async resolveDuplicate(q: Queryable, def: WorkflowDefinition, p: Planned, counted: Counted): Promise<StartManyResult> {
     const { runs } = this.core;
     const key = p.run.key!;
     for (let handoffs = 0; handoffs < MAX_HANDOFFS; ) {
@@ -201,13 +211,13 @@ export class Starter {
       if (decision.action === 'create') {
         if (holder) await runs.dropKey(q, holder.id);
         if ((await runs.insert(q, [p.run])).has(p.run.id)) {
-          if (holder) await this.keyEvent(q, 'key_handed_off', p.run.id, def, key, { from: holder.id, fromStatus: holder.status });
+          if (holder) await this.keyEvent(q, counted, 'key_handed_off', p.run.id, def, key, { from: holder.id, fromStatus: holder.status });
           return { runId: p.run.id, outcome: 'created' };
         }
         handoffs++;
         continue;
       }
-      const answer = await this.answerDuplicate(q, def, p, holder!, decision);
+      const answer = await this.answerDuplicate(q, def, p, holder!, decision, counted);
       if (answer) return answer;
       handoffs++;
     }
@@ -221,11 +231,12 @@ export class Starter {
     p: Planned,
     holder: HolderRow,
     decision: Exclude<KeyDecision, { action: 'create' }>,
+    counted: Counted,
   ): Promise<StartManyResult | undefined> {
     const { runs } = this.core;
     const key = p.run.key!;
     const duplicate = (outcome: string, extra: object = {}) =>
-      this.keyEvent(q, 'key_duplicate', holder.id, def, key, {
+      this.keyEvent(q, counted, 'key_duplicate', holder.id, def, key, {
         outcome,
         inputChanged: !isDeepStrictEqual(holder.input ?? null, JSON.parse(JSON.stringify(p.run.input ?? null))),
         input: p.run.input,
@@ -243,10 +254,10 @@ export class Starter {
         await runs.dropKey(q, holder.id);
         await runs.cancel(q, holder.id, reason, { name: 'CancelledError', code: 'cancelled', message: reason, replacedBy: p.run.id });
         if (!(await runs.insert(q, [p.run])).has(p.run.id)) return undefined;
-        emitRunFinished(def.name, 'cancelled'); // telemetry: counted like cancel()
+        counted.push(() => emitRunFinished(def.name, 'cancelled')); // telemetry: counted like cancel()
         await runs.repointWaiter(q, def.name, key, p.run.id);
         await duplicate('cancel_existing', { replacedBy: p.run.id });
-        await this.keyEvent(q, 'key_handed_off', p.run.id, def, key, { from: holder.id, fromStatus: holder.status, via: 'cancel_existing' });
+        await this.keyEvent(q, counted, 'key_handed_off', p.run.id, def, key, { from: holder.id, fromStatus: holder.status, via: 'cancel_existing' });
         return { runId: p.run.id, outcome: 'cancelExisting' };
       }
       case 'replaceInput': {
@@ -270,9 +281,17 @@ export class Starter {
     }
   }
 
-  /** Records a key event in the activity log (in the start's transaction) and counts it. */
-  private async keyEvent(q: Queryable, kind: ActivityKind, runId: string, def: WorkflowDefinition, key: string, details: object): Promise<void> {
+  /** Records a key event in the activity log (in the start's transaction); its count joins `counted`. */
+  private async keyEvent(
+    q: Queryable,
+    counted: Counted,
+    kind: ActivityKind,
+    runId: string,
+    def: WorkflowDefinition,
+    key: string,
+    details: object,
+  ): Promise<void> {
     await this.core.activity.record(q, kind, runId, def.name, key, details);
-    emitKeyMetric(kind, def.name, details); // telemetry: durable.key.* counters
+    counted.push(() => emitKeyMetric(kind, def.name, details)); // telemetry: durable.key.* counters
   }
 }

@@ -288,6 +288,41 @@ describe('watching keys', () => {
       expect(await counter('durable.run.finished', { workflow: 'a_never', status: 'cancelled' })).toBe(before + 2);
     });
 
+    it('counts the outcomes decided under the holder lock once they commit, and nothing of a start whose commit fails', async () => {
+      const t = await createApp({ workflows: ALL, options: { worker: false } });
+      const S = ident(t.schema);
+      const dup = (workflow: string, outcome: string) => counter('durable.key.duplicate', { workflow, outcome });
+      const figures = async () => ({
+        cancel: await dup('a_other', 'cancel_existing'),
+        runAgain: await dup('a_other', 'run_again'),
+        sendEvent: await dup('a_other', 'send_event'),
+        debounced: await dup('a_debounce', 'debounced'),
+        handoff: await counter('durable.key.handoff', { workflow: 'a_other' }),
+        cancelled: await counter('durable.run.finished', { workflow: 'a_other', status: 'cancelled' }),
+      });
+      const before = await figures();
+      const h = await t.durable.start('a_other', { n: 1 }, { key: 'lk' });
+      expect((await t.durable.start('a_other', { n: 2 }, { key: 'lk', onDuplicate: 'runAgain' })).outcome).toBe('runAgain');
+      expect((await t.durable.start('a_other', { n: 3 }, { key: 'lk', onDuplicate: { sendEvent: 'upd' } })).outcome).toBe('sendEvent');
+      await t.durable.start('a_debounce', { n: 1 }, { key: 'lk' });
+      expect((await t.durable.start('a_debounce', { n: 2 }, { key: 'lk' })).outcome).toBe('debounced');
+      const c = await t.durable.start('a_other', { n: 4 }, { key: 'lk', onDuplicate: 'cancelExisting' });
+      expect(c.outcome).toBe('cancelExisting');
+      const counted = { cancel: 1, runAgain: 1, sendEvent: 1, debounced: 1, handoff: 1, cancelled: 1 };
+      const after = await figures();
+      expect(Object.fromEntries(Object.entries(after).map(([k, v]) => [k, v - before[k as keyof typeof before]]))).toEqual(counted);
+
+      // a commit that fails (a deferred trigger on the activity row): the hand-off did not happen, nothing is counted
+      await sql(`CREATE FUNCTION ${S}.refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused at commit'; END $$`);
+      await sql(`CREATE CONSTRAINT TRIGGER refuse AFTER INSERT ON ${S}.activity DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
+        WHEN (NEW.details->>'outcome' IN ('cancel_existing', 'debounced')) EXECUTE FUNCTION ${S}.refuse()`);
+      await expect(t.durable.start('a_other', { n: 5 }, { key: 'lk', onDuplicate: 'cancelExisting' })).rejects.toThrow('refused at commit');
+      await expect(t.durable.start('a_debounce', { n: 3 }, { key: 'lk' })).rejects.toThrow('refused at commit');
+      expect((await t.durable.getRun(c.runId))!).toMatchObject({ status: 'pending', holdsKey: true, input: { n: 4 } });
+      expect((await t.durable.getRun(h.runId))!.status).toBe('cancelled');
+      expect(await figures()).toEqual(after);
+    });
+
     it('counts duplicates by outcome and releases', async () => {
       const t = await createApp({ workflows: ALL, options: { worker: false } });
       const dup = await counter('durable.key.duplicate', { workflow: 'a_other', outcome: 'use_existing' });
