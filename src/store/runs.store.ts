@@ -252,10 +252,11 @@ export class RunsStore {
         SELECT id, status, started_at IS NOT NULL AS picked_up, debounce_until IS NOT NULL AS debouncing, input
         FROM ${S}.runs r WHERE workflow = $1 AND key = $2 AND ${holdsKey('r')} FOR UPDATE`,
       upsertWaiter: `
-        INSERT INTO ${S}.runs (id, workflow, key, holds_key, status, input, run_at, timeout_ms, runs_after_id, takes_key_after)
-        VALUES ($1, $2, $3, false, 'waiting', $4, 'infinity', $5, $6, $7)
+        INSERT INTO ${S}.runs (id, workflow, key, holds_key, status, input, run_at, timeout_ms, runs_after_id, takes_key_after, trace)
+        VALUES ($1, $2, $3, false, 'waiting', $4, 'infinity', $5, $6, $7, $8)
         ON CONFLICT (workflow, key) WHERE status = 'waiting' AND NOT holds_key AND takes_key_after IS NOT NULL
-        DO UPDATE SET input = EXCLUDED.input, runs_after_id = EXCLUDED.runs_after_id, takes_key_after = EXCLUDED.takes_key_after
+        DO UPDATE SET input = EXCLUDED.input, runs_after_id = EXCLUDED.runs_after_id, takes_key_after = EXCLUDED.takes_key_after,
+          trace = EXCLUDED.trace
         RETURNING id`,
       repointWaiter: `
         UPDATE ${S}.runs SET runs_after_id = $3
@@ -449,6 +450,7 @@ export class RunsStore {
       run.timeout_ms,
       holderId,
       takesKeyAfter,
+      run.trace ? JSON.stringify(run.trace) : null,
     ]);
     return row.id;
   }

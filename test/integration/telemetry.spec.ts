@@ -5,6 +5,7 @@ import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type Re
 import { DataPointType, MeterProvider, MetricReader, type HistogramMetricData, type SumMetricData } from '@opentelemetry/sdk-metrics';
 import { RunContext, Step, Workflow } from '../../src';
 import { createApp, freshSchema, ident, spawnNode, sql, waitFor } from '../support';
+import { forceStatus } from '../support/keys';
 
 // ---- the SDK, with in-memory exporters ----------------------------------------------------------
 
@@ -185,6 +186,33 @@ describe('OpenTelemetry', () => {
     const [run] = named('durable.run', runId);
     expect(run.spanContext().traceId).toBe(request.spanContext().traceId);
     expect(parentOf(run)).toBe(named('durable.start').find((s) => s.attributes['durable.run_id'] === runId)!.spanContext().spanId);
+  });
+
+  it("a runAgain's waiting run continues the trace of the start that asked for it (the newest one)", async () => {
+    const schema = freshSchema();
+    const starter = await createApp({ schema, workflows: [Two], options: { worker: false } });
+    const holder = await starter.durable.start('tel_two', { n: 1 }, { key: 'again' });
+    await forceStatus(schema, holder.runId, 'running'); // picked up: a runAgain now leaves a run waiting
+    const startIn = async (name: string, n: number) => {
+      const request = appTracer().startSpan(name, { kind: SpanKind.SERVER });
+      const started = await context.with(trace.setSpan(context.active(), request), () =>
+        starter.durable.start('tel_two', { n }, { key: 'again', onDuplicate: 'runAgain' }),
+      );
+      request.end();
+      return { started, traceId: request.spanContext().traceId };
+    };
+    const first = await startIn('PUT /again 1', 2);
+    const second = await startIn('PUT /again 2', 3);
+    expect(second.started).toEqual({ runId: first.started.runId, outcome: 'runAgain' });
+    const waiting = second.started.runId;
+    const [row] = await sql(`select trace from ${ident(schema)}.runs where id = $1`, [waiting]);
+    expect(row.trace.traceparent).toContain(second.traceId);
+
+    await forceStatus(schema, holder.runId, 'completed'); // the waiting run takes the key
+    const worker = await createApp({ schema, workflows: [Two] });
+    await worker.durable.waitForRun(waiting, { timeout: 10_000 });
+    await waitFor(() => named('durable.run', waiting).length === 1, { message: 'run span' });
+    expect(named('durable.run', waiting)[0].spanContext().traceId).toBe(second.traceId);
   });
 
   it('across processes: a run started here is executed by another process, whose spans continue this trace', async () => {
