@@ -190,7 +190,21 @@ export class Execution implements ExecutionHandle {
     const first = this.lastCompensable(index - 1);
     if (first < 0) return this.write({ status: 'failed', error, final: true });
     if (!(await this.write({ status: 'compensating', error, comp_step: first, attempt: 0 }))) return false;
+    this.endDeadline();
     return this.compensate(first, 1, error);
+  }
+
+  /**
+   * Compensations are not bounded by the workflow deadline (as when a node claims a compensating
+   * run): its timer stops, and the abort it made, which was for the steps, no longer applies.
+   */
+  private endDeadline(): void {
+    if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
+    this.deadlineTimer = undefined;
+    if (this.timedOut && !this.lost) {
+      this.abortReason = undefined;
+      this.controller = undefined;
+    }
   }
 
   /** A wait is not satisfied: the run waits (holding no slot); the step runs again when it is. */

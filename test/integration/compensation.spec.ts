@@ -132,6 +132,24 @@ class TimesOutRunning {
   }
 }
 
+@Workflow('c_timeout_once', { timeout: '600ms', retry: { attempts: 1 } })
+class TimesOutOnce {
+  @Step({ compensate: 'undo' })
+  async first() {
+    log.push('first');
+  }
+
+  @Step()
+  async second(ctx: RunContext) {
+    log.push('second');
+    await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
+  }
+
+  async undo(ctx: RunContext) {
+    log.push(`undo:aborted=${ctx.signal.aborted}`);
+  }
+}
+
 @Workflow('c_none', { retry: { attempts: 1 } })
 class NoCompensation {
   @Step()
@@ -140,7 +158,7 @@ class NoCompensation {
   }
 }
 
-const workflows = [Trip, FlakyComp, CancelMe, TimesOut, TimesOutRunning, NoCompensation];
+const workflows = [Trip, FlakyComp, CancelMe, TimesOut, TimesOutRunning, TimesOutOnce, NoCompensation];
 
 beforeEach(() => {
   log.length = 0;
@@ -218,6 +236,16 @@ describe('compensation', () => {
     expect(done.status).toBe('compensated');
     expect(done.error).toMatchObject({ name: 'TimeoutError', step: 'second' });
     expect(log).toEqual(['first', 'second', 'aborted:true', 'undo']);
+  });
+
+  it('a compensation after a workflow timeout runs once, on the node that timed out, with a live signal (not failed by the deadline)', async () => {
+    const { durable } = await createApp({ workflows });
+    const { runId } = await durable.start('c_timeout_once');
+    const done = await durable.waitForRun(runId, { timeout: 10_000 });
+    // one attempt only (retry attempts 1): a compensation failed by the passed deadline would end compensation_failed
+    expect(done.status).toBe('compensated');
+    expect(done.error).toMatchObject({ name: 'TimeoutError', step: 'second' });
+    expect(log).toEqual(['first', 'second', 'undo:aborted=false']);
   });
 
   it('without compensations a final failure is plain failed', async () => {

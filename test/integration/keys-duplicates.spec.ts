@@ -451,16 +451,23 @@ describe('what a duplicate returns', () => {
       await sql(`UPDATE ${ident(schema)}.runs SET timeout_ms = NULL WHERE id = $1`, [h.runId]);
       const t = await createApp({ workflows: ALL, schema });
       await waitFor(() => log[h.runId]?.includes('main'));
-      const w = await t.durable.start('d_again_timeout', { n: 2 }, { key: 'rt' });
+      // its main step blocks on a gate nobody opens: only the workflow timeout ends it
+      const w = await t.durable.start('d_again_timeout', { n: 2, gate: 'rt-w' }, { key: 'rt' });
       expect(w.outcome).toBe('runAgain');
       const created = (await t.durable.getRun(w.runId))!.createdAt.getTime();
       // well past its 1 s timeout counted from its creation, it is still waiting (not failed)
       await waitFor(() => Date.now() > created + 2_000, { timeout: 5_000 });
       expect((await t.durable.getRun(w.runId))!.status).toBe('waiting');
       gateOf('rt').open();
+      expect((await t.durable.waitForRun(h.runId, { timeout: 10_000 })).status).toBe('completed');
       const done = await t.durable.waitForRun(w.runId, { timeout: 10_000 });
-      expect(done.status).toBe('completed');
-      expect(done.runsAfterId).toBe(h.runId);
+      // it ran, timed out (its completed first step compensated), and keeps the key it took
+      expect(done).toMatchObject({ status: 'compensated', error: { code: 'timeout' }, runsAfterId: h.runId, holdsKey: true });
+      expect(log[w.runId]).toEqual(['prep', 'main', 'aborted', 'undo']);
+      // due when it took the key (the holder's end), and it ran for its whole 1 s from then
+      const holderEnd = (await t.durable.getRun(h.runId))!.finishedAt!.getTime();
+      expect(done.runAt.getTime()).toBeGreaterThanOrEqual(holderEnd);
+      expect(done.finishedAt!.getTime() - done.runAt.getTime()).toBeGreaterThanOrEqual(1_000);
     });
 
     it('a taken-key start answers runAgain per call on a workflow whose default is useExisting', async () => {
