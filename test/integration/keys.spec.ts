@@ -409,6 +409,9 @@ describe('workflow keys', () => {
       // none of the runs left is ours, and exactly one run holds the key
       expect(await countRuns(t.schema, `input->>'mine' = 'true'`)).toBe(0);
       expect(await holdersOf(t.schema, 'k_close', 'contended')).toHaveLength(1);
+      // it gave up after the key changed hands three times: one racer took the free key at the first
+      // insert, and one more at each of the three tries that followed (each after taking over the last)
+      expect(await countRuns(t.schema, `key = 'contended' AND status = 'completed'`)).toBe(4);
       // trying again is safe
       expect((await t.durable.start('k_close', {}, { key: 'contended' })).outcome).toBe('created');
     });
