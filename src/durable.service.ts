@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { KeyContendedError, KeyTakenError, NoKeyError, NotCancellableError, NotFailedError, NotFinishedError, RunNotFoundError, TimeoutError } from './errors';
-import { deliverEvent, eventNameProblem, type SendEventOutcome } from './engine/events';
+import { deliverEvent, type SendEventOutcome } from './engine/events';
 import type { WaitKind } from './engine/suspension';
 import { KeyInsights, type ActivityEvent, type KeyInfo, type KeyStats, type ListActivityOptions } from './observe/key-insights';
 import { toMs, type Duration } from './options/duration';
@@ -20,7 +20,7 @@ import { isFinished, type RunInfo, type RunStatus, type StartResult } from './en
 import { isUuid } from './engine/uuid';
 import { decideStart } from './engine/keys.policy';
 import { isKeyConflict } from './store/runs.store';
-import { assertValid, jsonProblem, uuidProblem } from './engine/input.validation';
+import { assertValid, jsonProblem, nameProblem, uuidProblem } from './engine/input.validation';
 
 /** Filters of {@link DurableService.listRuns}. */
 export interface ListRunsOptions {
@@ -147,7 +147,7 @@ export class DurableService {
   }
 
   private async deliver(runId: string, name: string, payload: unknown, opts: { buffer: boolean; kind: 'event' | 'input' }, what: string) {
-    assertValid(what, [eventNameProblem(name), jsonProblem(payload, 'payload')]);
+    assertValid(what, [nameProblem(name), jsonProblem(payload, 'payload')]);
     if (!isUuid(runId)) throw new RunNotFoundError(runId);
     const outcome = await this.core.db.tx((q) => deliverEvent(this.core, q, runId, name, payload, opts));
     if (!outcome) throw new RunNotFoundError(runId);
@@ -200,9 +200,11 @@ export class DurableService {
 
   /**
    * Lets a finished run's key go (even under `reuse: 'never'`), so the item can be processed again
-   * on purpose; the run keeps its history and its key value.
+   * on purpose; the run keeps its history and its key value. `by` (who released it, 1–255 bytes) is
+   * recorded in the `key_released` event (null when not given).
    */
   async releaseKey(runId: string, options: { by?: string } = {}): Promise<void> {
+    assertValid('releaseKey', [options.by === undefined ? undefined : nameProblem(options.by, 'by')]);
     const { runs, db, activity } = this.core;
     const workflow = await db.tx(async (q) => {
       const row = isUuid(runId) ? await runs.get(q, runId, true) : undefined;

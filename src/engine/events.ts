@@ -1,15 +1,6 @@
 import type { Queryable } from '../store/db';
 import { inboxMark, type EventKind, type EventsStore } from '../store/events.store';
-import { ValidationError } from 'class-validator';
 import { isFinished } from './run-info';
-
-/** Why `name` is not an event/input name (a string of 1 to 255 bytes), or undefined. */
-export function eventNameProblem(name: unknown, property = 'name'): ValidationError | undefined {
-  if (typeof name === 'string' && name.length > 0 && Buffer.byteLength(name, 'utf8') <= 255) return undefined;
-  const e = new ValidationError();
-  Object.assign(e, { property, value: name, children: [], constraints: { isName: `${property} must be a string of 1 to 255 bytes` } });
-  return e;
-}
 
 /** What `sendEvent` did with the event. */
 export type SendEventOutcome = 'delivered' | 'kept' | 'dropped';

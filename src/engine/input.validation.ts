@@ -1,7 +1,6 @@
 import { ValidationError } from 'class-validator';
 import { DurableValidationError } from '../errors';
 import type { ReusePolicy } from '../options/workflow-options.interface';
-import { eventNameProblem } from './events';
 import { GOING_HOLDER_TABLE, REUSE_TABLE } from './keys.policy';
 import { isUuid } from './uuid';
 
@@ -22,6 +21,12 @@ export function problem(property: string, value: unknown, constraint: string, me
 export function uuidProblem(value: unknown, property: string): ValidationError | undefined {
   if (value === undefined || isUuid(value)) return undefined;
   return problem(property, value, 'isUuid', `${property} must be a run id (a UUID)`);
+}
+
+/** Why `name` is not a name (an event or input name, a `by`: a string of 1 to 255 bytes), or undefined. */
+export function nameProblem(name: unknown, property = 'name'): ValidationError | undefined {
+  if (typeof name === 'string' && name.length > 0 && Buffer.byteLength(name, 'utf8') <= 255) return undefined;
+  return problem(property, name, 'isName', `${property} must be a string of 1 to 255 bytes`);
 }
 
 /** Why `value` is not an array, or undefined. */
@@ -66,7 +71,7 @@ export function reuseProblem(value: unknown, property = 'reuse'): ValidationErro
 export function onDuplicateProblem(value: unknown, reuse: ReusePolicy, property = 'onDuplicate'): ValidationError | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value === 'object' && value !== null && Object.keys(value).join() === 'sendEvent') {
-    return eventNameProblem((value as { sendEvent: unknown }).sendEvent, `${property}.sendEvent`);
+    return nameProblem((value as { sendEvent: unknown }).sendEvent, `${property}.sendEvent`);
   }
   if (value === 'runAgain' && reuse === 'never') {
     return problem(property, value, 'runAgainNeedsReuse', `${property} 'runAgain' cannot be combined with reuse 'never' (the waiting run could never take the key)`);

@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import {
+  DurableValidationError,
   KeyTakenError,
   NoKeyError,
   NotFinishedError,
@@ -390,6 +391,25 @@ describe('keys across the lifecycle', () => {
         expect((err as NotFinishedError).code).toBe('not_finished');
         expect(await holdersOf(t.schema, 'l_never', `rel-going-${status}`)).toEqual([a.runId]);
       }
+    });
+
+    it('by: recorded as given, null when absent; anything but a string of 1–255 bytes → DurableValidationError, key kept', async () => {
+      const released = async (by?: string) => {
+        const a = await t.durable.start('l_never', {}, { key: `rel-by-${randomUUID()}` });
+        await forceStatus(t.schema, a.runId, 'completed');
+        await t.durable.releaseKey(a.runId, by === undefined ? undefined : { by });
+        const [event] = await t.durable.listActivity({ runId: a.runId, kinds: ['key_released'] });
+        return event.details.by;
+      };
+      expect(await released('ops@example.com')).toBe('ops@example.com');
+      expect(await released()).toBeNull();
+      const a = await t.durable.start('l_never', {}, { key: 'rel-by-bad' });
+      await forceStatus(t.schema, a.runId, 'completed');
+      for (const by of ['', 'x'.repeat(256), 42, null]) {
+        await expect(t.durable.releaseKey(a.runId, { by: by as never })).rejects.toBeInstanceOf(DurableValidationError);
+      }
+      expect(await holdersOf(t.schema, 'l_never', 'rel-by-bad')).toEqual([a.runId]);
+      expect(await t.durable.listActivity({ runId: a.runId })).toEqual([]);
     });
 
     it('a run without a key, or whose key is already released or taken by a newer run → NoKeyError', async () => {
