@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Queryable } from '../store/db';
+import { ANALYZED_TABLES, type AnalyzedTable } from '../store/runs.store';
 import { DurableCore } from './durable.core';
 import { FlowsEngine } from '../flows/flows.service';
 import { countKeyHandoffs } from './key-handoffs';
@@ -8,21 +9,22 @@ import { countKeyHandoffs } from './key-handoffs';
 const PRUNE_BATCH = 5_000;
 /** How often a node prunes, at most (more often when retention is shorter). */
 const PRUNE_EVERY_MS = 60_000;
-/** Fewest changed rows of `runs` that make its statistics stale (see RunsStore.analyzeIfStale). */
+/** Fewest changed rows of `runs` or `activity` that make its statistics stale (see RunsStore.analyzeIfStale). */
 const STALE_STATS_MIN_CHANGED = 10_000;
-/** How often a node analyzes `runs`, at most. */
+/** How often a node analyzes each of `runs` and `activity`, at most. */
 const ANALYZE_EVERY_MS = 60_000;
 
 /**
  * The maintenance pass every worker node runs with its heartbeat: recover the runs of dead nodes,
  * fail runs past their workflow timeout, prune finished runs and activity past retention, and
- * analyze `runs` when its statistics are far behind (autovacuum off, or not yet there).
+ * analyze `runs` and `activity` when their statistics are far behind (autovacuum off, or not yet there).
  * Every statement is safe to run on several nodes at once.
  */
 @Injectable()
 export class Maintenance {
   private lastPruneAt = 0;
-  private lastAnalyzeAt = -Infinity;
+  /** When this node last analyzed each table. */
+  private readonly lastAnalyzedAt = new Map<AnalyzedTable, number>();
   /** The ANALYZE in flight, if any. */
   private analysis?: Promise<void>;
 
@@ -55,19 +57,21 @@ export class Maintenance {
   }
 
   /**
-   * The claim's plan depends on how many runs the planner thinks are pending: analyzes `runs` when
-   * its statistics are far behind, on a pooled connection and without holding up the pass (the
+   * The claim's plan depends on how many runs the planner thinks are pending, and reading a key's
+   * activity on how many records it thinks the key has: analyzes `runs` and `activity` when their
+   * statistics are far behind, on a pooled connection and without holding up the pass (the
    * heartbeat must not wait for an ANALYZE of a large table).
    */
   private analyzeIfStale(): void {
-    if (this.analysis || Date.now() - this.lastAnalyzeAt < ANALYZE_EVERY_MS) return;
+    const due = ANALYZED_TABLES.filter((t) => Date.now() - (this.lastAnalyzedAt.get(t) ?? -Infinity) >= ANALYZE_EVERY_MS);
+    if (this.analysis || due.length === 0) return;
     const { runs, db, logger, options } = this.core;
     this.analysis = runs
-      .analyzeIfStale(db, STALE_STATS_MIN_CHANGED)
+      .analyzeIfStale(db, STALE_STATS_MIN_CHANGED, due)
       .then((analyzed) => {
-        if (analyzed) this.lastAnalyzeAt = Date.now();
+        for (const t of analyzed) this.lastAnalyzedAt.set(t, Date.now());
       })
-      .catch((err: Error) => logger.warn(`analyzing ${options.schema}.runs failed: ${err.message}`))
+      .catch((err: Error) => logger.warn(`analyzing the tables of ${options.schema} failed: ${err.message}`))
       .finally(() => (this.analysis = undefined));
   }
 

@@ -88,6 +88,11 @@ export interface EndedRuns {
 /** RETURNING list of a statement that ends runs, read by {@link endedRuns}. */
 const ENDED = `id, holds_key, now()::text AS tx_at, (txid_current() % 4294967296)::text AS tx_xid`;
 
+/** The tables the maintenance pass analyzes when their statistics are far behind. */
+export const ANALYZED_TABLES = ['activity', 'runs'] as const;
+/** One of {@link ANALYZED_TABLES}. */
+export type AnalyzedTable = (typeof ANALYZED_TABLES)[number];
+
 /** Filters of `listRuns`. */
 export interface RunFilter {
   workflow?: string;
@@ -369,14 +374,16 @@ export class RunsStore {
           RETURNING 1
         ) SELECT count(*)::int AS n FROM d`,
       wake: `SELECT pg_notify($1, '')`,
-      // rows changed since the last ANALYZE of runs (autovacuum's or anyone's) against a tenth of the
-      // row count the planner believes (-1: never analyzed) — autovacuum's default threshold
+      // the tables whose rows changed since their last ANALYZE (autovacuum's or anyone's) exceed a
+      // tenth of the row count the planner believes (-1: never analyzed) — autovacuum's default threshold
       statsStale: `
-        SELECT coalesce(s.n_mod_since_analyze > greatest($1::float8, 0.1 * c.reltuples), false) AS stale
+        SELECT c.relname AS table
         FROM pg_class c LEFT JOIN pg_stat_all_tables s ON s.relid = c.oid
-        WHERE c.oid = '${S}.runs'::regclass`,
+        WHERE c.oid = ANY(ARRAY(SELECT ('${S}.' || t)::regclass FROM unnest($2::text[]) t))
+          AND coalesce(s.n_mod_since_analyze > greatest($1::float8, 0.1 * c.reltuples), false)
+        ORDER BY c.relname`,
       // SKIP_LOCKED: never waits behind a VACUUM or another node's ANALYZE of the table
-      analyze: `ANALYZE (SKIP_LOCKED) ${S}.runs`,
+      ...Object.fromEntries(ANALYZED_TABLES.map((t) => [`analyze_${t}`, `ANALYZE (SKIP_LOCKED) ${S}.${t}`])),
       backlog: `
         SELECT count(*)::int AS pending, coalesce(extract(epoch FROM now() - min(run_at)) * 1000, 0)::float8 AS lag_ms
         FROM ${S}.runs WHERE status = 'pending' AND run_at <= now()`,
@@ -544,15 +551,16 @@ export class RunsStore {
   }
 
   /**
-   * Analyzes `runs` when more than a tenth of the rows the planner believes it has (and at least
-   * `minChanged`) changed since its last ANALYZE: a burst of starts the statistics do not know
-   * about can make each claim read and sort every due run. Returns whether it analyzed.
+   * Analyzes `runs` and `activity`, each when more than a tenth of the rows the planner believes it
+   * has (and at least `minChanged`) changed since its last ANALYZE: after a burst of starts the
+   * statistics do not know about, each claim can read and sort every due run, and a key's activity
+   * is read and sorted whole instead of read newest first from its index. Only `tables` are looked
+   * at (default both); returns the tables analyzed.
    */
-  async analyzeIfStale(q: Queryable, minChanged: number): Promise<boolean> {
-    const [row] = await q.query<{ stale: boolean }>(this.sql.statsStale, [minChanged]);
-    if (!row?.stale) return false;
-    await q.query(this.sql.analyze);
-    return true;
+  async analyzeIfStale(q: Queryable, minChanged: number, tables: readonly AnalyzedTable[] = ANALYZED_TABLES): Promise<AnalyzedTable[]> {
+    const stale = await q.query<{ table: AnalyzedTable }>(this.sql.statsStale, [minChanged, tables]);
+    for (const { table } of stale) await q.query(this.sql[`analyze_${table}`]);
+    return stale.map((r) => r.table);
   }
 
   /** Wakes the workers (outside any start's transaction). */
