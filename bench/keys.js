@@ -117,7 +117,10 @@ const fmt = (xs) => `${Math.round(median(xs)).toLocaleString('en-US')} (${Math.r
   console.log(
     `\ndebounce collapse: ${STARTS.toLocaleString('en-US')} starts over ${KEYS} keys in ${ms} ms (${Math.round(STARTS / (ms / 1000)).toLocaleString('en-US')} starts/s) → ${runs.length} runs; ${withLast} of them hold the last input of their key`,
   );
-  // reading a key back, with and without its workflow, on the tables the rounds filled
+  // reading a key back, with and without its workflow, on the tables the rounds filled — analyzed
+  // first, as autovacuum or a worker's maintenance pass would have (worker: false here)
+  await sql(`ANALYZE ${SCHEMA}.runs`);
+  await sql(`ANALYZE ${SCHEMA}.activity`);
   const [{ runCount, activityCount }] = await sql(
     `SELECT (SELECT count(*) FROM ${SCHEMA}.runs)::int AS "runCount", (SELECT count(*) FROM ${SCHEMA}.activity)::int AS "activityCount"`,
   );
