@@ -203,8 +203,9 @@ export class DurableService {
    * on purpose; the run keeps its history and its key value. `by` (who released it, 1–255 bytes) is
    * recorded in the `key_released` event (null when not given).
    */
-  async releaseKey(runId: string, options: { by?: string } = {}): Promise<void> {
-    assertValid('releaseKey', [options.by === undefined ? undefined : nameProblem(options.by, 'by')]);
+  async releaseKey(runId: string, options?: { by?: string }): Promise<void> {
+    const by = options?.by;
+    assertValid('releaseKey', [by === undefined ? undefined : nameProblem(by, 'by')]);
     const { runs, db, activity } = this.core;
     const workflow = await db.tx(async (q) => {
       const row = isUuid(runId) ? await runs.get(q, runId, true) : undefined;
@@ -212,7 +213,7 @@ export class DurableService {
       if (!isFinished(row.status)) throw new NotFinishedError(runId);
       if (!row.holds_key) throw new NoKeyError(runId);
       await runs.dropKey(q, runId);
-      await activity.record(q, 'key_released', runId, row.workflow, row.key, { by: options.by ?? null });
+      await activity.record(q, 'key_released', runId, row.workflow, row.key, { by: by ?? null });
       return row.workflow;
     });
     emitKeyMetric('key_released', workflow); // telemetry, once the release committed

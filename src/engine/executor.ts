@@ -11,6 +11,7 @@ import type { FlowNodeInfo } from '../flows/flow-context';
 import { isSuspension, type Suspension } from './suspension';
 import { isFinalError } from './waits';
 import { runSpan, runTransition, stepSpan } from '../observe/telemetry';
+import { AbortScope } from './abort.scope';
 
 /** Runs one claimed run's steps from its cursor, writing each outcome through the batcher. */
 export class Execution implements ExecutionHandle {
@@ -21,12 +22,8 @@ export class Execution implements ExecutionHandle {
   readonly epoch: number;
   readonly flowNode?: FlowNodeInfo;
   private lostReason?: Error;
-  /** Why the run was aborted (lost, cancelled or timed out); the first reason wins. */
-  private abortReason?: Error;
-  /** Made only when a step reads `ctx.signal` (an AbortController costs more than most steps). */
-  private controller?: AbortController;
-  /** Attempts waiting on the run's abort. */
-  private readonly abortListeners = new Set<(reason: Error) => void>();
+  /** The abort state of the steps (lost, cancelled or timed out), then of the compensations. */
+  private scope = new AbortScope();
   private deadlineTimer?: NodeJS.Timeout;
   private timedOut = false;
   /** The run's context as of the last completed step (what compensations get). */
@@ -55,23 +52,7 @@ export class Execution implements ExecutionHandle {
   lose(reason: Error): void {
     if (this.lostReason) return;
     this.lostReason = reason;
-    this.abort(reason);
-  }
-
-  private abort(reason: Error): void {
-    if (this.abortReason) return;
-    this.abortReason = reason;
-    this.controller?.abort(reason);
-    for (const listener of [...this.abortListeners]) listener(reason);
-  }
-
-  /** The run's AbortSignal (aborted already if the run was). */
-  private get runSignal(): AbortSignal {
-    if (!this.controller) {
-      this.controller = new AbortController();
-      if (this.abortReason) this.controller.abort(this.abortReason);
-    }
-    return this.controller.signal;
+    this.scope.abort(reason);
   }
 
   /** Executes until the run finishes, waits for a retry, or is lost. Never throws. */
@@ -99,7 +80,7 @@ export class Execution implements ExecutionHandle {
       if (left <= 0) return this.finishFailed(new TimeoutError(`workflow "${this.workflow}" timed out`), this.row.step);
       this.deadlineTimer = setTimeout(() => {
         this.timedOut = true;
-        this.abort(new TimeoutError(`workflow "${this.workflow}" timed out`));
+        this.scope.abort(new TimeoutError(`workflow "${this.workflow}" timed out`));
       }, left);
     }
     let context = { ...(this.row.context ?? {}) };
@@ -141,17 +122,18 @@ export class Execution implements ExecutionHandle {
 
   /** One attempt of a step, bounded by the step timeout; rejects on failure, abort or timeout. */
   private async attempt(step: StepDefinition, attempt: number, working: Record<string, unknown>): Promise<unknown> {
-    if (this.abortReason) throw this.abortReason;
+    const scope = this.scope; // the attempt's, whatever replaces it later
+    if (scope.reason) throw scope.reason;
     // a step with a timeout gets a signal of its own that also follows the run's; others share the run's
     const own = step.timeoutMs === undefined ? undefined : new AbortController();
-    const aborted = () => (own ? own.signal.aborted : this.abortReason !== undefined);
-    const ctx = new RunContextImpl(this.core, this, step.name, step.index, attempt, () => own?.signal ?? this.runSignal, working);
+    const aborted = () => (own ? own.signal.aborted : scope.reason !== undefined);
+    const ctx = new RunContextImpl(this.core, this, step.name, step.index, attempt, () => own?.signal ?? scope.signal, working);
     if (step.index === this.row.step && attempt === this.row.attempt) ctx.recordedWaits = this.row.waits; // waits: claimed with the run
     let timer: NodeJS.Timeout | undefined;
     let onAbort: ((reason: Error) => void) | undefined;
     const onOwnAbort = () => onAbort?.(own!.signal.reason);
     const onRunAbort = (reason: Error) => (own ? own.abort(reason) : onAbort?.(reason));
-    this.abortListeners.add(onRunAbort);
+    scope.listeners.add(onRunAbort);
     try {
       const abortion = new Promise<never>((_, reject) => {
         onAbort = reject;
@@ -174,7 +156,7 @@ export class Execution implements ExecutionHandle {
       return value;
     } finally {
       if (timer) clearTimeout(timer);
-      this.abortListeners.delete(onRunAbort);
+      scope.listeners.delete(onRunAbort);
       if (own) own.signal.removeEventListener('abort', onOwnAbort);
     }
   }
@@ -196,15 +178,13 @@ export class Execution implements ExecutionHandle {
 
   /**
    * Compensations are not bounded by the workflow deadline (as when a node claims a compensating
-   * run): its timer stops, and the abort it made, which was for the steps, no longer applies.
+   * run): its timer stops, and after a timeout they run under a new abort scope (the timed-out
+   * step keeps its aborted signal; losing the run aborts the new scope).
    */
   private endDeadline(): void {
     if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
     this.deadlineTimer = undefined;
-    if (this.timedOut && !this.lost) {
-      this.abortReason = undefined;
-      this.controller = undefined;
-    }
+    if (this.timedOut && !this.lost) this.scope = new AbortScope();
   }
 
   /** A wait is not satisfied: the run waits (holding no slot); the step runs again when it is. */

@@ -25,8 +25,11 @@ export function uuidProblem(value: unknown, property: string): ValidationError |
 
 /** Why `name` is not a name (an event or input name, a `by`: a string of 1 to 255 bytes), or undefined. */
 export function nameProblem(name: unknown, property = 'name'): ValidationError | undefined {
-  if (typeof name === 'string' && name.length > 0 && Buffer.byteLength(name, 'utf8') <= 255) return undefined;
-  return problem(property, name, 'isName', `${property} must be a string of 1 to 255 bytes`);
+  if (typeof name !== 'string' || name.length === 0 || Buffer.byteLength(name, 'utf8') > 255) {
+    return problem(property, name, 'isName', `${property} must be a string of 1 to 255 bytes`);
+  }
+  const unstorable = stringProblem(name, property);
+  return unstorable ? problem(property, name, 'isStorable', unstorable) : undefined;
 }
 
 /** Why `value` is not an array, or undefined. */
@@ -56,9 +59,9 @@ export function keyProblem(key: unknown, property = 'key'): ValidationError | un
   return undefined;
 }
 
-/** Why `value` is not a `reuse` policy (a key of the spec's reuse table), or undefined when it is one (or absent). */
+/** Why `value` is not a `reuse` policy (a key of the spec's reuse table), or undefined when it is one (or absent, or null). */
 export function reuseProblem(value: unknown, property = 'reuse'): ValidationError | undefined {
-  if (value === undefined || (typeof value === 'string' && Object.hasOwn(REUSE_TABLE.going, value))) return undefined;
+  if (value === undefined || value === null || (typeof value === 'string' && Object.hasOwn(REUSE_TABLE.going, value))) return undefined;
   const allowed = Object.keys(REUSE_TABLE.going).map((r) => `'${r}'`).join(', ');
   return problem(property, value, 'isReuse', `${property} must be one of ${allowed}`);
 }
@@ -70,7 +73,7 @@ export function reuseProblem(value: unknown, property = 'reuse'): ValidationErro
  */
 export function onDuplicateProblem(value: unknown, reuse: ReusePolicy, property = 'onDuplicate'): ValidationError | undefined {
   if (value === undefined || value === null) return undefined;
-  if (typeof value === 'object' && value !== null && Object.keys(value).join() === 'sendEvent') {
+  if (typeof value === 'object' && Object.keys(value).join() === 'sendEvent') {
     return nameProblem((value as { sendEvent: unknown }).sendEvent, `${property}.sendEvent`);
   }
   if (value === 'runAgain' && reuse === 'never') {

@@ -158,12 +158,15 @@ export class Starter {
     // concurrent starts of this process); only a start the key policy cannot settle at once opens a
     // transaction of its own, to lock the holder and decide.
     const joined = manager?.queryRunner?.isTransactionActive ? managerQueryable(manager) : undefined;
-    // telemetry of a resolved start is counted once its transaction committed (in a caller's
-    // transaction: when the start returns, the caller's commit being out of sight)
+    // telemetry is counted once what it counts committed: at once after an autocommit statement or
+    // a start's own transaction; in a caller's transaction when the whole call returns (the
+    // caller's commit being out of sight)
+    const onReturn: Counted = [];
+    const count = (counted: Counted) => (joined ? onReturn.push(...counted) : counted.forEach((c) => c()));
     const resolve = async (p: Planned) => {
       const counted: Counted = [];
       const result = await (joined ? this.resolveDuplicate(joined, def, p, counted) : db.tx((tx) => this.resolveDuplicate(tx, def, p, counted)));
-      for (const count of counted) count();
+      count(counted);
       return result;
     };
     const rows = plans.map((p) => ({
@@ -177,10 +180,11 @@ export class Starter {
       if (answer === undefined) out.push(await resolve(p));
       else if (answer === 'created') out.push({ runId: p.run.id, outcome: 'created' });
       else {
-        emitKeyMetric('key_duplicate', def.name, { outcome: answer.rejected ? 'error' : 'use_existing' });
+        count([() => emitKeyMetric('key_duplicate', def.name, { outcome: answer.rejected ? 'error' : 'use_existing' })]);
         out.push(answer.rejected ? { error: new KeyTakenError(answer.holderId) } : { runId: answer.holderId, outcome: 'useExisting' });
       }
     }
+    onReturn.forEach((c) => c());
     return out;
   }
 

@@ -381,7 +381,7 @@ export class RunsStore {
         FROM pg_class c LEFT JOIN pg_stat_all_tables s ON s.relid = c.oid
         WHERE c.oid = ANY(ARRAY(SELECT ('${S}.' || t)::regclass FROM unnest($2::text[]) t))
           AND coalesce(s.n_mod_since_analyze > greatest($1::float8, 0.1 * c.reltuples), false)
-        ORDER BY c.relname`,
+        ORDER BY c.relname = 'runs' DESC -- runs first: the claim's plan depends on it`,
       // SKIP_LOCKED: never waits behind a VACUUM or another node's ANALYZE of the table
       ...Object.fromEntries(ANALYZED_TABLES.map((t) => [`analyze_${t}`, `ANALYZE (SKIP_LOCKED) ${S}.${t}`])),
       backlog: `

@@ -206,6 +206,8 @@ describe('sendEvent / waitForEvent', () => {
     await expect(durable.sendEvent('nope', 'x')).rejects.toMatchObject({ code: 'run_not_found' });
     const { runId } = await durable.start('e_wait');
     await expect(durable.sendEvent(runId, '', 1)).rejects.toMatchObject({ code: 'invalid' });
+    await expect(durable.sendEvent(runId, 'g'.repeat(256), 1)).rejects.toMatchObject({ code: 'invalid' });
+    await expect(durable.sendEvent(runId, 'go\u0000', 1)).rejects.toMatchObject({ code: 'invalid' }); // not a raw database error
     await expect(durable.sendEvent(runId, 'go', { n: BigInt(1) })).rejects.toMatchObject({ code: 'invalid' });
   });
 

@@ -393,7 +393,7 @@ describe('keys across the lifecycle', () => {
       }
     });
 
-    it('by: recorded as given, null when absent; anything but a string of 1–255 bytes → DurableValidationError, key kept', async () => {
+    it('by: recorded as given, null when absent; anything but a storable string of 1–255 bytes → DurableValidationError, key kept', async () => {
       const released = async (by?: string) => {
         const a = await t.durable.start('l_never', {}, { key: `rel-by-${randomUUID()}` });
         await forceStatus(t.schema, a.runId, 'completed');
@@ -405,7 +405,7 @@ describe('keys across the lifecycle', () => {
       expect(await released()).toBeNull();
       const a = await t.durable.start('l_never', {}, { key: 'rel-by-bad' });
       await forceStatus(t.schema, a.runId, 'completed');
-      for (const by of ['', 'x'.repeat(256), 42, null]) {
+      for (const by of ['', 'x'.repeat(256), 'ops\u0000', 42, null]) {
         await expect(t.durable.releaseKey(a.runId, { by: by as never })).rejects.toBeInstanceOf(DurableValidationError);
       }
       expect(await holdersOf(t.schema, 'l_never', 'rel-by-bad')).toEqual([a.runId]);

@@ -452,6 +452,7 @@ describe('workflow keys', () => {
       ["'sendEvent' without its name", 'k_close', 'sendEvent'],
       ['an empty event name', 'k_close', { sendEvent: '' }],
       ['an event name that is not a string', 'k_close', { sendEvent: 42 }],
+      ['an event name Postgres cannot store (NUL)', 'k_close', { sendEvent: 'upd\u0000' }],
       ['an object that is not { sendEvent }', 'k_close', { send_event: 'upd' }],
       ['a number', 'k_close', 3],
       ["'runAgain' on a reuse: 'never' workflow", 'k_never', 'runAgain'],
