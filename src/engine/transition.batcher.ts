@@ -25,7 +25,7 @@ const MAX_IN_FLIGHT = 2;
  */
 export class TransitionBatcher {
   private readonly group = new GroupCommit<Pending>((batch) => this.write(batch), MAX_BATCH, MAX_IN_FLIGHT);
-  /** Set when a shutdown stopped waiting: failing writes stop retrying. */
+  /** Set once a shutdown drained (or stopped waiting): failing writes stop retrying. */
   private givenUp = false;
 
   constructor(
@@ -42,13 +42,14 @@ export class TransitionBatcher {
   }
 
   /**
-   * Resolves once nothing is queued or in flight, or after `withinMs`: then writes still failing
-   * stop retrying and resolve as not written (their runs are recovered like a dead node's).
+   * Shutdown: resolves once nothing is queued or in flight, or after `withinMs`. From then on a
+   * failing write (one still in flight, or a late one) stops retrying and resolves as not written
+   * (its run is recovered like a dead node's): the pool is about to close.
    */
   async drained(withinMs = Infinity): Promise<void> {
-    if (await this.group.whenIdle(withinMs)) return;
+    const idle = await this.group.whenIdle(withinMs);
     this.givenUp = true;
-    for (const p of this.group.takeQueued()) p.resolve(false);
+    if (!idle) for (const p of this.group.takeQueued()) p.resolve(false);
   }
 
   private async write(batch: Pending[]): Promise<void> {

@@ -79,7 +79,8 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     if (this.lingerTimer) clearTimeout(this.lingerTimer);
     const { options, runs, nodes, db } = this.core;
     const deadline = Date.now() + options.shutdownTimeoutMs;
-    while (this.running.size > 0 && Date.now() < deadline) {
+    // a claim in flight still launches what it claimed: wait for it, then for the runs
+    while ((this.claiming || this.running.size > 0) && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 20));
     }
     const left = [...this.running.values()];

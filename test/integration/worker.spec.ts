@@ -1,6 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { RunContext, Step, Workflow } from '../../src';
-import { ConcurrencyTracker, createApp, freshSchema, Gate, sql, waitFor } from '../support';
+import { Client } from 'pg';
+import { Worker } from '../../src/engine/worker';
+import { ConcurrencyTracker, createApp, databaseUrl, freshSchema, Gate, sql, waitFor, waitForLockWait } from '../support';
 
 // ---- retry with backoff -------------------------------------------------------------------------
 const attemptsAt: { runId: string; attempt: number; at: number }[] = [];
@@ -321,6 +323,35 @@ describe('worker', () => {
     const run = await observer.durable.getRun(runId);
     expect(run).toMatchObject({ status: 'completed', result: 'drained' });
     expect((await observer.durable.getRun(late.runId))!.status).toBe('pending');
+  });
+
+  it('a claim still in flight when close() begins: what it claims runs and is written before the pool closes', async () => {
+    const schema = freshSchema();
+    // no poll during the test: only the NOTIFY below makes this node claim
+    const node = await createApp({ schema, workflows: [Flaky], options: { worker: { pollInterval: '1h' }, shutdownTimeout: '10s' } });
+    const observer = await createApp({ schema, workflows: [Flaky], options: { worker: false } });
+    const { runId } = await observer.durable.start('worker_flaky', { succeedOn: 1 }, { delay: '300ms' });
+    const due = (await observer.durable.getRun(runId))!.runAt.getTime();
+    await waitFor(() => Date.now() > due + 50, { message: 'the run is due' });
+    // hold the claim: the table lock blocks it after it started (so it sees the run due)
+    const locker = new Client({ connectionString: databaseUrl() });
+    await locker.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query(`LOCK TABLE "${schema}".runs IN EXCLUSIVE MODE`);
+      await sql(`SELECT pg_notify($1, '')`, [`durable_${schema}`]); // a wake-up, sent outside the lock's transaction
+      await waitForLockWait([`"${schema}".runs`, 'SKIP LOCKED'], 'the claim waits for the table lock');
+      const closing = node.close();
+      const worker = node.get(Worker) as unknown as { stopping: boolean };
+      await waitFor(() => worker.stopping, { message: 'the shutdown began' });
+      await locker.query('COMMIT');
+      await closing;
+    } finally {
+      await locker.end();
+    }
+    // before the fix the shutdown did not wait for the claim: the run was launched after the drain
+    // and its writes retried forever against the closed pool, leaving it running
+    expect((await observer.durable.getRun(runId))!).toMatchObject({ status: 'completed', result: { attempt: 1 } });
   });
 
   it('a step still running at shutdownTimeout is released back to pending, and another node finishes it', async () => {
