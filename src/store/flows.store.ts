@@ -165,24 +165,24 @@ export class FlowsStore {
           FROM s WHERE r.id = s.id AND r.status = 'waiting' RETURNING r.id
         ), note AS MATERIALIZED (SELECT pg_notify($2, '') FROM w LIMIT 1)
         SELECT count(*)::int AS n FROM w LEFT JOIN note ON true`,
-      // deps that never appeared (or vanished unnoticed), in flows that went quiet for `grace`
+      // deps that never appeared (or vanished unnoticed), in flows that went quiet for `grace` — the
+      // quiet test comes before the LIMIT, so the edges of busy flows never crowd out a quiet one
       missingDeps: `
         WITH m AS (
           SELECT d.flow_id, d.dep_name FROM ${S}.flow_deps d
           WHERE NOT d.resolved AND (d.missing OR $3::boolean) AND ($4::text IS NULL OR d.flow_id = $4)
             AND NOT EXISTS (SELECT 1 FROM ${S}.runs p WHERE p.flow_id = d.flow_id AND p.name = d.dep_name)
+            AND NOT EXISTS (
+              SELECT 1 FROM ${S}.runs r WHERE r.flow_id = d.flow_id
+                AND (r.status IN ('pending', 'running', 'compensating')
+                     OR (r.status = 'waiting' AND coalesce(r.deps_left, 0) = 0)
+                     OR r.finished_at > now() - $2 * interval '1 millisecond'
+                     OR r.created_at > now() - $2 * interval '1 millisecond'))
+            AND NOT EXISTS (
+              SELECT 1 FROM ${S}.flows f WHERE f.id = d.flow_id AND f.updated_at > now() - $2 * interval '1 millisecond')
           LIMIT $1
         )
-        SELECT m.flow_id, array_agg(DISTINCT m.dep_name) AS names FROM m
-        WHERE NOT EXISTS (
-            SELECT 1 FROM ${S}.runs r WHERE r.flow_id = m.flow_id
-              AND (r.status IN ('pending', 'running', 'compensating')
-                   OR (r.status = 'waiting' AND coalesce(r.deps_left, 0) = 0)
-                   OR r.finished_at > now() - $2 * interval '1 millisecond'
-                   OR r.created_at > now() - $2 * interval '1 millisecond'))
-          AND NOT EXISTS (
-            SELECT 1 FROM ${S}.flows f WHERE f.id = m.flow_id AND f.updated_at > now() - $2 * interval '1 millisecond')
-        GROUP BY m.flow_id`,
+        SELECT m.flow_id, array_agg(DISTINCT m.dep_name) AS names FROM m GROUP BY m.flow_id`,
       lockFlow: `SELECT id FROM ${S}.flows WHERE id = $1 FOR UPDATE SKIP LOCKED`,
       pruneFlows: `
         WITH d AS (

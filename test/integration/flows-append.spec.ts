@@ -165,6 +165,32 @@ describe('DAG flows: appendFlow', () => {
     expect((await sql(`select count(*)::int n from ${ident(schema)}.flow_deps where not resolved`))[0].n).toBe(0);
   });
 
+  it('the repair of a quiet flow is not crowded out by the missing deps of busy flows', async () => {
+    const schema = `${(await createApp({ workflows, options: { worker: false } })).schema}`;
+    const starter = (await createApp({ schema, workflows, options: { worker: false, migrationsRun: false } })).durable;
+    const S = ident(schema);
+    // a busy flow (its first node stays pending: no worker runs app_echo) with 150 deps that never appear
+    const busy = await starter.startFlow(starter.flow().add('busy', Echo));
+    const ghosts = Array.from({ length: 150 }, (_, i) => `ghost${i}`);
+    const busyMore = await starter.startFlow((await starter.appendFlow(busy.flowId, { checkDeps: false })).add('waits', Echo, {}, { deps: ghosts }));
+    // a quiet flow, made after it: its node finished long ago, one dep never appeared
+    const quiet = await starter.startFlow(starter.flow().add('a', Echo));
+    const quietMore = await starter.startFlow((await starter.appendFlow(quiet.flowId, { checkDeps: false })).add('orphan', Echo, {}, { deps: ['ghost'] }));
+    await sql(`UPDATE ${S}.runs SET status = 'completed', finished_at = now() - interval '1 hour' WHERE id = $1`, [quiet.runIds.a]);
+    await sql(`UPDATE ${S}.runs SET created_at = now() - interval '1 hour' WHERE flow_id = ANY($1)`, [[quiet.flowId, busy.flowId]]);
+    await sql(`UPDATE ${S}.flows SET updated_at = now() - interval '1 hour' WHERE id = ANY($1)`, [[quiet.flowId, busy.flowId]]);
+    // a worker node that runs none of these nodes: only its maintenance pass acts
+    await createApp({ schema, workflows, options: { worker: { workflows: ['app_fail'] }, migrationsRun: false } });
+    const orphan = await waitFor(async () => {
+      const r = await starter.getRun(quietMore.runIds.orphan);
+      return r?.status === 'cancelled' ? r : undefined;
+    }, { timeout: 15_000, message: 'the quiet flow was repaired' });
+    expect(orphan.error).toMatchObject({ reason: 'deleted' });
+    // the busy flow is left alone
+    expect((await starter.getRun(busyMore.runIds.waits))!.status).toBe('waiting');
+    expect((await starter.getRun(busy.runIds.busy))!.status).toBe('pending');
+  });
+
   it('an append racing its dep finishing never loses the wake-up (the dep waits for the append to commit)', async () => {
     const ds = new DataSource({ type: 'postgres', url: databaseUrl() });
     await ds.initialize();
