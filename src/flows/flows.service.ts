@@ -304,6 +304,12 @@ export class FlowsEngine implements BeforeApplicationShutdown {
         if (inBatch.has(r.name)) p.add('name', r.name, 'uniqueName', `node "${r.name}" already exists in flow ${flowId}`);
         else existing.set(r.name, r.status);
       }
+      // nor may it close a cycle through the flow's nodes: the batch with every node upstream of it
+      if (external.length) {
+        const graph = [...planned, ...(await store.upstream(q, flowId, external))];
+        const cycle = findCycle(graph, new Set(graph.map((n) => n.name)));
+        if (cycle) p.add('deps', cycle, 'noCycle', `appending would close a cycle through the flow's nodes: ${cycle.join(' → ')}`);
+      }
       if (append.checkDeps) {
         for (const n of planned) {
           for (const d of n.deps) {
@@ -366,7 +372,7 @@ export class FlowsEngine implements BeforeApplicationShutdown {
 }
 
 /** A cycle among the nodes' deps (names in dependency order), or undefined (Kahn's algorithm, no recursion). */
-function findCycle(nodes: PlannedNode[], names: Set<string>): string[] | undefined {
+function findCycle(nodes: { name: string; deps: string[] }[], names: Set<string>): string[] | undefined {
   const deps = new Map(nodes.map((n) => [n.name, n.deps.filter((d) => names.has(d) && d !== n.name)]));
   const left = new Map<string, number>();
   const dependants = new Map<string, string[]>();

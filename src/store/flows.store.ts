@@ -96,6 +96,14 @@ export class FlowsStore {
       touchFlow: `UPDATE ${S}.flows SET updated_at = now() WHERE id = $1 RETURNING *`,
       getFlow: `SELECT * FROM ${S}.flows WHERE id = $1`,
       anyNode: `SELECT flow_name FROM ${S}.runs WHERE flow_id = $1 LIMIT 1`,
+      // the named nodes and, transitively, the nodes they depend on (UNION: each once, even on a cycle)
+      upstream: `
+        WITH RECURSIVE up AS (
+          SELECT r.name, r.deps FROM ${S}.runs r WHERE r.flow_id = $1 AND r.name = ANY($2::text[])
+          UNION
+          SELECT r.name, r.deps FROM up JOIN ${S}.runs r ON r.flow_id = $1 AND r.name = ANY(up.deps)
+        )
+        SELECT name, coalesce(deps, '{}') AS deps FROM up`,
       lockNodes: `
         SELECT id, name, status FROM ${S}.runs WHERE flow_id = $1 AND name = ANY($2::text[])
         ORDER BY id FOR SHARE`,
@@ -222,6 +230,11 @@ export class FlowsStore {
   /** The flow's nodes among `names`, share-locked until commit (a dep cannot finish unseen meanwhile). */
   lockNodes(q: Queryable, flowId: string, names: string[]) {
     return q.query<{ id: string; name: string; status: RunStatus }>(this.sql.lockNodes, [flowId, names]);
+  }
+
+  /** The nodes of flow `flowId` named `names` and every node they depend on, directly or not. */
+  upstream(q: Queryable, flowId: string, names: string[]) {
+    return q.query<{ name: string; deps: string[] }>(this.sql.upstream, [flowId, names]);
   }
 
   /** Inserts flow nodes (notifying the workers when one is pending); returns how many. */

@@ -165,6 +165,27 @@ describe('DAG flows: appendFlow', () => {
     expect((await sql(`select count(*)::int n from ${ident(schema)}.flow_deps where not resolved`))[0].n).toBe(0);
   });
 
+  it('an append that would close a cycle through the flow\'s nodes is refused before anything is written', async () => {
+    const { durable, schema } = await createApp({ workflows, options: { worker: false } });
+    const { flowId } = await durable.startFlow(durable.flow().add('root', Echo));
+    // x waits for "later", which does not exist yet; y waits for x
+    const more = await durable.startFlow(
+      (await durable.appendFlow(flowId, { checkDeps: false })).add('x', Echo, {}, { deps: ['root', 'later'] }).add('y', Echo, {}, { deps: ['x'] }),
+    );
+    const nodes = async () => (await sql(`select count(*)::int n from ${ident(schema)}.runs where flow_id = $1`, [flowId]))[0].n;
+    for (const deps of [['x'], ['y'], ['root', 'y']]) {
+      const err = await durable.startFlow((await durable.appendFlow(flowId)).add('later', Echo, {}, { deps })).catch((e) => e);
+      expect(err).toBeInstanceOf(DurableValidationError);
+      expect(String(err.message)).toMatch(/cycle through the flow's nodes: later → (.* → )?x( → .*)? → later$/);
+      expect(await nodes()).toBe(3);
+    }
+    // a "later" that closes no cycle is appended, and x then waits only for root
+    const ok = await durable.startFlow((await durable.appendFlow(flowId)).add('later', Echo, {}, { deps: ['root'] }));
+    expect(await nodes()).toBe(4);
+    expect((await durable.getRun(ok.runIds.later))!.status).toBe('waiting');
+    expect((await durable.getRun(more.runIds.x))!.status).toBe('waiting');
+  });
+
   it('the repair of a quiet flow is not crowded out by the missing deps of busy flows', async () => {
     const schema = `${(await createApp({ workflows, options: { worker: false } })).schema}`;
     const starter = (await createApp({ schema, workflows, options: { worker: false, migrationsRun: false } })).durable;
