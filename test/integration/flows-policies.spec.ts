@@ -70,7 +70,30 @@ class Quick {
   }
 }
 
-const workflows = [Ok, Fail, Hold, Saga, Quick];
+/** Fails its first attempt, succeeds on the second (a short backoff). */
+const flakyAttempts: number[] = [];
+@Workflow('pol_flaky')
+class Flaky {
+  @Step({ retry: { attempts: 2, backoff: 'fixed', initialDelay: '200ms' } })
+  async run(ctx: RunContext) {
+    flakyAttempts.push(ctx.attempt);
+    if (ctx.attempt === 1) throw new Error('first attempt fails');
+    return 'flaky-ok';
+  }
+}
+
+/** Counts its runs by flow node name. */
+const ranByName: Record<string, number> = {};
+@Workflow('pol_count')
+class Count {
+  @Step()
+  async run(ctx: RunContext) {
+    ranByName[ctx.flow!.name] = (ranByName[ctx.flow!.name] ?? 0) + 1;
+    return ctx.flow!.getRecorded('dep') ?? null;
+  }
+}
+
+const workflows = [Ok, Fail, Hold, Saga, Quick, Flaky, Count];
 const FINAL = ['completed', 'failed', 'cancelled', 'compensated', 'compensation_failed'];
 
 async function finalRun(durable: { getRun(id: string): Promise<RunInfo | null> }, id: string, timeout = 15_000) {
@@ -257,6 +280,49 @@ describe('DAG flows: failure policies, cancel cascade, afterCancelled, deleted d
     // a worker node's maintenance finds the open edge whose dep is final and resolves it
     const node = await createApp({ workflows, schema });
     expect((await finalRun(node.durable, runIds.b)).status).toBe('completed');
+  });
+
+  it('a dep that fails an attempt and then succeeds: the dependant waits through the retry and runs once, after it', async () => {
+    const { durable } = await createApp({ workflows });
+    const { runIds } = await durable.startFlow(durable.flow().add('dep', Flaky).add('after', Count, {}, { deps: ['dep'] }));
+    expect(await finalRun(durable, runIds.after)).toMatchObject({ status: 'completed', result: 'flaky-ok' });
+    expect((await durable.getRun(runIds.dep))!).toMatchObject({ status: 'completed', attempt: 2 });
+    expect(flakyAttempts).toEqual([1, 2]);
+    expect(ranByName.after).toBe(1);
+  });
+
+  it('the repair pass makes pending a waiting node whose counter went wrong (every edge resolved, deps_left > 0)', async () => {
+    const first = await createApp({ workflows, options: { worker: false } });
+    const { schema, durable } = first;
+    const S = ident(schema);
+    const { runIds } = await durable.startFlow(durable.flow().add('a', Ok).add('b', Ok, {}, { deps: ['a'] }));
+    // a finish whose edge was resolved but whose counter was not decremented
+    await sql(`alter table ${S}.runs disable trigger runs_flow_deps_trg`);
+    await sql(`update ${S}.runs set status = 'completed', finished_at = now(), result = '"ok"' where id = $1`, [runIds.a]);
+    await sql(`alter table ${S}.runs enable trigger runs_flow_deps_trg`);
+    await sql(`update ${S}.flow_deps set resolved = true where run_id = $1`, [runIds.b]);
+    expect((await durable.getRun(runIds.b))!.status).toBe('waiting');
+    await first.close();
+    const node = await createApp({ workflows, schema });
+    expect((await finalRun(node.durable, runIds.b)).status).toBe('completed');
+  });
+
+  it('a dep deleted unseen (its edge not marked missing) is treated as deleted once the flow is quiet', async () => {
+    const first = await createApp({ workflows, options: { worker: false } });
+    const { schema, durable } = first;
+    const S = ident(schema);
+    const { runIds } = await durable.startFlow(
+      durable.flow().add('gone', Ok).add('strict', Ok, {}, { deps: ['gone'] }).add('lenient', Ok, {}, { deps: ['gone'], ignoreDeleted: true }),
+    );
+    // the dep's row vanishes with the flow triggers off: nothing marks the edges missing
+    await sql(`alter table ${S}.runs disable trigger user`);
+    await sql(`delete from ${S}.runs where id = $1`, [runIds.gone]);
+    await sql(`alter table ${S}.runs enable trigger user`);
+    expect((await sql(`select count(*)::int n from ${S}.flow_deps where dep_name = 'gone' and (missing or resolved)`))[0].n).toBe(0);
+    await first.close();
+    const node = await createApp({ workflows, schema });
+    expect(await finalRun(node.durable, runIds.strict)).toMatchObject({ status: 'cancelled', error: expect.objectContaining({ reason: 'deleted' }) });
+    expect((await finalRun(node.durable, runIds.lenient)).status).toBe('completed');
   });
 
   it('a compensated dep counts as failed (ignoreFailed decides)', async () => {
