@@ -130,6 +130,23 @@ describe('crashes and fencing (multi-process)', () => {
     for (const id of held) expect(effects.filter((e) => e.run_id === id)).toEqual([{ run_id: id, node_id: 'victim' }]);
   });
 
+  it('a flow node whose worker is killed mid-step: its dependant keeps waiting, then runs once after the recovered node completes', async () => {
+    const schema = await prepareSchema();
+    const victim = await spawnNode({ schema, nodeId: 'victim', env: { HOLD_MS: '600000', DURABLE_WORKFLOWS: 'crash_ctx' } });
+    const starter = await createApp({ schema, workflows, options: { worker: false } });
+    const { runIds } = await starter.durable.startFlow(starter.durable.flow().add('work', CrashCtx).add('after', Barrier, {}, { deps: ['work'] }));
+    await waitFor(() => runIdsIn(victim, 'second').has(runIds.work), { timeout: 20_000, message: 'the victim holds the node' });
+    const survivor = await createApp({ schema, workflows });
+    expect((await survivor.durable.getRun(runIds.after))!.status).toBe('waiting');
+    victim.signal('SIGKILL');
+    await victim.exited;
+    const work = await survivor.durable.waitForRun(runIds.work, { timeout: 20_000 });
+    expect(work).toMatchObject({ status: 'completed', result: { from: 'victim', by: SURVIVOR } });
+    const after = await survivor.durable.waitForRun(runIds.after, { timeout: 20_000 });
+    expect(after).toMatchObject({ status: 'completed', result: { by: SURVIVOR }, attempt: 1 });
+    expect(after.startedAt!.getTime()).toBeGreaterThanOrEqual(work.finishedAt!.getTime());
+  });
+
   it('the context saved by a completed step survives a SIGKILL of the node running the next step', async () => {
     const schema = await prepareSchema();
     const victim = await spawnNode({ schema, nodeId: 'victim', env: { HOLD_MS: '600000' } });
