@@ -455,6 +455,11 @@ describe('watching keys', () => {
       const ids = events.map((e) => BigInt(e.id));
       expect([...ids].sort((x, y) => (x < y ? 1 : x > y ? -1 : 0))).toEqual(ids);
       expect((await t.durable.listActivity({ key: 'many', limit: 3 })).map((e) => e.id)).toEqual(events.slice(0, 3).map((e) => e.id));
+      // the same key in another workflow, later: without a workflow the two are merged newest first
+      for (let j = 0; j < 4; j++) await t.durable.start('a_other', { o: j }, { key: 'many' });
+      const merged = await t.durable.listActivity({ key: 'many', limit: 5 });
+      expect(merged.map((e) => e.details.input)).toEqual([{ o: 3 }, { o: 2 }, { o: 1 }, { i: 11 }, { i: 10 }]);
+      expect((await t.durable.listActivity({ key: 'many', workflow: 'a_other' })).map((e) => e.details.input)).toEqual([{ o: 3 }, { o: 2 }, { o: 1 }]);
     });
 
     it('listRuns({ key }) returns every run started with the key; the holder has holdsKey: true', async () => {
