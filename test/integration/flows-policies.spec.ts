@@ -7,7 +7,7 @@ import {
   Step,
   Workflow,
 } from '../../src';
-import { createApp, Gate, ident, sql, waitFor } from '../support';
+import { createApp, Gate, ident, sql, TestApp, waitFor } from '../support';
 
 const hookCalls: { reason: string; name: string | null; runId: string; status: string }[] = [];
 let gate = new Gate();
@@ -266,20 +266,29 @@ describe('DAG flows: failure policies, cancel cascade, afterCancelled, deleted d
     expect(flowId).toBeDefined();
   });
 
-  it('the repair pass wakes a node whose dep completed but whose wake-up was missed', async () => {
-    const first = await createApp({ workflows, options: { worker: false } });
-    const { schema, durable } = first;
-    const S = ident(schema);
-    const { runIds } = await durable.startFlow(durable.flow().add('a', Ok).add('b', Ok, {}, { deps: ['a'] }));
-    // simulate a lost wake-up: finish `a` with the flow trigger disabled
+  /** A flow a → b on a node without a worker, `a` finished with the flow trigger off: b's wake-up is lost. */
+  async function lostWakeUp() {
+    const app = await createApp({ workflows, options: { worker: false } });
+    const S = ident(app.schema);
+    const { runIds } = await app.durable.startFlow(app.durable.flow().add('a', Ok).add('b', Ok, {}, { deps: ['a'] }));
     await sql(`alter table ${S}.runs disable trigger runs_flow_deps_trg`);
     await sql(`update ${S}.runs set status = 'completed', finished_at = now(), result = '"ok"' where id = $1`, [runIds.a]);
     await sql(`alter table ${S}.runs enable trigger runs_flow_deps_trg`);
-    expect((await durable.getRun(runIds.b))!.status).toBe('waiting');
-    await first.close();
-    // a worker node's maintenance finds the open edge whose dep is final and resolves it
-    const node = await createApp({ workflows, schema });
-    expect((await finalRun(node.durable, runIds.b)).status).toBe('completed');
+    expect((await app.durable.getRun(runIds.b))!.status).toBe('waiting');
+    return { app, S, runIds };
+  }
+
+  /** Closes `app`; a worker node on its schema must then complete `runId` (through its maintenance pass). */
+  async function completedByAWorkerNode(app: TestApp, runId: string) {
+    await app.close();
+    const node = await createApp({ workflows, schema: app.schema });
+    expect((await finalRun(node.durable, runId)).status).toBe('completed');
+  }
+
+  it('the repair pass wakes a node whose dep completed but whose wake-up was missed', async () => {
+    const { app, runIds } = await lostWakeUp();
+    // the open edge whose dep is final is found and resolved
+    await completedByAWorkerNode(app, runIds.b);
   });
 
   it('a dep that fails an attempt and then succeeds: the dependant waits through the retry and runs once, after it', async () => {
@@ -292,19 +301,10 @@ describe('DAG flows: failure policies, cancel cascade, afterCancelled, deleted d
   });
 
   it('the repair pass makes pending a waiting node whose counter went wrong (every edge resolved, deps_left > 0)', async () => {
-    const first = await createApp({ workflows, options: { worker: false } });
-    const { schema, durable } = first;
-    const S = ident(schema);
-    const { runIds } = await durable.startFlow(durable.flow().add('a', Ok).add('b', Ok, {}, { deps: ['a'] }));
-    // a finish whose edge was resolved but whose counter was not decremented
-    await sql(`alter table ${S}.runs disable trigger runs_flow_deps_trg`);
-    await sql(`update ${S}.runs set status = 'completed', finished_at = now(), result = '"ok"' where id = $1`, [runIds.a]);
-    await sql(`alter table ${S}.runs enable trigger runs_flow_deps_trg`);
+    const { app, S, runIds } = await lostWakeUp();
+    // the edge resolved but the counter not decremented
     await sql(`update ${S}.flow_deps set resolved = true where run_id = $1`, [runIds.b]);
-    expect((await durable.getRun(runIds.b))!.status).toBe('waiting');
-    await first.close();
-    const node = await createApp({ workflows, schema });
-    expect((await finalRun(node.durable, runIds.b)).status).toBe('completed');
+    await completedByAWorkerNode(app, runIds.b);
   });
 
   it('a dep deleted unseen (its edge not marked missing) is treated as deleted once the flow is quiet', async () => {
