@@ -18,7 +18,7 @@ import type { FlowGraph } from './flows/flow.graph';
 import { MAX_HANDOFFS, Starter, type StartManyItem, type StartManyResult, type StartOptions } from './engine/start';
 import { isFinished, type RunInfo, type RunStatus, type StartResult } from './engine/run-info';
 import { isUuid } from './engine/uuid';
-import { decideStart } from './engine/keys.policy';
+import { DEFAULT_REUSE, decideStart } from './engine/keys.policy';
 import { isKeyConflict } from './store/runs.store';
 import { assertValid, jsonProblem, nameProblem, uuidProblem } from './engine/input.validation';
 
@@ -176,7 +176,7 @@ export class DurableService {
       if (row.status !== 'failed') throw new NotFailedError(runId, row.status);
       if (row.key !== null && !row.holds_key) {
         const holder = await runs.lockHolder(q, row.workflow, row.key);
-        const reuse = registry.find(row.workflow)?.reuse ?? 'afterClose';
+        const reuse = registry.find(row.workflow)?.reuse ?? DEFAULT_REUSE;
         const decision = decideStart(reuse, 'error', holder && { status: holder.status, pickedUp: holder.picked_up });
         if (decision.action !== 'create') throw new KeyTakenError(holder!.id);
         if (holder) await runs.dropKey(q, holder.id);

@@ -2,6 +2,7 @@ import { SetMetadata } from '@nestjs/common';
 import { DurableValidationError } from '../errors';
 import type { WorkflowOptions } from '../options/workflow-options.interface';
 import { assertValid, onDuplicateProblem, reuseProblem } from '../engine/input.validation';
+import { DEFAULT_REUSE } from '../engine/keys.policy';
 import { WORKFLOW_METADATA } from './metadata.constants';
 
 /** What `@Workflow` records on its class. */
@@ -18,6 +19,6 @@ export function Workflow(name: string, options: WorkflowOptions = {}): ClassDeco
   if (typeof name !== 'string' || name.length < 1 || name.length > 200) {
     throw new DurableValidationError(`@Workflow name must be a string of 1 to 200 characters, got ${String(name)}`);
   }
-  assertValid(`@Workflow('${name}')`, [reuseProblem(options.reuse), onDuplicateProblem(options.onDuplicate, options.reuse ?? 'afterClose')]);
+  assertValid(`@Workflow('${name}')`, [reuseProblem(options.reuse), onDuplicateProblem(options.onDuplicate, options.reuse ?? DEFAULT_REUSE)]);
   return SetMetadata<string, WorkflowMetadata>(WORKFLOW_METADATA, { name, options });
 }

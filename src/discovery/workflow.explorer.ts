@@ -5,6 +5,7 @@ import type { StepMetadata } from '../decorators/step.decorator';
 import type { WorkflowMetadata } from '../decorators/workflow.decorator';
 import { toMs } from '../options/duration';
 import { resolveRetry } from '../engine/retry.policy';
+import { DEFAULT_ON_DUPLICATE, DEFAULT_REUSE } from '../engine/keys.policy';
 import type { StepDefinition, WorkflowDefinition } from './workflow-definition';
 import { WorkflowRegistry } from './workflow.registry';
 
@@ -56,8 +57,8 @@ export class WorkflowExplorer {
       name,
       type,
       instance,
-      reuse: options.reuse ?? 'afterClose',
-      onDuplicate: options.onDuplicate ?? 'useExisting',
+      reuse: options.reuse ?? DEFAULT_REUSE,
+      onDuplicate: options.onDuplicate ?? DEFAULT_ON_DUPLICATE,
       debounce: options.debounce && {
         periodMs: toMs(options.debounce.period, `workflow "${name}": debounce.period`),
         timeoutMs: options.debounce.timeout === undefined ? undefined : toMs(options.debounce.timeout, `workflow "${name}": debounce.timeout`),

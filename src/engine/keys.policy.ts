@@ -5,6 +5,10 @@
 import type { OnDuplicate, ReusePolicy } from '../options/workflow-options.interface';
 import { FINISHED_STATUSES, type RunStatus } from './run-info';
 
+/** The spec's defaults: `reuse` when a workflow sets none, `onDuplicate` when neither it nor the call does. */
+export const DEFAULT_REUSE: ReusePolicy = 'afterClose';
+export const DEFAULT_ON_DUPLICATE: OnDuplicate = 'useExisting';
+
 /** The spec's three kinds of holder status ("Choosing reuse" table rows). */
 export type HolderState = 'going' | 'completed' | 'failedOrCancelled';
 

@@ -45,7 +45,8 @@ export class ActivityStore {
       runAgainHandoffs: `
         SELECT workflow FROM ${S}.activity
         WHERE at = $1::timestamptz AND xmin = $2::xid AND kind = 'key_handed_off' AND details->>'via' = 'run_again'`,
-      // events without a key filter: by the log's own order (activity_at, or the filters' indexes)
+      // events without a key filter ($3, the key, is null: it only keeps the parameter list of
+      // listByKey), by the log's own order (activity_at, or the filters' indexes)
       list: `
         SELECT a.id::text, a.kind, a.run_id, a.at, a.details FROM ${S}.activity a
         WHERE $3::text IS NULL AND ($2::text IS NULL OR workflow = $2) AND ${otherFilters('a')}

@@ -173,24 +173,26 @@ export class FlowsStore {
           FROM s WHERE r.id = s.id AND r.status = 'waiting' RETURNING r.id
         ), note AS MATERIALIZED (SELECT pg_notify($2, '') FROM w LIMIT 1)
         SELECT count(*)::int AS n FROM w LEFT JOIN note ON true`,
-      // deps that never appeared (or vanished unnoticed), in flows that went quiet for `grace` — the
-      // quiet test comes before the LIMIT, so the edges of busy flows never crowd out a quiet one
+      // deps that never appeared (or vanished unnoticed), in up to $1 flows that went quiet for
+      // `grace`: each flow is tested once, and before the LIMIT, so busy flows never crowd out a quiet one
       missingDeps: `
-        WITH m AS (
+        WITH m AS MATERIALIZED (
           SELECT d.flow_id, d.dep_name FROM ${S}.flow_deps d
           WHERE NOT d.resolved AND (d.missing OR $3::boolean) AND ($4::text IS NULL OR d.flow_id = $4)
             AND NOT EXISTS (SELECT 1 FROM ${S}.runs p WHERE p.flow_id = d.flow_id AND p.name = d.dep_name)
-            AND NOT EXISTS (
-              SELECT 1 FROM ${S}.runs r WHERE r.flow_id = d.flow_id
+        ), quiet AS (
+          SELECT f.flow_id FROM (SELECT DISTINCT flow_id FROM m) f
+          WHERE NOT EXISTS (
+              SELECT 1 FROM ${S}.runs r WHERE r.flow_id = f.flow_id
                 AND (r.status IN ('pending', 'running', 'compensating')
                      OR (r.status = 'waiting' AND coalesce(r.deps_left, 0) = 0)
                      OR r.finished_at > now() - $2 * interval '1 millisecond'
                      OR r.created_at > now() - $2 * interval '1 millisecond'))
             AND NOT EXISTS (
-              SELECT 1 FROM ${S}.flows f WHERE f.id = d.flow_id AND f.updated_at > now() - $2 * interval '1 millisecond')
+              SELECT 1 FROM ${S}.flows fl WHERE fl.id = f.flow_id AND fl.updated_at > now() - $2 * interval '1 millisecond')
           LIMIT $1
         )
-        SELECT m.flow_id, array_agg(DISTINCT m.dep_name) AS names FROM m GROUP BY m.flow_id`,
+        SELECT m.flow_id, array_agg(DISTINCT m.dep_name) AS names FROM m JOIN quiet USING (flow_id) GROUP BY m.flow_id`,
       lockFlow: `SELECT id FROM ${S}.flows WHERE id = $1 FOR UPDATE SKIP LOCKED`,
       pruneFlows: `
         WITH d AS (
@@ -322,8 +324,8 @@ export class FlowsStore {
    * Treats deps that name no node as deleted in flows quiet for `graceMs` (see README, "DAG
    * flows": the rule for `checkDeps: false`); `anyMissing` also covers edges not flagged missing
    * (a dep row that vanished unnoticed). Each flow is re-checked and resolved in a transaction of
-   * `tx` holding the flow's row, so an append in progress (which locks it) is never raced. Returns
-   * the number of flows repaired.
+   * `tx` holding the flow's row, so an append in progress (which locks it) is never raced. Looks at
+   * up to `limit` flows; returns the number repaired.
    */
   async repairMissing(
     q: Queryable,
@@ -337,7 +339,7 @@ export class FlowsStore {
     for (const c of candidates) {
       repaired += await tx(async (t) => {
         if ((await t.query(this.sql.lockFlow, [c.flow_id])).length === 0) return 0;
-        const [f] = await t.query<{ flow_id: string; names: string[] }>(this.sql.missingDeps, [100_000, graceMs, anyMissing, c.flow_id]);
+        const [f] = await t.query<{ flow_id: string; names: string[] }>(this.sql.missingDeps, [1, graceMs, anyMissing, c.flow_id]);
         if (!f) return 0;
         await this.resolve(t, f.flow_id, f.names, f.names.map(() => 'deleted' as const));
         return 1;
