@@ -1,8 +1,7 @@
 import { Injectable, OnApplicationBootstrap, BeforeApplicationShutdown } from '@nestjs/common';
-import { Client, type Notification } from 'pg';
 import { CancelledError } from '../errors';
-import { clientQueryable, type Queryable } from '../store/db';
 import type { ClaimedRow } from '../store/runs.store';
+import { DedicatedConnection } from './dedicated-connection';
 import { DurableCore } from './durable.core';
 import { Execution } from './executor';
 import { countKeyHandoffs } from './key-handoffs';
@@ -34,9 +33,10 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
   private started = false;
   private timers: NodeJS.Timeout[] = [];
   private retryTimers = new Set<NodeJS.Timeout>();
-  private listener?: Client;
-  private listenerQ?: Queryable;
-  private reconnectTimer?: NodeJS.Timeout;
+  /** Only LISTENs: a statement on it would hold back the notifications until it ends. */
+  private listener?: DedicatedConnection;
+  /** Heartbeats and the maintenance pass. */
+  private control?: DedicatedConnection;
   private concurrency = 0;
   private workflows: string[] | null = null;
 
@@ -61,8 +61,19 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
       this.core.logger.warn('worker has no registered workflows to run; it will only heartbeat');
     }
     this.started = true;
+    const config = () => this.core.connectionConfig();
+    const { nodeId } = options;
+    this.control = new DedicatedConnection(`heartbeat:${nodeId}`, config, this.core.logger);
+    this.listener = new DedicatedConnection(`listener:${nodeId}`, config, this.core.logger, async (client, reconnected) => {
+      await client.query(`LISTEN "${this.core.runs.channel}"`);
+      client.on('notification', () => this.tick());
+      // runs started while it was down were only seen by polling
+      if (reconnected) this.tick();
+    });
+    await this.control.open();
     await this.beat();
-    await this.listen();
+    // listening before the app's init resolves: a run started right after boot is claimed at once
+    await this.listener.open();
     // shutdown may have begun while this node was still booting (another bootstrap hook failed)
     if (this.stopping) return;
     this.timers.push(setInterval(() => this.tick(), options.worker.pollIntervalMs));
@@ -97,10 +108,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
       });
     }
     await nodes.remove(db, options.nodeId).catch(() => undefined);
-    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
-    const listener = this.listener;
-    this.listener = undefined;
-    await listener?.end().catch(() => undefined);
+    await Promise.all([this.listener?.close(), this.control?.close()]);
   }
 
   /** The batcher (also used by the service for transitions it makes on behalf of a run). */
@@ -188,7 +196,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     this.beating = true;
     try {
       await this.beat();
-      await this.maintenance.pass(this.listenerQ ?? this.core.db);
+      await this.maintenance.pass(this.control?.queryable ?? this.core.db);
     } catch (err) {
       this.core.logger.warn(`heartbeat failed: ${(err as Error).message}`);
     } finally {
@@ -199,7 +207,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
   private async beat(): Promise<void> {
     const { nodes, options } = this.core;
     const owned = [...this.running.values()].map((e) => ({ id: e.runId, epoch: e.epoch }));
-    const lost = await nodes.beat(this.listenerQ ?? this.core.db, options.nodeId, { pid: process.pid, concurrency: this.concurrency }, owned);
+    const lost = await nodes.beat(this.control?.queryable ?? this.core.db, options.nodeId, { pid: process.pid, concurrency: this.concurrency }, owned);
     const epochs = new Map(owned.map((o) => [o.id, o.epoch]));
     for (const id of lost) {
       const exec = this.running.get(id);
@@ -207,40 +215,4 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
       if (exec && exec.epoch === epochs.get(id)) exec.lose(new CancelledError(`run ${id} was cancelled or recovered elsewhere`));
     }
   }
-
-  /** The dedicated connection: LISTEN for new runs; reconnects with backoff, polling meanwhile. */
-  private async listen(attempt = 0): Promise<void> {
-    if (this.stopping) return;
-    const client = new Client({ ...this.core.connectionConfig(), application_name: `durable-listener:${this.core.options.nodeId}` });
-    client.on('error', () => undefined);
-    try {
-      await client.connect();
-      await client.query(`LISTEN "${this.core.runs.channel}"`);
-    } catch (err) {
-      await client.end().catch(() => undefined);
-      this.core.logger.warn(`LISTEN connection failed (${(err as Error).message}); polling until it is back`);
-      this.scheduleReconnect(attempt);
-      return;
-    }
-    client.on('notification', (_n: Notification) => this.tick());
-    client.once('end', () => {
-      if (this.listener !== client) return;
-      this.listener = undefined;
-      this.listenerQ = undefined;
-      if (!this.stopping) {
-        this.core.logger.warn('LISTEN connection lost; polling until it is back');
-        this.scheduleReconnect(0);
-      }
-    });
-    this.listener = client;
-    this.listenerQ = clientQueryable(client);
-    if (attempt > 0) this.tick();
-  }
-
-  private scheduleReconnect(attempt: number): void {
-    if (this.stopping) return;
-    const delay = Math.min(10_000, 100 * 2 ** attempt);
-    this.reconnectTimer = setTimeout(() => void this.listen(attempt + 1), delay);
-  }
-
 }

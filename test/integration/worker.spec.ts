@@ -325,6 +325,29 @@ describe('worker', () => {
     expect((await observer.durable.getRun(late.runId))!.status).toBe('pending');
   });
 
+  it('listens once init resolves, and a wake-up reaches it while its heartbeat statement is blocked', async () => {
+    const schema = freshSchema();
+    // no poll during the test: only a start's NOTIFY makes this node claim
+    const node = await createApp({ schema, workflows: [Flaky], options: { worker: { pollInterval: '1h' }, heartbeatInterval: '50ms' } });
+    const observer = await createApp({ schema, workflows: [Flaky], options: { worker: false } });
+    const first = await observer.durable.start('worker_flaky', { succeedOn: 1 });
+    expect(await observer.durable.waitForRun(first.runId, { timeout: 5_000 })).toMatchObject({ status: 'completed' });
+    const locker = new Client({ connectionString: databaseUrl() });
+    await locker.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query(`LOCK TABLE "${schema}".nodes IN EXCLUSIVE MODE`);
+      await waitForLockWait([`"${schema}".nodes`], "the node's heartbeat (or its maintenance pass) waits for the table lock");
+      // the notification must not queue behind the blocked heartbeat
+      const { runId } = await observer.durable.start('worker_flaky', { succeedOn: 1 });
+      expect(await observer.durable.waitForRun(runId, { timeout: 5_000 })).toMatchObject({ status: 'completed' });
+    } finally {
+      await locker.query('COMMIT');
+      await locker.end();
+    }
+    await node.close();
+  });
+
   it('a claim still in flight when close() begins: what it claims runs and is written before the pool closes', async () => {
     const schema = freshSchema();
     // no poll during the test: only the NOTIFY below makes this node claim

@@ -1,0 +1,79 @@
+import type { Logger } from '@nestjs/common';
+import { Client } from 'pg';
+import { clientQueryable, type Queryable } from '../store/db';
+
+/** Longest wait between two reconnection attempts. */
+const MAX_RECONNECT_DELAY_MS = 10_000;
+
+/**
+ * A connection of a node's own, outside the pool: the LISTEN connection, and the one heartbeats use
+ * so that a saturated pool cannot make a live node look dead. Reconnects with back-off while open;
+ * `queryable` is undefined while it is down (callers fall back to the pool).
+ */
+export class DedicatedConnection {
+  /** The connection as a {@link Queryable}, while it is up. */
+  queryable?: Queryable;
+  private client?: Client;
+  private closed = false;
+  private reconnectTimer?: NodeJS.Timeout;
+
+  constructor(
+    /** What it is for, in logs and `application_name`. */
+    private readonly purpose: string,
+    private readonly config: () => object,
+    private readonly logger: Logger,
+    /** Runs on each new connection before it is used (e.g. LISTEN); `reconnected` after a loss. */
+    private readonly onConnect: (client: Client, reconnected: boolean) => Promise<void> = async () => undefined,
+  ) {}
+
+  /** Connects; on failure logs and keeps trying in the background. Resolves once the first try ended. */
+  open(): Promise<void> {
+    return this.connect(0);
+  }
+
+  /** Closes the connection and stops reconnecting. */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    const client = this.client;
+    this.client = undefined;
+    this.queryable = undefined;
+    await client?.end().catch(() => undefined);
+  }
+
+  private async connect(attempt: number): Promise<void> {
+    if (this.closed) return;
+    const client = new Client({ ...this.config(), application_name: `durable-${this.purpose}` });
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      await this.onConnect(client, attempt > 0);
+    } catch (err) {
+      await client.end().catch(() => undefined);
+      this.logger.warn(`${this.purpose} connection failed (${(err as Error).message}); retrying`);
+      this.retry(attempt);
+      return;
+    }
+    if (this.closed) {
+      await client.end().catch(() => undefined);
+      return;
+    }
+    client.once('end', () => {
+      if (this.client !== client) return;
+      this.client = undefined;
+      this.queryable = undefined;
+      if (!this.closed) {
+        this.logger.warn(`${this.purpose} connection lost; reconnecting`);
+        this.retry(0);
+      }
+    });
+    this.client = client;
+    this.queryable = clientQueryable(client);
+  }
+
+  private retry(attempt: number): void {
+    if (this.closed) return;
+    const delay = Math.min(MAX_RECONNECT_DELAY_MS, 100 * 2 ** attempt);
+    this.reconnectTimer = setTimeout(() => void this.connect(attempt + 1), delay);
+  }
+}
