@@ -1,18 +1,18 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { TerminusModule } from '@nestjs/terminus';
-import { DurableConfigurableModule } from './durable.module-definition';
+import { DurableConfigurableModule } from './options/durable.module-definition';
 import { DurableService } from './durable.service';
-import { WorkflowExplorer } from './discovery/workflow.explorer';
-import { WorkflowRegistry } from './discovery/workflow.registry';
-import { DurableCore } from './engine/durable.core';
-import { Maintenance } from './engine/maintenance';
-import { FlowsEngine } from './flows/flows.service';
-import { Starter } from './engine/start';
-import { Worker } from './engine/worker';
-import { Scheduler } from './engine/scheduler';
-import { DurableHealthIndicator } from './observe/durable.health';
-import { KeyInsights } from './observe/key-insights';
+import { WorkflowExplorer } from './definition/workflow.explorer';
+import { WorkflowRegistry } from './definition/workflow.registry';
+import { DurableCore } from './core/durable.core';
+import { Maintenance } from './worker/maintenance';
+import { FlowsEngine } from './flows/flows.engine';
+import { Starter } from './runs/starter';
+import { Worker } from './worker/worker';
+import { Scheduler } from './schedules/scheduler';
+import { DurableHealthIndicator } from './health/durable.health';
+import { KeyInsights } from './runs/key-insights';
 
 /**
  * Durable, Postgres-backed workflows. `DurableModule.forRoot({ url })` or

@@ -1,26 +1,26 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { KeyContendedError, KeyTakenError, NoKeyError, NotCancellableError, NotFailedError, NotFinishedError, RunNotFoundError, TimeoutError } from './errors';
-import { deliverEvent, type SendEventOutcome } from './engine/events';
-import type { WaitKind } from './engine/suspension';
-import { KeyInsights, type ActivityEvent, type KeyInfo, type KeyStats, type ListActivityOptions } from './observe/key-insights';
-import { toMs, type Duration } from './options/duration';
-import type { WorkflowRef } from './discovery/workflow.registry';
-import { DurableCore } from './engine/durable.core';
-import { Scheduler, type ScheduleInfo } from './engine/scheduler';
+import { deliverEvent, type SendEventOutcome } from './runs/event-delivery';
+import type { WaitKind } from './domain/suspension';
+import { KeyInsights, type ActivityEvent, type KeyInfo, type KeyStats, type ListActivityOptions } from './runs/key-insights';
+import { toMs, type Duration } from './domain/duration';
+import type { WorkflowRef } from './definition/workflow.registry';
+import { DurableCore } from './core/durable.core';
+import { Scheduler, type ScheduleInfo } from './schedules/scheduler';
 import { emitKeyMetric, emitRunFinished } from './observe/telemetry';
-import type { ScheduleOptions } from './decorators/schedule.decorator';
-import { Maintenance } from './engine/maintenance';
-import { countKeyHandoffs } from './engine/key-handoffs';
-import { FlowsEngine, type AppendFlowOptions, type StartFlowResult } from './flows/flows.service';
+import type { ScheduleOptions } from './definition/schedule.decorator';
+import { Maintenance } from './worker/maintenance';
+import { countKeyHandoffs } from './runs/key-handoffs';
+import { FlowsEngine, type AppendFlowOptions, type StartFlowResult } from './flows/flows.engine';
 import type { FlowBuilder, FlowOptions } from './flows/flow.builder';
 import type { FlowGraph } from './flows/flow.graph';
-import { MAX_HANDOFFS, Starter, type StartManyItem, type StartManyResult, type StartOptions } from './engine/start';
-import { isFinished, type RunInfo, type RunStatus, type StartResult } from './engine/run-info';
-import { isUuid } from './engine/uuid';
-import { DEFAULT_REUSE, decideStart } from './engine/keys.policy';
+import { MAX_HANDOFFS, Starter, type StartManyItem, type StartManyResult, type StartOptions } from './runs/starter';
+import { isFinished, type RunInfo, type RunStatus, type StartResult } from './domain/run-info';
+import { isUuid } from './domain/uuid';
+import { DEFAULT_REUSE, decideStart } from './domain/keys.policy';
 import { isKeyConflict } from './store/runs.store';
-import { assertValid, jsonProblem, nameProblem, uuidProblem } from './engine/input.validation';
+import { assertValid, jsonProblem, nameProblem, uuidProblem } from './domain/validation';
 
 /** Filters of {@link DurableService.listRuns}. */
 export interface ListRunsOptions {

@@ -1,5 +1,5 @@
-import type { DurableCore } from '../engine/durable.core';
-import type { RunInfo } from '../engine/run-info';
+import type { DurableCore } from '../core/durable.core';
+import type { RunInfo } from '../domain/run-info';
 import { FlowsStore } from '../store/flows.store';
 
 /** The flow facts of a claimed run (undefined for runs outside flows). */

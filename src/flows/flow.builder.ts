@@ -1,6 +1,6 @@
-import { WORKFLOW_METADATA } from '../decorators/metadata.constants';
-import type { WorkflowMetadata } from '../decorators/workflow.decorator';
-import type { WorkflowRef } from '../discovery/workflow.registry';
+import { WORKFLOW_METADATA } from '../definition/metadata.constants';
+import type { WorkflowMetadata } from '../definition/workflow.decorator';
+import type { WorkflowRef } from '../definition/workflow.registry';
 import { FlowGraph } from './flow.graph';
 
 /** Dependency handling shared by a flow and its nodes (all default to false). */

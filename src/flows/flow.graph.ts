@@ -1,4 +1,4 @@
-import type { RunStatus } from '../engine/run-info';
+import type { RunStatus } from '../domain/run-info';
 
 /** One vertex of a flow graph: a node's name, its workflow and (for a started flow) its run. */
 export interface FlowGraphNode {

@@ -1,4 +1,4 @@
-import type { RunInfo } from '../engine/run-info';
+import type { RunInfo } from '../domain/run-info';
 
 /** Why a flow node was cancelled before it ran: what happened to one of its deps. */
 export type FlowCancelReason = 'cancelled' | 'failed' | 'deleted';

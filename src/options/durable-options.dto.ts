@@ -15,7 +15,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { IsDuration } from './is-duration.validator';
-import type { Duration } from './duration';
+import type { Duration } from '../domain/duration';
 
 /** Validation shape of {@link WorkerOptions}. */
 export class WorkerOptionsDto {

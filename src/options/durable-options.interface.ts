@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import type { Duration } from './duration';
+import type { Duration } from '../domain/duration';
 
 /** Options of the node's worker; `worker: false` makes a node that only starts runs. */
 export interface WorkerOptions {

@@ -1,5 +1,5 @@
 import { ValidateBy, ValidationOptions } from 'class-validator';
-import { tryParseDuration } from './duration';
+import { tryParseDuration } from '../domain/duration';
 
 /** class-validator rule: the value is a {@link Duration} (`minMs` ≤ its milliseconds). */
 export function IsDuration(minMs = 0, options?: ValidationOptions): PropertyDecorator {

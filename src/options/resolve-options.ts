@@ -6,7 +6,7 @@ import { DataSource } from 'typeorm';
 import { DurableValidationError } from '../errors';
 import { DurableModuleOptions } from './durable-options.interface';
 import { DurableOptionsDto } from './durable-options.dto';
-import { toMs } from './duration';
+import { toMs } from '../domain/duration';
 
 /** Module options with every default applied and every duration in milliseconds. */
 export interface ResolvedOptions {

@@ -1,4 +1,4 @@
-import type { Duration } from './duration';
+import type { Duration } from '../domain/duration';
 
 /** When a finished run's key may be taken by a new start (spec: "Choosing reuse"). */
 export type ReusePolicy = 'afterClose' | 'afterFailure' | 'never';

@@ -1,5 +1,5 @@
 import type { Queryable } from './db';
-import type { RunStatus } from '../engine/run-info';
+import type { RunStatus } from '../domain/run-info';
 
 /** What an event is: sent with `sendEvent` or provided with `provideInput`. */
 export type EventKind = 'event' | 'input';

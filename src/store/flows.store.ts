@@ -1,6 +1,6 @@
 import type { Queryable } from './db';
 import { runColumns, type RunRow } from './run-row';
-import type { RunStatus } from '../engine/run-info';
+import type { RunStatus } from '../domain/run-info';
 
 /** A `flows` row. */
 export interface FlowRow {

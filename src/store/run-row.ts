@@ -1,5 +1,5 @@
-import type { RunInfo, RunStatus } from '../engine/run-info';
-import type { WaitKind } from '../engine/suspension';
+import type { RunInfo, RunStatus } from '../domain/run-info';
+import type { WaitKind } from '../domain/suspension';
 
 /**
  * The select list of a `runs` row read for {@link toRunInfo} (`r` is the table's alias in the

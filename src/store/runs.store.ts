@@ -2,7 +2,7 @@ import { sqlState, type Queryable } from './db';
 import type { TxMark } from './activity.store';
 import type { WaitRow } from './waits.store';
 import { runColumns, type RunRow } from './run-row';
-import { FINISHED_STATUSES, GOING_STATUSES, type RunStatus } from '../engine/run-info';
+import { FINISHED_STATUSES, GOING_STATUSES, type RunStatus } from '../domain/run-info';
 
 /** A run to insert. */
 export interface NewRun {

@@ -5,7 +5,7 @@
  */
 import { Client } from 'pg';
 import { deliverEvent, RunContext, Step, TimeoutError, Workflow } from '../../src';
-import { DurableCore } from '../../src/engine/durable.core';
+import { DurableCore } from '../../src/core/durable.core';
 import { clientQueryable } from '../../src/store/db';
 import { createApp, databaseUrl, Gate, sql, waitFor, waitForLockWait } from '../support';
 

@@ -7,7 +7,7 @@
 import { metrics } from '@opentelemetry/api';
 import { DataPointType, MeterProvider, MetricReader, type SumMetricData } from '@opentelemetry/sdk-metrics';
 import { DurableError, KeyTakenError, RunContext, Step, Workflow } from '../../src';
-import { DurableCore } from '../../src/engine/durable.core';
+import { DurableCore } from '../../src/core/durable.core';
 import { createApp, databaseUrl, freshSchema, Gate, ident, sql, TestApp, waitFor, waitForLockWait } from '../support';
 import { forceStatus } from '../support/keys';
 import { DataSource } from 'typeorm';

@@ -1,5 +1,5 @@
 import { Step, Workflow } from '../../src';
-import { DurableCore } from '../../src/engine/durable.core';
+import { DurableCore } from '../../src/core/durable.core';
 import { createApp, ident, sql, waitFor } from '../support';
 
 @Workflow('stats_run')

@@ -8,7 +8,7 @@ import {
   Workflow,
 } from '../../src';
 import { Client } from 'pg';
-import { Scheduler } from '../../src/engine/scheduler';
+import { Scheduler } from '../../src/schedules/scheduler';
 import { clientQueryable } from '../../src/store/db';
 import { createApp, databaseUrl, freshSchema, Gate, ident, NodeProcess, spawnNode, sql, TestApp, waitFor } from '../support';
 

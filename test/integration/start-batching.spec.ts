@@ -1,6 +1,6 @@
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
-import { DurableCore } from '../../src/engine/durable.core';
+import { DurableCore } from '../../src/core/durable.core';
 import { clientQueryable } from '../../src/store/db';
 import type { NewRun } from '../../src/store/runs.store';
 import { DurableService, KeyTakenError, Step, Workflow } from '../../src';

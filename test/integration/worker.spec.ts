@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { RunContext, Step, Workflow } from '../../src';
 import { Client } from 'pg';
-import { Worker } from '../../src/engine/worker';
+import { Worker } from '../../src/worker/worker';
 import { ConcurrencyTracker, createApp, databaseUrl, freshSchema, Gate, sql, waitFor, waitForLockWait } from '../support';
 
 // ---- retry with backoff -------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 import { expect } from '@jest/globals';
 import { KeyTakenError, type RunStatus } from '../../src';
-import { FINISHED_STATUSES } from '../../src/engine/run-info';
+import { FINISHED_STATUSES } from '../../src/domain/run-info';
 import { ident, sql } from './db';
 
 /** Puts a run into `status` directly (finished statuses get `finished_at`, picked-up ones `started_at`). */

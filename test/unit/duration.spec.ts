@@ -1,5 +1,5 @@
 import { days, hours, minutes, seconds } from '../../src';
-import { toMs, tryParseDuration } from '../../src/options/duration';
+import { toMs, tryParseDuration } from '../../src/domain/duration';
 
 describe('Duration helpers', () => {
   it('seconds, minutes, hours, days return milliseconds', () => {

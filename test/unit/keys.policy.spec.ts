@@ -5,9 +5,9 @@ import {
   REUSE_TABLE,
   settledDuplicateStatuses,
   statusesThatFreeKey,
-} from '../../src/engine/keys.policy';
+} from '../../src/domain/keys.policy';
 import type { OnDuplicate, ReusePolicy } from '../../src/options/workflow-options.interface';
-import type { RunStatus } from '../../src/engine/run-info';
+import type { RunStatus } from '../../src/domain/run-info';
 
 /**
  * Every cell of the spec's two tables (spec/workflow-keys.md), written out again here by hand from

@@ -1,4 +1,4 @@
-import { WakeCoalescer } from '../../src/engine/wake.coalescer';
+import { WakeCoalescer } from '../../src/runs/wake.coalescer';
 
 describe('WakeCoalescer', () => {
   const WINDOW = 2;

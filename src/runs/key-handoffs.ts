@@ -1,7 +1,7 @@
 import type { Queryable } from '../store/db';
 import type { TxMark } from '../store/activity.store';
 import { emitKeyHandoffs } from '../observe/telemetry';
-import type { DurableCore } from './durable.core';
+import type { DurableCore } from '../core/durable.core';
 
 /**
  * Counts `durable.key.handoff` for the runAgain hand-offs the key trigger (`runs_key_handoff`) made

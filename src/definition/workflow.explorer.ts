@@ -1,11 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { DiscoveryService, Reflector } from '@nestjs/core';
-import { STEPS_METADATA, WORKFLOW_METADATA } from '../decorators/metadata.constants';
-import type { StepMetadata } from '../decorators/step.decorator';
-import type { WorkflowMetadata } from '../decorators/workflow.decorator';
-import { toMs } from '../options/duration';
-import { resolveRetry } from '../engine/retry.policy';
-import { DEFAULT_ON_DUPLICATE, DEFAULT_REUSE } from '../engine/keys.policy';
+import { STEPS_METADATA, WORKFLOW_METADATA } from './metadata.constants';
+import type { StepMetadata } from './step.decorator';
+import type { WorkflowMetadata } from './workflow.decorator';
+import { toMs } from '../domain/duration';
+import { resolveRetry } from '../domain/retry.policy';
+import { DEFAULT_ON_DUPLICATE, DEFAULT_REUSE } from '../domain/keys.policy';
 import type { StepDefinition, WorkflowDefinition } from './workflow-definition';
 import { WorkflowRegistry } from './workflow.registry';
 

@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import type { Queryable } from '../store/db';
 import { ANALYZED_TABLES, type AnalyzedTable } from '../store/runs.store';
-import { DurableCore } from './durable.core';
-import { FlowsEngine } from '../flows/flows.service';
-import { countKeyHandoffs } from './key-handoffs';
+import { DurableCore } from '../core/durable.core';
+import { FlowsEngine } from '../flows/flows.engine';
+import { countKeyHandoffs } from '../runs/key-handoffs';
 
 /** Rows deleted per prune statement (keeps each statement short). */
 const PRUNE_BATCH = 5_000;

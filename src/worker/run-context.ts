@@ -1,12 +1,12 @@
 import type { EntityManager } from 'typeorm';
 import { CancelledError } from '../errors';
 import { managerQueryable } from '../store/db';
-import type { DurableCore } from './durable.core';
-import { assertValid, jsonProblem } from './input.validation';
+import type { DurableCore } from '../core/durable.core';
+import { assertValid, jsonProblem } from '../domain/validation';
 import { FlowContextImpl, type FlowContext, type FlowNodeInfo } from '../flows/flow-context';
-import type { WorkflowRef } from '../discovery/workflow.registry';
-import type { Duration } from '../options/duration';
-import { Suspension } from './suspension';
+import type { WorkflowRef } from '../definition/workflow.registry';
+import type { Duration } from '../domain/duration';
+import { Suspension } from '../domain/suspension';
 import type { WaitRow } from '../store/waits.store';
 import { callChildren, sleep, waitFor, type CallOptions, type ChildCall, type WaitOptions, type WaitScope } from './waits';
 

@@ -5,17 +5,17 @@ import { CronJob, CronTime } from 'cron';
 import { ValidationError } from 'class-validator';
 import type { EntityManager } from 'typeorm';
 import { KeyTakenError, ScheduleNotFoundError } from '../errors';
-import { SCHEDULES_METADATA, type ScheduleMetadata, type ScheduleOptions } from '../decorators/schedule.decorator';
-import { WORKFLOW_METADATA } from '../decorators/metadata.constants';
-import type { WorkflowMetadata } from '../decorators/workflow.decorator';
-import type { WorkflowRef } from '../discovery/workflow.registry';
+import { SCHEDULES_METADATA, type ScheduleMetadata, type ScheduleOptions } from '../definition/schedule.decorator';
+import { WORKFLOW_METADATA } from '../definition/metadata.constants';
+import type { WorkflowMetadata } from '../definition/workflow.decorator';
+import type { WorkflowRef } from '../definition/workflow.registry';
 import { managerQueryable } from '../store/db';
 import { SchedulesStore, type ClaimedTick, type ScheduleRow } from '../store/schedules.store';
-import { DurableCore } from './durable.core';
-import { serializeError } from './error.serialize';
-import { assertValid, jsonProblem, keyProblem } from './input.validation';
-import type { StartResult } from './run-info';
-import { Starter } from './start';
+import { DurableCore } from '../core/durable.core';
+import { serializeError } from '../domain/serialize-error';
+import { assertValid, jsonProblem, keyProblem } from '../domain/validation';
+import type { StartResult } from '../domain/run-info';
+import { Starter } from '../runs/starter';
 
 /** A stored schedule as `listSchedules` returns it. */
 export interface ScheduleInfo {

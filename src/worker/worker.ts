@@ -2,9 +2,9 @@ import { Injectable, OnApplicationBootstrap, BeforeApplicationShutdown } from '@
 import { CancelledError } from '../errors';
 import type { ClaimedRow } from '../store/runs.store';
 import { DedicatedConnection } from './dedicated-connection';
-import { DurableCore } from './durable.core';
-import { Execution } from './executor';
-import { countKeyHandoffs } from './key-handoffs';
+import { DurableCore } from '../core/durable.core';
+import { Execution } from './execution';
+import { countKeyHandoffs } from '../runs/key-handoffs';
 import { Maintenance } from './maintenance';
 import { TransitionBatcher } from './transition.batcher';
 

@@ -1,6 +1,6 @@
 import type { Queryable } from '../store/db';
 import { inboxMark, type EventKind, type EventsStore } from '../store/events.store';
-import { isFinished } from './run-info';
+import { isFinished } from '../domain/run-info';
 
 /** What `sendEvent` did with the event. */
 export type SendEventOutcome = 'delivered' | 'kept' | 'dropped';

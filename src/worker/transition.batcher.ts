@@ -2,7 +2,7 @@ import type { Logger } from '@nestjs/common';
 import { sqlState, type Queryable } from '../store/db';
 import type { RunsStore, Transition } from '../store/runs.store';
 import type { TxMark } from '../store/activity.store';
-import { GroupCommit } from './group-commit';
+import { GroupCommit } from '../core/group-commit';
 
 interface Pending {
   t: Transition;

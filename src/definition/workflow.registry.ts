@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { UnknownWorkflowError } from '../errors';
-import { WORKFLOW_METADATA } from '../decorators/metadata.constants';
-import type { WorkflowMetadata } from '../decorators/workflow.decorator';
+import { WORKFLOW_METADATA } from './metadata.constants';
+import type { WorkflowMetadata } from './workflow.decorator';
 import type { WorkflowDefinition } from './workflow-definition';
 
 /** A workflow given by its class or by its name. */

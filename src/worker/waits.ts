@@ -1,14 +1,14 @@
 import { CancelledError, ChildFailedError, TimeoutError } from '../errors';
-import type { WorkflowRef } from '../discovery/workflow.registry';
+import type { WorkflowRef } from '../definition/workflow.registry';
 import type { EventKind } from '../store/events.store';
 import type { NewRun } from '../store/runs.store';
 import type { WaitRow } from '../store/waits.store';
-import { toMs, type Duration } from '../options/duration';
-import type { DurableCore } from './durable.core';
-import { assertValid, jsonProblem } from './input.validation';
-import { isFinished } from './run-info';
-import { Suspension } from './suspension';
-import { uuidv7 } from './uuid';
+import { toMs, type Duration } from '../domain/duration';
+import type { DurableCore } from '../core/durable.core';
+import { assertValid, jsonProblem } from '../domain/validation';
+import { isFinished } from '../domain/run-info';
+import { Suspension } from '../domain/suspension';
+import { uuidv7 } from '../domain/uuid';
 import { traceCarrier } from '../observe/telemetry';
 
 /** Marks an error that fails the step for good (its retries would fail the same way). */

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { DurableCore } from '../engine/durable.core';
-import { assertValid, uuidProblem } from '../engine/input.validation';
-import type { RunStatus } from '../engine/run-info';
-import type { WorkflowRef } from '../discovery/workflow.registry';
+import { DurableCore } from '../core/durable.core';
+import { assertValid, uuidProblem } from '../domain/validation';
+import type { RunStatus } from '../domain/run-info';
+import type { WorkflowRef } from '../definition/workflow.registry';
 
 /** One entry of the activity log. */
 export interface ActivityEvent {

@@ -1,8 +1,8 @@
 import { SetMetadata } from '@nestjs/common';
 import { DurableValidationError } from '../errors';
 import type { WorkflowOptions } from '../options/workflow-options.interface';
-import { assertValid, onDuplicateProblem, reuseProblem } from '../engine/input.validation';
-import { DEFAULT_REUSE } from '../engine/keys.policy';
+import { assertValid, onDuplicateProblem, reuseProblem } from '../domain/validation';
+import { DEFAULT_REUSE } from '../domain/keys.policy';
 import { WORKFLOW_METADATA } from './metadata.constants';
 
 /** What `@Workflow` records on its class. */

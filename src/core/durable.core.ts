@@ -1,13 +1,13 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import type { Pool } from 'pg';
 import { DataSource } from 'typeorm';
-import { DURABLE_OPTIONS } from '../durable.module-definition';
-import { LOG_CONTEXT } from '../durable.constants';
+import { DURABLE_OPTIONS } from '../options/durable.module-definition';
+import { LOG_CONTEXT } from './durable.constants';
 import { DurableValidationError } from '../errors';
 import type { DurableModuleOptions } from '../options/durable-options.interface';
 import { resolveOptions, ResolvedOptions } from '../options/resolve-options';
-import { WorkflowExplorer } from '../discovery/workflow.explorer';
-import { WorkflowRegistry } from '../discovery/workflow.registry';
+import { WorkflowExplorer } from '../definition/workflow.explorer';
+import { WorkflowRegistry } from '../definition/workflow.registry';
 import { Db } from '../store/db';
 import { RunsStore } from '../store/runs.store';
 import { NodesStore } from '../store/nodes.store';
@@ -17,7 +17,7 @@ import { EventsStore } from '../store/events.store';
 import { WaitsStore } from '../store/waits.store';
 import { runMigrations } from '../store/migrator';
 import { RunRow, toRunInfo } from '../store/run-row';
-import type { RunInfo } from './run-info';
+import type { RunInfo } from '../domain/run-info';
 
 /**
  * The module's shared parts: resolved options, the DataSource and its pool, the stores and the

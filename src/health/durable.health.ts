@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
-import { toMs, type Duration } from '../options/duration';
-import { DurableCore } from '../engine/durable.core';
-import { Worker } from '../engine/worker';
+import { toMs, type Duration } from '../domain/duration';
+import { DurableCore } from '../core/durable.core';
+import { Worker } from '../worker/worker';
 
 /** How long the database may take to answer the health query. */
 const DB_TIMEOUT_MS = 2_000;

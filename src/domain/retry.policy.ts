@@ -1,6 +1,6 @@
 import type { RetryPolicy } from '../options/workflow-options.interface';
-import type { ResolvedRetry } from '../discovery/workflow-definition';
-import { toMs } from '../options/duration';
+import type { ResolvedRetry } from '../definition/workflow-definition';
+import { toMs } from './duration';
 
 /** The default retry policy of API.md. */
 export const DEFAULT_RETRY: ResolvedRetry = {

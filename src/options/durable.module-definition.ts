@@ -1,5 +1,5 @@
 import { ConfigurableModuleBuilder } from '@nestjs/common';
-import type { DurableModuleOptions } from './options/durable-options.interface';
+import type { DurableModuleOptions } from './durable-options.interface';
 
 /** forRoot / forRootAsync and the options token, generated the Nest way. */
 export const {

@@ -1,6 +1,6 @@
 import { sqlState } from '../store/db';
 import type { StartRow, StartAnswer } from '../store/runs.store';
-import { GroupCommit } from './group-commit';
+import { GroupCommit } from '../core/group-commit';
 
 interface Pending {
   start: StartRow;

@@ -1,5 +1,5 @@
 import { DurableValidationError } from '../errors';
-import { problem } from '../engine/input.validation';
+import { problem } from './validation';
 
 /** Milliseconds, or a string such as `'500ms'`, `'30s'`, `'5m'`, `'2h'`, `'7d'`. */
 export type Duration = number | string;
