@@ -25,7 +25,7 @@ function loadLibrary() {
     try {
       return require(id);
     } catch (e) {
-      if (id === '..') throw new Error(`nestjs-durable is not built (run \`npm run build\` at the repo root): ${e.message}`);
+      if (id === '..') throw new Error(`nestjs-durable is not built (run \`npm run build\` at the repo root): ${e.message}`, { cause: e });
     }
   }
 }
@@ -142,7 +142,12 @@ async function main() {
   } finally {
     await app.close();
   }
-  console.log(`nestjs-durable DAG flows — ${os.cpus().length} CPUs, load ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}, worker concurrency ${CONCURRENCY}, ${ROUNDS} rounds`);
+  console.log(
+    `nestjs-durable DAG flows — ${os.cpus().length} CPUs, load ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}, worker concurrency ${CONCURRENCY}, ${ROUNDS} rounds`,
+  );
   console.log('| scenario | nodes | median | best | insert (median) | nodes/s | target |');
   console.log('|---|---:|---:|---:|---:|---:|---|');
   for (const r of results) {

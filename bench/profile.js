@@ -13,16 +13,25 @@ const { log, sleep } = require('./lib/util');
 
 const TOP = Number(process.env.BENCH_PROFILE_TOP || 25);
 const variant = process.env.BENCH_ONLY || 'ours';
-const SCHEMAS = { ours: process.env.BENCH_OURS_SCHEMA || 'bench_durable', graphile: 'bench_graphile', 'graphile-default': 'bench_graphile', pgboss: 'bench_pgboss', raw: 'bench_raw' };
+const SCHEMAS = {
+  ours: process.env.BENCH_OURS_SCHEMA || 'bench_durable',
+  graphile: 'bench_graphile',
+  'graphile-default': 'bench_graphile',
+  pgboss: 'bench_pgboss',
+  raw: 'bench_raw',
+};
 const outDir = path.join(__dirname, 'results', 'prof');
 
 function child(url, group, n, nodeArgs = []) {
   return new Promise((resolve) => {
     const c = fork(path.join(__dirname, 'lib', 'child.js'), [variant, group, 'drain'], {
-      env: { ...process.env, BENCH_URL: url, BENCH_REPS: '1', BENCH_PROFILE_N: String(n) }, execArgv: nodeArgs,
+      env: { ...process.env, BENCH_URL: url, BENCH_REPS: '1', BENCH_PROFILE_N: String(n) },
+      execArgv: nodeArgs,
     });
     let msg = null;
-    c.on('message', (m) => { msg = m; });
+    c.on('message', (m) => {
+      msg = m;
+    });
     c.on('exit', () => resolve(msg));
   });
 }
@@ -59,21 +68,42 @@ function summarizeCpuProfile(file, from = -Infinity, to = Infinity) {
     cat.set(c, (cat.get(c) || 0) + us);
   }
   const pct = (us) => `${((us / total) * 100).toFixed(1).padStart(5)}%`;
-  const rows = (m) => [...m.entries()].sort((a, b) => b[1] - a[1]).slice(0, TOP).map(([k, us]) => `${pct(us)} ${(us / 1000).toFixed(0).padStart(7)} ms  ${k}`);
+  const rows = (m) =>
+    [...m.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, TOP)
+      .map(([k, us]) => `${pct(us)} ${(us / 1000).toFixed(0).padStart(7)} ms  ${k}`);
   return { totalMs: total / 1000, functions: rows(fn), categories: rows(cat) };
 }
 
 async function pgStatStatements(c) {
   const pre = (await c.query(`select setting from pg_settings where name = 'shared_preload_libraries'`)).rows[0].setting;
-  if (!/pg_stat_statements/.test(pre)) return { available: false, why: `pg_stat_statements is not in shared_preload_libraries ('${pre}'); restart Postgres with shared_preload_libraries = 'pg_stat_statements' to get per-statement totals` };
-  try { await c.query('create extension if not exists pg_stat_statements'); } catch (e) { return { available: false, why: e.message }; }
+  if (!/pg_stat_statements/.test(pre))
+    return {
+      available: false,
+      why: `pg_stat_statements is not in shared_preload_libraries ('${pre}'); restart Postgres with shared_preload_libraries = 'pg_stat_statements' to get per-statement totals`,
+    };
+  try {
+    await c.query('create extension if not exists pg_stat_statements');
+  } catch (e) {
+    return { available: false, why: e.message };
+  }
   return { available: true };
 }
 
 async function counters(c, schema) {
-  const db = (await c.query(`select xact_commit::bigint c, xact_rollback::bigint r, blks_hit::bigint h, blks_read::bigint rd, tup_inserted::bigint i, tup_updated::bigint u, tup_deleted::bigint d, tup_returned::bigint ret, tup_fetched::bigint f from pg_stat_database where datname = current_database()`)).rows[0];
+  const db = (
+    await c.query(
+      `select xact_commit::bigint c, xact_rollback::bigint r, blks_hit::bigint h, blks_read::bigint rd, tup_inserted::bigint i, tup_updated::bigint u, tup_deleted::bigint d, tup_returned::bigint ret, tup_fetched::bigint f from pg_stat_database where datname = current_database()`,
+    )
+  ).rows[0];
   const wal = (await c.query(`select pg_current_wal_lsn() lsn`)).rows[0].lsn;
-  const tables = (await c.query(`select relname, n_tup_ins::bigint ins, n_tup_upd::bigint upd, n_tup_hot_upd::bigint hot, n_tup_del::bigint del, seq_scan::bigint seq, idx_scan::bigint idx from pg_stat_user_tables where schemaname = $1`, [schema])).rows;
+  const tables = (
+    await c.query(
+      `select relname, n_tup_ins::bigint ins, n_tup_upd::bigint upd, n_tup_hot_upd::bigint hot, n_tup_del::bigint del, seq_scan::bigint seq, idx_scan::bigint idx from pg_stat_user_tables where schemaname = $1`,
+      [schema],
+    )
+  ).rows;
   return { db, wal, tables };
 }
 
@@ -87,7 +117,10 @@ async function main() {
   const n = Math.round(100000 * Number(process.env.BENCH_SCALE || 0.5));
   fs.mkdirSync(outDir, { recursive: true });
   const report = [];
-  const out = (s = '') => { report.push(s); console.log(s); };
+  const out = (s = '') => {
+    report.push(s);
+    console.log(s);
+  };
 
   log(`profile: ${variant}, one-step drain of ${n} runs`);
   const enq = await child(url, 'enqueue', n);
@@ -110,15 +143,18 @@ async function main() {
   const sampler = (async () => {
     while (sampling) {
       // only this system's statements: other sessions (tests, other tools) may share the database
-      const { rows } = await c.query(`select state, wait_event_type, wait_event, left(regexp_replace(query, '\\s+', ' ', 'g'), 160) q from pg_stat_activity
+      const { rows } = await c.query(
+        `select state, wait_event_type, wait_event, left(regexp_replace(query, '\\s+', ' ', 'g'), 160) q from pg_stat_activity
         where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend' and application_name <> 'bench-profiler'
-          and state = 'active' and strpos(query, $1) > 0`, [SCHEMAS[variant]]);
+          and state = 'active' and strpos(query, $1) > 0`,
+        [SCHEMAS[variant]],
+      );
       nSamples++;
       for (const r of rows) {
         if (r.state === 'idle') continue;
         const key = `${r.state === 'active' ? '' : `[${r.state}] `}${r.q}`;
         samples.set(key, (samples.get(key) || 0) + 1);
-        const w = r.wait_event_type ? `${r.wait_event_type}:${r.wait_event}` : (r.state === 'active' ? 'CPU (no wait event)' : r.state);
+        const w = r.wait_event_type ? `${r.wait_event_type}:${r.wait_event}` : r.state === 'active' ? 'CPU (no wait event)' : r.state;
         waits.set(w, (waits.get(w) || 0) + 1);
       }
       await sleep(10);
@@ -137,22 +173,34 @@ async function main() {
   out(`# Profile: ${variant}, one-step drain of ${n} runs (${new Date().toISOString()})`);
   out('');
   out(`drain: ${Math.round(res.result.drainMs)} ms, ${Math.round(res.result.rate)} runs/s (child wall ${wall} ms incl. boot)`);
-  const prof = fs.readdirSync(outDir).filter((f) => f.endsWith('.cpuprofile')).map((f) => path.join(outDir, f)).sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0];
+  const prof = fs
+    .readdirSync(outDir)
+    .filter((f) => f.endsWith('.cpuprofile'))
+    .map((f) => path.join(outDir, f))
+    .sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0];
   const s = summarizeCpuProfile(prof, Number(res.result.hrStart), Number(res.result.hrEnd));
   out('');
-  out(`## Node CPU profile (${path.relative(process.cwd(), prof)}, ${Math.round(s.totalMs)} ms sampled inside the timed drain, boot and module loading excluded; self time)`);
+  out(
+    `## Node CPU profile (${path.relative(process.cwd(), prof)}, ${Math.round(s.totalMs)} ms sampled inside the timed drain, boot and module loading excluded; self time)`,
+  );
   out('');
   out('By package / file:');
-  out('```'); s.categories.forEach((r) => out(r)); out('```');
+  out('```');
+  s.categories.forEach((r) => out(r));
+  out('```');
   out(`Top ${TOP} functions:`);
-  out('```'); s.functions.forEach((r) => out(r)); out('```');
+  out('```');
+  s.functions.forEach((r) => out(r));
+  out('```');
 
   out('');
   out('## Postgres');
   const d = (k) => Number(after.db[k]) - Number(before.db[k]);
   const walBytes = Number((await c.query('select pg_wal_lsn_diff($1, $2)::bigint b', [after.wal, before.wal])).rows[0].b);
   out('');
-  out(`per run: ${(d('c') / n).toFixed(2)} commits, ${(walBytes / n).toFixed(0)} WAL bytes, ${(d('i') / n).toFixed(2)} rows inserted, ${(d('u') / n).toFixed(2)} updated, ${(d('d') / n).toFixed(2)} deleted, ${(d('f') / n).toFixed(1)} rows fetched (database-wide, includes the profiler's own queries)`);
+  out(
+    `per run: ${(d('c') / n).toFixed(2)} commits, ${(walBytes / n).toFixed(0)} WAL bytes, ${(d('i') / n).toFixed(2)} rows inserted, ${(d('u') / n).toFixed(2)} updated, ${(d('d') / n).toFixed(2)} deleted, ${(d('f') / n).toFixed(1)} rows fetched (database-wide, includes the profiler's own queries)`,
+  );
   out('');
   out('Tables (deltas):');
   out('```');
@@ -174,7 +222,9 @@ async function main() {
   }
   const top = (m) => [...m.entries()].sort((a, b) => b[1] - a[1]).slice(0, TOP);
   out('');
-  out(`pg_stat_activity sampling (${nSamples} samples, active backends running statements on ${SCHEMAS[variant]} only; share of samples in which a backend was busy with the statement — can add up past 100% with several backends):`);
+  out(
+    `pg_stat_activity sampling (${nSamples} samples, active backends running statements on ${SCHEMAS[variant]} only; share of samples in which a backend was busy with the statement — can add up past 100% with several backends):`,
+  );
   out('```');
   for (const [q, k] of top(samples)) out(`${((k / nSamples) * 100).toFixed(1).padStart(6)}%  ${q}`);
   out('```');
@@ -189,4 +239,8 @@ async function main() {
   await stopEmbedded();
 }
 
-main().catch(async (e) => { console.error(e); await stopEmbedded(); process.exit(1); });
+main().catch(async (e) => {
+  console.error(e);
+  await stopEmbedded();
+  process.exit(1);
+});

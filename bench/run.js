@@ -8,7 +8,13 @@ const { METRICS, GROUP_OF, sizes, sizesFor, reps, fmt, boxMs, enqueueBoxMs, star
 const { summarize, log, scale } = require('./lib/util');
 
 const ALL_VARIANTS = ['ours', 'graphile', 'graphile-default', 'pgboss', 'raw'];
-const LABEL = { ours: 'nestjs-durable', graphile: 'graphile-worker (local queue + batched completion)', 'graphile-default': 'graphile-worker (defaults)', pgboss: 'pg-boss', raw: 'raw SQL reference (Postgres floor on this machine)' };
+const LABEL = {
+  ours: 'nestjs-durable',
+  graphile: 'graphile-worker (local queue + batched completion)',
+  'graphile-default': 'graphile-worker (defaults)',
+  pgboss: 'pg-boss',
+  raw: 'raw SQL reference (Postgres floor on this machine)',
+};
 const SHORT = { ours: 'ours', graphile: 'graphile (batched)', 'graphile-default': 'graphile (default)', pgboss: 'pg-boss', raw: 'raw SQL' };
 const ALL_METRICS = ['drain', 'five', 'starts1', 'starts16', 'starts1n', 'starts16n', 'bulk', 'p50', 'p99'];
 // graphile's producer side does not depend on the worker configuration, so the default configuration
@@ -16,16 +22,30 @@ const ALL_METRICS = ['drain', 'five', 'starts1', 'starts16', 'starts1n', 'starts
 const DEFAULT_GRAPHILE_METRICS = new Set((process.env.BENCH_GRAPHILE_DEFAULT_METRICS || 'drain,p50,p99').split(','));
 
 function selectedVariants() {
-  const only = (process.env.BENCH_ONLY || '').split(',').map((s) => s.trim()).filter(Boolean);
+  const only = (process.env.BENCH_ONLY || '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (!only.length) return ALL_VARIANTS;
   return ALL_VARIANTS.filter((v) => only.some((o) => v === o || (o === 'graphile' && v.startsWith('graphile'))));
 }
 function selectedMetrics() {
-  const s = (process.env.BENCH_SCENARIOS || '').split(',').map((x) => x.trim()).filter(Boolean);
+  const s = (process.env.BENCH_SCENARIOS || '')
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean);
   if (!s.length) return ALL_METRICS;
   const out = new Set();
   for (const x of s) {
-    if (x === 'starts') { out.add('starts1'); out.add('starts16'); out.add('starts1n'); out.add('starts16n'); } else if (x === 'latency') { out.add('p50'); out.add('p99'); } else if (METRICS[x]) out.add(x);
+    if (x === 'starts') {
+      out.add('starts1');
+      out.add('starts16');
+      out.add('starts1n');
+      out.add('starts16n');
+    } else if (x === 'latency') {
+      out.add('p50');
+      out.add('p99');
+    } else if (METRICS[x]) out.add(x);
     else throw new Error(`unknown scenario ${x} (use drain, bulk, five, starts, latency)`);
   }
   return ALL_METRICS.filter((m) => out.has(m));
@@ -34,11 +54,20 @@ function selectedMetrics() {
 function runChild(url, variant, group, wanted) {
   return new Promise((resolve) => {
     const child = fork(path.join(__dirname, 'lib', 'child.js'), [variant, group, wanted.join(',')], {
-      env: { ...process.env, BENCH_URL: url }, execArgv: ['--enable-source-maps', ...(process.env.BENCH_CHILD_NODE_ARGS || '').split(' ').filter(Boolean)],
+      env: { ...process.env, BENCH_URL: url },
+      execArgv: ['--enable-source-maps', ...(process.env.BENCH_CHILD_NODE_ARGS || '').split(' ').filter(Boolean)],
     });
     let msg = null;
-    const kill = setTimeout(() => { log(`  ${variant} ${group}: child timeout, killing`); child.kill('SIGKILL'); }, Number(process.env.BENCH_CHILD_TIMEOUT_MS || 300000));
-    child.on('message', (m) => { msg = m; });
+    const kill = setTimeout(
+      () => {
+        log(`  ${variant} ${group}: child timeout, killing`);
+        child.kill('SIGKILL');
+      },
+      Number(process.env.BENCH_CHILD_TIMEOUT_MS || 300000),
+    );
+    child.on('message', (m) => {
+      msg = m;
+    });
     child.on('exit', (code) => {
       clearTimeout(kill);
       resolve(msg || { ok: false, variant, group, error: `child exited with code ${code} before reporting` });
@@ -67,8 +96,14 @@ function snapshotLibrary() {
     commit = execSync('git rev-parse --short HEAD', { cwd: root }).toString().trim();
     const dirty = execSync('git status --porcelain -- src migrations', { cwd: root }).toString().trim();
     if (dirty) commit += ' (+ uncommitted changes in src/ or migrations/)';
-  } catch { /* not a git checkout */ }
-  if (process.env.BENCH_NO_SNAPSHOT || !fs.existsSync(path.join(dist, 'src', 'index.js'))) return { commit, built: fs.existsSync(path.join(dist, 'src', 'index.js')) ? fs.statSync(path.join(dist, 'src', 'index.js')).mtime.toISOString() : 'not built' };
+  } catch {
+    /* not a git checkout */
+  }
+  if (process.env.BENCH_NO_SNAPSHOT || !fs.existsSync(path.join(dist, 'src', 'index.js')))
+    return {
+      commit,
+      built: fs.existsSync(path.join(dist, 'src', 'index.js')) ? fs.statSync(path.join(dist, 'src', 'index.js')).mtime.toISOString() : 'not built',
+    };
   const snap = path.join(__dirname, '.lib-snapshot');
   fs.rmSync(snap, { recursive: true, force: true });
   fs.cpSync(dist, path.join(snap, 'dist'), { recursive: true });
@@ -108,13 +143,15 @@ async function main() {
       info[variant] = info[variant] || { errors: [] };
       if (r.describe) info[variant].describe = r.describe;
       if (r.fiveStepModel) info[variant].fiveStepModel = r.fiveStepModel;
-      if (!r.ok) { info[variant].errors.push(`${group}: ${r.error}`); continue; }
+      if (!r.ok) {
+        info[variant].errors.push(`${group}: ${r.error}`);
+        continue;
+      }
       for (const m of wanted) if (r.result[m]) (results[variant] = results[variant] || {})[m] = summarize(r.result[m]);
       for (const [m, v] of Object.entries(r.result.meta || {})) (info[variant].meta = info[variant].meta || {})[m] = v;
     }
   }
 
-  const others = variants.filter((v) => v !== 'ours');
   const verdict = (m, st) => {
     const t = /^([≥≤])\s*([\d,.]+)/.exec(METRICS[m].target);
     if (!t || !st) return '';
@@ -123,21 +160,40 @@ async function main() {
     const f = t[1] === '≥' ? st.median / goal : goal / st.median;
     return ok ? `met (${f.toFixed(2)}× target)` : `missed: ${(f * 100).toFixed(0)}% of target`;
   };
-  const head = ['Scenario', 'target (ours)', ...(variants.includes('ours') ? ['ours vs target'] : []), ...variants.flatMap((v) => (v === 'ours' ? [SHORT[v]] : [SHORT[v], `ours / ${SHORT[v]}`]))];
-  const rows = metrics.filter((m) => variants.some((v) => results[v] && results[v][m])).map((m) => {
-    const mine = results.ours && results.ours[m];
-    return [`${METRICS[m].title}, ${METRICS[m].unit}`, METRICS[m].target, ...(variants.includes('ours') ? [verdict(m, mine)] : []),
-      ...variants.flatMap((v) => { const s = results[v] && results[v][m]; return v === 'ours' ? [cell(s, m)] : [cell(s, m), variants.includes('ours') ? ratio(mine, s) : '']; })];
-  });
+  const head = [
+    'Scenario',
+    'target (ours)',
+    ...(variants.includes('ours') ? ['ours vs target'] : []),
+    ...variants.flatMap((v) => (v === 'ours' ? [SHORT[v]] : [SHORT[v], `ours / ${SHORT[v]}`])),
+  ];
+  const rows = metrics
+    .filter((m) => variants.some((v) => results[v] && results[v][m]))
+    .map((m) => {
+      const mine = results.ours && results.ours[m];
+      return [
+        `${METRICS[m].title}, ${METRICS[m].unit}`,
+        METRICS[m].target,
+        ...(variants.includes('ours') ? [verdict(m, mine)] : []),
+        ...variants.flatMap((v) => {
+          const s = results[v] && results[v][m];
+          return v === 'ours' ? [cell(s, m)] : [cell(s, m), variants.includes('ours') ? ratio(mine, s) : ''];
+        }),
+      ];
+    });
   const table = [head, head.map(() => '---'), ...rows].map((r) => `| ${r.join(' | ')} |`).join('\n');
 
   const notes = [];
-  notes.push(`Each cell: median of ${reps()} runs (min–max). Ratios are ours ÷ theirs on the median: above 1 is better for throughput, below 1 is better for latency. For latency, "% of target" is target ÷ ours.`);
-  notes.push(`Sizes: drain ${fmt(sz.drain)} one-step runs; five-step ${fmt(sz.five)} runs (${fmt(sz.five * 5)} checkpoints); starts ${fmt(sz.starts)} per caller count (16 callers share them); bulk = the drain's enqueue phase (${fmt(sz.drain)} runs in batches of ${fmt(sz.batch)}); latency ${fmt(sz.latency)} sequential samples after 20 warm-up.`);
+  notes.push(
+    `Each cell: median of ${reps()} runs (min–max). Ratios are ours ÷ theirs on the median: above 1 is better for throughput, below 1 is better for latency. For latency, "% of target" is target ÷ ours.`,
+  );
+  notes.push(
+    `Sizes: drain ${fmt(sz.drain)} one-step runs; five-step ${fmt(sz.five)} runs (${fmt(sz.five * 5)} checkpoints); starts ${fmt(sz.starts)} per caller count (16 callers share them); bulk = the drain's enqueue phase (${fmt(sz.drain)} runs in batches of ${fmt(sz.batch)}); latency ${fmt(sz.latency)} sequential samples after 20 warm-up.`,
+  );
   const capped = [];
   for (const v of variants) {
     const s = sizesFor(v);
-    for (const k of ['drain', 'five', 'latency']) if (s[k] !== sz[k]) capped.push(`${SHORT[v]} ${k} ${fmt(s[k])}${k === 'five' ? ' runs' : k === 'latency' ? ' samples' : ' runs'}`);
+    for (const k of ['drain', 'five', 'latency'])
+      if (s[k] !== sz[k]) capped.push(`${SHORT[v]} ${k} ${fmt(s[k])}${k === 'five' ? ' runs' : k === 'latency' ? ' samples' : ' runs'}`);
   }
   const boxedNotes = [];
   for (const v of variants) {
@@ -145,29 +201,55 @@ async function main() {
       const b = list.filter((x) => x.boxed);
       if (!b.length) continue;
       const u = b.map((x) => x.units).sort((a, c) => a - c);
-      boxedNotes.push(`${SHORT[v]} ${m} ${b.length}/${list.length} reps (${fmt(u[0])}${u.length > 1 ? `–${fmt(u.at(-1))}` : ''} of ${fmt(b[0].of)}${m === 'five' ? ' checkpoints' : ''})`);
+      boxedNotes.push(
+        `${SHORT[v]} ${m} ${b.length}/${list.length} reps (${fmt(u[0])}${u.length > 1 ? `–${fmt(u.at(-1))}` : ''} of ${fmt(b[0].of)}${m === 'five' ? ' checkpoints' : ''})`,
+      );
     }
   }
-  const startups = variants.map((v) => {
-    const l = ((info[v] && info[v].meta && info[v].meta.drain) || []).map((x) => x.startupMs).filter(Number.isFinite).sort((a, c) => a - c);
-    return l.length ? `${SHORT[v]} ${Math.round(l[l.length >> 1])}` : null;
-  }).filter(Boolean);
+  const startups = variants
+    .map((v) => {
+      const l = ((info[v] && info[v].meta && info[v].meta.drain) || [])
+        .map((x) => x.startupMs)
+        .filter(Number.isFinite)
+        .sort((a, c) => a - c);
+      return l.length ? `${SHORT[v]} ${Math.round(l[l.length >> 1])}` : null;
+    })
+    .filter(Boolean);
   if (startups.length) notes.push(`Drain start-up, worker-start call to first handler call (ms, median; inside the drain time): ${startups.join('; ')}.`);
-  notes.push(`Time boxes: enqueue ${enqueueBoxMs() / 1000} s, drain and five-step ${boxMs() / 1000} s, each starts measurement ${startsBoxMs() / 1000} s per repetition; a box that ends first gives the rate over the part done inside it.${boxedNotes.length ? ` Boxed here: ${boxedNotes.join('; ')}.` : ' None was hit.'}`);
-  if (capped.length) notes.push(`Capped to stay inside the time budget (a slow system at that work, or pg-boss's 0.5 s poll per latency sample): ${capped.join('; ')}.`);
-  notes.push('Drain: all runs enqueued first (bulk), `ANALYZE` on the system\'s tables, then timed from the worker-start call until the database shows every run completed (graphile deletes completed jobs: queue empty). Pickup latency: from just before the start/addJob/send call to the first line of the step handler, one run at a time on an idle worker, 2 ms apart (pg-boss: 2 ms + a random part of its polling interval, so samples do not phase-lock to its poll loop).');
+  notes.push(
+    `Time boxes: enqueue ${enqueueBoxMs() / 1000} s, drain and five-step ${boxMs() / 1000} s, each starts measurement ${startsBoxMs() / 1000} s per repetition; a box that ends first gives the rate over the part done inside it.${boxedNotes.length ? ` Boxed here: ${boxedNotes.join('; ')}.` : ' None was hit.'}`,
+  );
+  if (capped.length)
+    notes.push(`Capped to stay inside the time budget (a slow system at that work, or pg-boss's 0.5 s poll per latency sample): ${capped.join('; ')}.`);
+  notes.push(
+    "Drain: all runs enqueued first (bulk), `ANALYZE` on the system's tables, then timed from the worker-start call until the database shows every run completed (graphile deletes completed jobs: queue empty). Pickup latency: from just before the start/addJob/send call to the first line of the step handler, one run at a time on an idle worker, 2 ms apart (pg-boss: 2 ms + a random part of its polling interval, so samples do not phase-lock to its poll loop).",
+  );
   for (const v of variants) {
     const i = info[v] || {};
-    notes.push(`**${LABEL[v]}**: ${i.describe || ''}${i.fiveStepModel ? `; five-step modelled as ${i.fiveStepModel}` : ''}.${i.errors && i.errors.length ? ` Errors: ${i.errors.join('; ')}` : ''}`);
+    notes.push(
+      `**${LABEL[v]}**: ${i.describe || ''}${i.fiveStepModel ? `; five-step modelled as ${i.fiveStepModel}` : ''}.${i.errors && i.errors.length ? ` Errors: ${i.errors.join('; ')}` : ''}`,
+    );
   }
-  if (variants.includes('graphile-default')) notes.push(`graphile (default) runs only ${[...DEFAULT_GRAPHILE_METRICS].join(', ')}: its producer side is identical to the batched configuration.`);
+  if (variants.includes('graphile-default'))
+    notes.push(`graphile (default) runs only ${[...DEFAULT_GRAPHILE_METRICS].join(', ')}: its producer side is identical to the batched configuration.`);
 
-  notes.push(`Wall time per child (s): ${Object.entries(timings).map(([v, g]) => `${SHORT[v]} ${Object.entries(g).map(([k, x]) => `${k} ${x}`).join(', ')}`).join('; ')}.`);
+  notes.push(
+    `Wall time per child (s): ${Object.entries(timings)
+      .map(
+        ([v, g]) =>
+          `${SHORT[v]} ${Object.entries(g)
+            .map(([k, x]) => `${k} ${x}`)
+            .join(', ')}`,
+      )
+      .join('; ')}.`,
+  );
   const md = [
     `# nestjs-durable benchmark`,
     '',
     `- date: ${env.date}`,
-    `- Postgres: ${env.pgVersion} (${Object.entries(env.pgSettings).map(([k, v]) => `${k}=${v}`).join(', ')})`,
+    `- Postgres: ${env.pgVersion} (${Object.entries(env.pgSettings)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(', ')})`,
     `- nestjs-durable at ${lib.commit}, dist built ${lib.built}`,
     `- node ${env.node}; ${env.cores} cores (${env.cpu}), ${env.memGb} GB RAM`,
     `- load average (1 min) at start ${env.load1.toFixed(2)}, at end ${require('os').loadavg()[0].toFixed(2)} — the 2 cores are shared with whatever else runs on the machine`,
@@ -190,4 +272,8 @@ async function main() {
   await stopEmbedded();
 }
 
-main().catch(async (e) => { console.error(e); await stopEmbedded(); process.exit(1); });
+main().catch(async (e) => {
+  console.error(e);
+  await stopEmbedded();
+  process.exit(1);
+});

@@ -47,7 +47,11 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
   const boot = (worker) =>
     bootDurable({ schema: SCHEMA, worker: worker ? { concurrency: CONCURRENCY, pollInterval: '1s' } : false, migrationsRun: !worker }, [BenchStatements]);
   const { app: producer, durable } = await boot(false);
-  for (let left = N; left > 0; left -= 5000) await durable.startMany(BenchStatements, Array.from({ length: Math.min(5000, left) }, (_, i) => ({ input: { i } })));
+  for (let left = N; left > 0; left -= 5000)
+    await durable.startMany(
+      BenchStatements,
+      Array.from({ length: Math.min(5000, left) }, (_, i) => ({ input: { i } })),
+    );
   await withClient(URL, (c) => c.query(`ANALYZE ${SCHEMA}.runs`));
   timing = true;
   const t0 = Date.now();

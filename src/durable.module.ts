@@ -1,26 +1,47 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
-import { TerminusModule } from '@nestjs/terminus';
-import { DurableConfigurableModule } from './options/durable.module-definition';
-import { DurableService } from './durable.service';
+import { DurableConnection } from './core/durable.connection';
+import { coreProviders } from './core/stores.providers';
 import { WorkflowExplorer } from './definition/workflow.explorer';
 import { WorkflowRegistry } from './definition/workflow.registry';
-import { DurableCore } from './core/durable.core';
-import { Maintenance } from './worker/maintenance';
+import { DurableService } from './durable.service';
+import { FlowMaintenance } from './flows/flow.maintenance';
 import { FlowsEngine } from './flows/flows.engine';
-import { Starter } from './runs/starter';
-import { Worker } from './worker/worker';
-import { Scheduler } from './schedules/scheduler';
 import { DurableHealthIndicator } from './health/durable.health';
+import { DurableConfigurableModule } from './options/durable.module-definition';
 import { KeyInsights } from './runs/key-insights';
+import { RunAdmin } from './runs/run-admin';
+import { RunEvents } from './runs/run-events';
+import { RunReader } from './runs/run-reader';
+import { Starter } from './runs/starter';
+import { Scheduler } from './schedules/scheduler';
+import { Maintenance } from './worker/maintenance';
+import { Worker } from './worker/worker';
 
 /**
  * Durable, Postgres-backed workflows. `DurableModule.forRoot({ url })` or
  * `forRootAsync({ inject: [DataSource], useFactory: (dataSource) => ({ dataSource }) })`; global.
  */
 @Module({
-  imports: [DiscoveryModule, TerminusModule],
-  providers: [WorkflowRegistry, WorkflowExplorer, DurableCore, Starter, FlowsEngine, Maintenance, Worker, DurableService, DurableHealthIndicator, KeyInsights, Scheduler],
+  imports: [DiscoveryModule],
+  providers: [
+    ...coreProviders,
+    WorkflowRegistry,
+    WorkflowExplorer,
+    DurableConnection,
+    Starter,
+    RunReader,
+    RunAdmin,
+    RunEvents,
+    KeyInsights,
+    FlowsEngine,
+    FlowMaintenance,
+    Scheduler,
+    Maintenance,
+    Worker,
+    DurableService,
+    DurableHealthIndicator,
+  ],
   exports: [DurableService, DurableHealthIndicator],
 })
 export class DurableModule extends DurableConfigurableModule {}

@@ -1,4 +1,3 @@
-/* eslint-disable */
 // Jest global setup: provides a PostgreSQL for the whole run and makes sure dist/ is fresh.
 //
 // Which database:
@@ -76,14 +75,23 @@ async function startEmbedded() {
     createPostgresUser: isRoot,
     initdbFlags: ['--encoding=UTF8', '--no-sync'],
     postgresFlags: [
-      '-c', 'max_connections=400',
-      '-c', 'fsync=off',
-      '-c', 'synchronous_commit=off',
-      '-c', 'full_page_writes=off',
-      '-c', 'listen_addresses=127.0.0.1',
+      '-c',
+      'max_connections=400',
+      '-c',
+      'fsync=off',
+      '-c',
+      'synchronous_commit=off',
+      '-c',
+      'full_page_writes=off',
+      '-c',
+      'listen_addresses=127.0.0.1',
     ],
-    onLog: (m) => { if (verbose) process.stderr.write(`[embedded-pg] ${m}`); },
-    onError: (m) => { if (verbose) process.stderr.write(`[embedded-pg] ${m}\n`); },
+    onLog: (m) => {
+      if (verbose) process.stderr.write(`[embedded-pg] ${m}`);
+    },
+    onError: (m) => {
+      if (verbose) process.stderr.write(`[embedded-pg] ${m}\n`);
+    },
   });
   await pg.initialise();
   await pg.start();

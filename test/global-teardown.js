@@ -1,4 +1,3 @@
-/* eslint-disable */
 // Stops the PostgreSQL started by global-setup.js (embedded or container); nothing to do for DATABASE_URL.
 module.exports = async function globalTeardown() {
   const pg = globalThis.__DURABLE_PG__;

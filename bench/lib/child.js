@@ -4,7 +4,13 @@
 const { GROUPS } = require('./scenarios');
 const { log } = require('./util');
 
-const MODULES = { ours: '../systems/ours', graphile: '../systems/graphile', 'graphile-default': '../systems/graphile', pgboss: '../systems/pgboss', raw: '../systems/raw' };
+const MODULES = {
+  ours: '../systems/ours',
+  graphile: '../systems/graphile',
+  'graphile-default': '../systems/graphile',
+  pgboss: '../systems/pgboss',
+  raw: '../systems/raw',
+};
 
 async function main() {
   const [variant, group, wanted] = process.argv.slice(2);

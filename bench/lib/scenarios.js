@@ -36,7 +36,8 @@ const CAPS = {
 function sizesFor(name) {
   const s = sizes();
   const c = CAPS[name] || {};
-  for (const k of Object.keys(c)) if (Number.isFinite(c[k]) && c[k] > 0) s[k] = Math.min(s[k], Math.max(20, Math.round(c[k] * Math.min(1, Number(process.env.BENCH_SCALE || 1)))));
+  for (const k of Object.keys(c))
+    if (Number.isFinite(c[k]) && c[k] > 0) s[k] = Math.min(s[k], Math.max(20, Math.round(c[k] * Math.min(1, Number(process.env.BENCH_SCALE || 1)))));
   return s;
 }
 
@@ -69,8 +70,14 @@ const GROUPS = {
       }
       onRep(r, out, msg);
     }
-    if (!want.has('drain')) { delete out.drain; delete out.meta.drain; }
-    if (!want.has('bulk')) { delete out.bulk; delete out.meta.bulk; }
+    if (!want.has('drain')) {
+      delete out.drain;
+      delete out.meta.drain;
+    }
+    if (!want.has('bulk')) {
+      delete out.bulk;
+      delete out.meta.bulk;
+    }
     return out;
   },
   // Used by profile.js: enqueue in one process, drain in another (the profiled one).
@@ -121,7 +128,11 @@ const GROUPS = {
         await one('starts1n', sys.startsNotify.bind(sys), 1);
         await one('starts16n', sys.startsNotify.bind(sys), 16);
       }
-      onRep(r, out, `1 caller ${fmt(out.starts1.at(-1))}/s, 16 callers ${fmt(out.starts16.at(-1))}/s${sys.startsNotify ? `; with pg_notify ${fmt(out.starts1n.at(-1))}/s, ${fmt(out.starts16n.at(-1))}/s` : ''}`);
+      onRep(
+        r,
+        out,
+        `1 caller ${fmt(out.starts1.at(-1))}/s, 16 callers ${fmt(out.starts16.at(-1))}/s${sys.startsNotify ? `; with pg_notify ${fmt(out.starts1n.at(-1))}/s, ${fmt(out.starts16n.at(-1))}/s` : ''}`,
+      );
     }
     return out;
   },
@@ -140,8 +151,22 @@ const GROUPS = {
   },
 };
 
-const GROUP_OF = { drain: 'drain', bulk: 'drain', five: 'five', starts: 'starts', starts1: 'starts', starts16: 'starts', starts1n: 'starts', starts16n: 'starts', latency: 'latency', p50: 'latency', p99: 'latency' };
+const GROUP_OF = {
+  drain: 'drain',
+  bulk: 'drain',
+  five: 'five',
+  starts: 'starts',
+  starts1: 'starts',
+  starts16: 'starts',
+  starts1n: 'starts',
+  starts16n: 'starts',
+  latency: 'latency',
+  p50: 'latency',
+  p99: 'latency',
+};
 
-function fmt(x) { return Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : String(x); }
+function fmt(x) {
+  return Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : String(x);
+}
 
 module.exports = { GROUPS, GROUP_OF, METRICS, sizes, sizesFor, reps, fmt, log, boxMs, enqueueBoxMs, startsBoxMs };

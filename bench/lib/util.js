@@ -40,30 +40,64 @@ async function until(cond, { every = 5, timeout = 120000, what = 'condition', ca
 
 /** A counter whose waiters resolve when it reaches a target. */
 class Counter {
-  constructor() { this.n = 0; this.waiters = []; this.firstAt = 0; }
+  constructor() {
+    this.n = 0;
+    this.waiters = [];
+    this.firstAt = 0;
+  }
   inc(k = 1) {
     if (this.n === 0) this.firstAt = now();
     this.n += k;
     if (this.waiters.length) {
-      this.waiters = this.waiters.filter((w) => { if (this.n >= w.target) { w.resolve(); return false; } return true; });
+      this.waiters = this.waiters.filter((w) => {
+        if (this.n >= w.target) {
+          w.resolve();
+          return false;
+        }
+        return true;
+      });
     }
   }
-  reset() { this.n = 0; this.waiters = []; this.firstAt = 0; }
+  reset() {
+    this.n = 0;
+    this.waiters = [];
+    this.firstAt = 0;
+  }
   reach(target, timeout = 120000, what = 'counter') {
     if (this.n >= target) return Promise.resolve();
     return new Promise((resolve, reject) => {
       const t = setTimeout(() => reject(new Error(`timeout after ${timeout} ms: ${what} at ${this.n}/${target}`)), timeout);
-      this.waiters.push({ target, resolve: () => { clearTimeout(t); resolve(); } });
+      this.waiters.push({
+        target,
+        resolve: () => {
+          clearTimeout(t);
+          resolve();
+        },
+      });
     });
   }
 }
 
 /** A one-shot signal used for sequential latency samples. */
 class Signal {
-  constructor() { this.expect = null; this.resolve = null; this.at = 0; }
-  arm(tag) { this.expect = tag; return new Promise((r) => { this.resolve = r; }); }
+  constructor() {
+    this.expect = null;
+    this.resolve = null;
+    this.at = 0;
+  }
+  arm(tag) {
+    this.expect = tag;
+    return new Promise((r) => {
+      this.resolve = r;
+    });
+  }
   fire(tag) {
-    if (this.expect !== null && tag === this.expect) { const r = this.resolve; this.expect = null; this.resolve = null; r(now()); }
+    if (this.expect !== null && tag === this.expect) {
+      const r = this.resolve;
+      this.expect = null;
+      this.resolve = null;
+      r(now());
+    }
   }
 }
 
@@ -78,7 +112,12 @@ async function boxedDrain({ start, stop, complete, progress, target, boxMs, coun
   const handle = await start();
   try {
     let timer;
-    const box = new Promise((r) => { timer = setTimeout(() => { boxed = true; r('box'); }, boxMs); });
+    const box = new Promise((r) => {
+      timer = setTimeout(() => {
+        boxed = true;
+        r('box');
+      }, boxMs);
+    });
     const done = complete(() => boxed).then(() => 'done');
     const first = await Promise.race([done, box]);
     clearTimeout(timer);
@@ -88,7 +127,9 @@ async function boxedDrain({ start, stop, complete, progress, target, boxMs, coun
     const a = now();
     const units = await progress();
     return { ms: (a + now()) / 2 - t0, units, boxed: true, startupMs };
-  } finally { await stop(handle); }
+  } finally {
+    await stop(handle);
+  }
 }
 
 /** Enqueue in batches until n are in or the deadline (ms, on now()'s clock) passes. */
@@ -109,9 +150,15 @@ async function boxedCalls(n, callers, boxMs, one) {
   let done = 0;
   const t0 = now();
   const end = t0 + boxMs;
-  await Promise.all(Array.from({ length: callers }, async () => {
-    while (next < n && now() < end) { const i = next++; await one(i); done++; }
-  }));
+  await Promise.all(
+    Array.from({ length: callers }, async () => {
+      while (next < n && now() < end) {
+        const i = next++;
+        await one(i);
+        done++;
+      }
+    }),
+  );
   return { ms: now() - t0, units: done, boxed: done < n };
 }
 

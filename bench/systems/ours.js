@@ -28,13 +28,23 @@ function defineWorkflows(lib) {
     const out = Step()(cls.prototype, name, desc);
     if (out) Object.defineProperty(cls.prototype, name, out);
   };
-  class BenchNoop { async run(ctx) { signal.fire(ctx.input.i); done.inc(); } }
+  class BenchNoop {
+    async run(ctx) {
+      signal.fire(ctx.input.i);
+      done.inc();
+    }
+  }
   step(BenchNoop, 'run');
   Workflow('bench_noop')(BenchNoop);
 
   class BenchFive {
-    async s1() {} async s2() {} async s3() {} async s4() {}
-    async s5() { done.inc(); }
+    async s1() {}
+    async s2() {}
+    async s3() {}
+    async s4() {}
+    async s5() {
+      done.inc();
+    }
   }
   for (const s of ['s1', 's2', 's3', 's4', 's5']) step(BenchFive, s);
   Workflow('bench_five')(BenchFive);
@@ -61,13 +71,18 @@ function create(url) {
   }
 
   let producer = null;
-  const countOpen = (workflow) => withClient(url, async (c) => Number((await c.query(
-    `select count(*)::int n from ${SCHEMA}.runs where workflow = $1 and status <> 'completed'`, [workflow])).rows[0].n));
+  const countOpen = (workflow) =>
+    withClient(url, async (c) =>
+      Number((await c.query(`select count(*)::int n from ${SCHEMA}.runs where workflow = $1 and status <> 'completed'`, [workflow])).rows[0].n),
+    );
 
   function drain(workflow, target, boxMs, progressSql, unitsPerTarget = 1) {
     done.reset();
     return boxedDrain({
-      target, boxMs, counter: done, unitsPerTarget,
+      target,
+      boxMs,
+      counter: done,
+      unitsPerTarget,
       progress: () => withClient(url, async (c) => Number((await c.query(progressSql, [workflow])).rows[0].n)),
       start: () => makeApp(true),
       stop: ({ app }) => app.close(),
@@ -78,25 +93,44 @@ function create(url) {
     });
   }
 
-  const bulk = (cls, n, batch, deadline) => batchedUntil(n, batch, deadline, async (from, to) => {
-    const items = [];
-    for (let j = from; j < to; j++) items.push({ input: { i: j } });
-    const res = await producer.durable.startMany(cls, items);
-    const bad = res.find((r) => r && r.error);
-    if (bad) throw bad.error;
-  });
+  const bulk = (cls, n, batch, deadline) =>
+    batchedUntil(n, batch, deadline, async (from, to) => {
+      const items = [];
+      for (let j = from; j < to; j++) items.push({ input: { i: j } });
+      const res = await producer.durable.startMany(cls, items);
+      const bad = res.find((r) => r && r.error);
+      if (bad) throw bad.error;
+    });
 
   return {
-    name: 'ours', describe, fiveStepModel: 'one run of a 5-step workflow (5 checkpoints per run)',
-    async setup() { producer = await makeApp(false); },
-    async reset() { await withClient(url, (c) => truncateSchema(c, SCHEMA, /migration/)); },
-    async analyze() { await withClient(url, (c) => analyzeSchema(c, SCHEMA)); },
-    enqueueNoop(n, batch, deadline) { return bulk(BenchNoop, n, batch, deadline); },
-    drainNoop(n, boxMs) { return drain('bench_noop', n, boxMs, `select count(*)::int n from ${SCHEMA}.runs where workflow = $1 and status = 'completed'`); },
-    enqueueFive(n, batch, deadline) { return bulk(BenchFive, n, batch, deadline); },
+    name: 'ours',
+    describe,
+    fiveStepModel: 'one run of a 5-step workflow (5 checkpoints per run)',
+    async setup() {
+      producer = await makeApp(false);
+    },
+    async reset() {
+      await withClient(url, (c) => truncateSchema(c, SCHEMA, /migration/));
+    },
+    async analyze() {
+      await withClient(url, (c) => analyzeSchema(c, SCHEMA));
+    },
+    enqueueNoop(n, batch, deadline) {
+      return bulk(BenchNoop, n, batch, deadline);
+    },
+    drainNoop(n, boxMs) {
+      return drain('bench_noop', n, boxMs, `select count(*)::int n from ${SCHEMA}.runs where workflow = $1 and status = 'completed'`);
+    },
+    enqueueFive(n, batch, deadline) {
+      return bulk(BenchFive, n, batch, deadline);
+    },
     // the run's cursor is the number of checkpointed steps
-    drainFive(n, boxMs) { return drain('bench_five', n, boxMs, `select coalesce(sum(step), 0)::int n from ${SCHEMA}.runs where workflow = $1`, 5); },
-    starts(n, callers, boxMs) { return boxedCalls(n, callers, boxMs, (i) => producer.durable.start(BenchNoop, { i })); },
+    drainFive(n, boxMs) {
+      return drain('bench_five', n, boxMs, `select coalesce(sum(step), 0)::int n from ${SCHEMA}.runs where workflow = $1`, 5);
+    },
+    starts(n, callers, boxMs) {
+      return boxedCalls(n, callers, boxMs, (i) => producer.durable.start(BenchNoop, { i }));
+    },
     async latency(samples, warmup, gapMs) {
       const worker = await makeApp(true);
       try {
@@ -106,14 +140,23 @@ function create(url) {
           const p = signal.arm(k);
           const t0 = now();
           await worker.durable.start(BenchNoop, { i: k });
-          const at = await Promise.race([p, sleep(5000).then(() => { throw new Error('pickup timeout'); })]);
+          const at = await Promise.race([
+            p,
+            sleep(5000).then(() => {
+              throw new Error('pickup timeout');
+            }),
+          ]);
           if (k >= 0) out.push(at - t0);
           await sleep(gapMs);
         }
         return out;
-      } finally { await worker.app.close(); }
+      } finally {
+        await worker.app.close();
+      }
     },
-    async teardown() { if (producer) await producer.app.close(); },
+    async teardown() {
+      if (producer) await producer.app.close();
+    },
   };
 }
 

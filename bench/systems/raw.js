@@ -21,17 +21,27 @@ function create(url) {
            where r.id = c.id returning r.id`,
   });
 
-  async function loops(count, body) { await Promise.all(Array.from({ length: count }, () => body())); }
+  async function loops(count, body) {
+    await Promise.all(Array.from({ length: count }, () => body()));
+  }
 
   return {
-    name: 'raw', describe: 'node-postgres, prepared statements, pool of 17; see the header of systems/raw.js', fiveStepModel: 'one UPDATE + commit per step',
+    name: 'raw',
+    describe: 'node-postgres, prepared statements, pool of 17; see the header of systems/raw.js',
+    fiveStepModel: 'one UPDATE + commit per step',
     async setup() {
-      await withClient(url, (c) => c.query(`create schema if not exists bench_raw;
+      await withClient(url, (c) =>
+        c.query(`create schema if not exists bench_raw;
         create table if not exists ${T} (id bigserial primary key, status text not null default 'pending', step int not null default 0, input jsonb);
-        create index if not exists runs_pending on ${T} (id) where status = 'pending'`));
+        create index if not exists runs_pending on ${T} (id) where status = 'pending'`),
+      );
     },
-    async reset() { await withClient(url, (c) => c.query(`truncate ${T}`)); },
-    async analyze() { await withClient(url, (c) => c.query(`analyze ${T}`)); },
+    async reset() {
+      await withClient(url, (c) => c.query(`truncate ${T}`));
+    },
+    async analyze() {
+      await withClient(url, (c) => c.query(`analyze ${T}`));
+    },
     enqueueNoop(n, batch, deadline) {
       return batchedUntil(n, batch, deadline, async (from, to) => {
         const inputs = [];
@@ -52,7 +62,9 @@ function create(url) {
       });
       return { ms: now() - t0, units, boxed: units < n };
     },
-    enqueueFive(n, batch, deadline) { return this.enqueueNoop(n, batch, deadline); },
+    enqueueFive(n, batch, deadline) {
+      return this.enqueueNoop(n, batch, deadline);
+    },
     async drainFive(n, boxMs) {
       const t0 = now();
       let units = 0;
@@ -60,24 +72,35 @@ function create(url) {
         while (now() - t0 < boxMs) {
           const { rows } = await pool.query(claim(10));
           if (!rows.length) return;
-          await Promise.all(rows.map(async (r) => {
-            for (let s = 1; s < 5; s++) { await pool.query({ name: 'raw_step', text: `update ${T} set step = $2 where id = $1`, values: [r.id, s] }); units++; }
-            await pool.query({ name: 'raw_fin', text: `update ${T} set step = 5, status = 'completed' where id = $1`, values: [r.id] });
-            units++;
-          }));
+          await Promise.all(
+            rows.map(async (r) => {
+              for (let s = 1; s < 5; s++) {
+                await pool.query({ name: 'raw_step', text: `update ${T} set step = $2 where id = $1`, values: [r.id, s] });
+                units++;
+              }
+              await pool.query({ name: 'raw_fin', text: `update ${T} set step = 5, status = 'completed' where id = $1`, values: [r.id] });
+              units++;
+            }),
+          );
         }
       });
       return { ms: now() - t0, units, boxed: units < n * 5 };
     },
     starts(n, callers, boxMs) {
-      return boxedCalls(n, callers, boxMs, (i) => pool.query({ name: 'raw_start', text: `insert into ${T} (input) values ($1) returning id`, values: [JSON.stringify({ i })] }));
+      return boxedCalls(n, callers, boxMs, (i) =>
+        pool.query({ name: 'raw_start', text: `insert into ${T} (input) values ($1) returning id`, values: [JSON.stringify({ i })] }),
+      );
     },
     // The same start with a NOTIFY in its transaction: Postgres serialises NOTIFYing commits (a
     // database-wide lock is held from pre-commit until the commit is flushed), so concurrency stops helping.
     startsNotify(n, callers, boxMs) {
-      return boxedCalls(n, callers, boxMs, (i) => pool.query({
-        name: 'raw_start_n', text: `with i as (insert into ${T} (input) values ($1) returning id) select pg_notify('bench_raw', i.id::text) from i`, values: [JSON.stringify({ i })],
-      }));
+      return boxedCalls(n, callers, boxMs, (i) =>
+        pool.query({
+          name: 'raw_start_n',
+          text: `with i as (insert into ${T} (input) values ($1) returning id) select pg_notify('bench_raw', i.id::text) from i`,
+          values: [JSON.stringify({ i })],
+        }),
+      );
     },
     async latency(samples, warmup, gapMs) {
       const listener = new Client({ connectionString: url });
@@ -95,15 +118,28 @@ function create(url) {
         for (let k = -warmup; k < samples; k++) {
           const p = signal.arm(k);
           const t0 = now();
-          await pool.query({ name: 'raw_start_notify', text: `with i as (insert into ${T} (input) values ($1) returning id) select pg_notify('bench_raw', '')`, values: [JSON.stringify({ i: k })] });
-          const at = await Promise.race([p, sleep(5000).then(() => { throw new Error('pickup timeout'); })]);
+          await pool.query({
+            name: 'raw_start_notify',
+            text: `with i as (insert into ${T} (input) values ($1) returning id) select pg_notify('bench_raw', '')`,
+            values: [JSON.stringify({ i: k })],
+          });
+          const at = await Promise.race([
+            p,
+            sleep(5000).then(() => {
+              throw new Error('pickup timeout');
+            }),
+          ]);
           if (k >= 0) out.push(at - t0);
           await sleep(gapMs);
         }
         return out;
-      } finally { await listener.end(); }
+      } finally {
+        await listener.end();
+      }
     },
-    async teardown() { await pool.end(); },
+    async teardown() {
+      await pool.end();
+    },
   };
 }
 

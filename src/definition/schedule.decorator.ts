@@ -1,5 +1,4 @@
-/** Metadata key of the `@Schedule` list on a workflow class. */
-export const SCHEDULES_METADATA = 'nestjs-durable:schedules';
+import { SCHEDULES_METADATA } from './metadata.constants';
 
 /** Options of `@Schedule` and `DurableService.schedule`. */
 export interface ScheduleOptions {

@@ -1,12 +1,5 @@
-import type { OnDuplicate, ReusePolicy } from '../options/workflow-options.interface';
-
-/** A retry policy with every default applied, in milliseconds. */
-export interface ResolvedRetry {
-  attempts: number;
-  backoff: 'exponential' | 'fixed';
-  initialDelayMs: number;
-  maxDelayMs: number;
-}
+import type { OnDuplicate, ReusePolicy } from '../domain/keys.policy';
+import type { ResolvedRetry } from '../domain/retry.policy';
 
 /** One step of a registered workflow. */
 export interface StepDefinition {

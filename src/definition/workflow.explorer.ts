@@ -1,12 +1,14 @@
-import { Injectable } from '@nestjs/common';
-import { DiscoveryService, Reflector } from '@nestjs/core';
-import { STEPS_METADATA, WORKFLOW_METADATA } from './metadata.constants';
-import type { StepMetadata } from './step.decorator';
-import type { WorkflowMetadata } from './workflow.decorator';
+import { Inject, Injectable } from '@nestjs/common';
+import { DiscoveryService } from '@nestjs/core';
+import { DurableValidationError } from '../errors';
 import { toMs } from '../domain/duration';
 import { resolveRetry } from '../domain/retry.policy';
 import { DEFAULT_ON_DUPLICATE, DEFAULT_REUSE } from '../domain/keys.policy';
+import { DURABLE_OPTIONS } from '../options/durable.module-definition';
+import type { DurableModuleOptions } from '../options/durable-options.interface';
+import type { WorkflowMetadata } from './workflow.decorator';
 import type { StepDefinition, WorkflowDefinition } from './workflow-definition';
+import { stepsMetadataOf, workflowMetadataOf } from './workflow-metadata';
 import { WorkflowRegistry } from './workflow.registry';
 
 /** Finds every `@Workflow` provider in the app and registers it with its steps. */
@@ -14,24 +16,42 @@ import { WorkflowRegistry } from './workflow.registry';
 export class WorkflowExplorer {
   constructor(
     private readonly discovery: DiscoveryService,
-    private readonly reflector: Reflector,
     private readonly registry: WorkflowRegistry,
+    @Inject(DURABLE_OPTIONS) private readonly options: DurableModuleOptions,
   ) {}
 
-  /** Registers every decorated provider; throws on duplicate names or step-less workflows. */
+  /**
+   * Registers every decorated provider; throws on duplicate names, step-less workflows, a workflow
+   * that is not a singleton, and `worker.workflows` naming no registered workflow.
+   */
   explore(): void {
     for (const wrapper of this.discovery.getProviders()) {
-      const { instance, metatype } = wrapper;
-      if (!instance || !metatype || typeof metatype !== 'function') continue;
-      const meta = this.reflector.get<WorkflowMetadata | undefined>(WORKFLOW_METADATA, metatype);
+      const { metatype } = wrapper;
+      const meta = workflowMetadataOf(metatype);
       if (!meta) continue;
-      this.registry.add(this.define(meta, metatype, instance as Record<string, unknown>));
+      const type = metatype as Function;
+      if (!wrapper.isDependencyTreeStatic() || wrapper.isTransient) {
+        // its instance would be a prototype whose constructor never ran (dependencies undefined)
+        throw new DurableValidationError(
+          `workflow "${meta.name}" (${type.name}) must be a singleton provider: it is ${wrapper.isTransient ? 'transient' : 'request-scoped, or depends on a request-scoped provider'}; ` +
+            'a run executes outside any request, so give it and its dependencies the default scope',
+        );
+      }
+      if (!wrapper.instance) continue;
+      this.registry.add(this.define(meta, type, wrapper.instance as Record<string, unknown>));
+    }
+    const worker = this.options?.worker;
+    const unknown = worker ? (worker.workflows ?? []).filter((n) => !this.registry.find(n)) : [];
+    if (unknown.length) {
+      throw new DurableValidationError(
+        `DurableModule options are invalid:\n  - worker.workflows: no registered workflow is named ${unknown.map((n) => `"${n}"`).join(', ')}`,
+      );
     }
   }
 
   private define(meta: WorkflowMetadata, type: Function, instance: Record<string, unknown>): WorkflowDefinition {
     const { name, options } = meta;
-    const stepMeta: StepMetadata[] = Reflect.getMetadata(STEPS_METADATA, type) ?? [];
+    const stepMeta = stepsMetadataOf(type);
     if (stepMeta.length === 0) {
       throw new Error(`nestjs-durable: workflow "${name}" (${type.name}) has no @Step methods`);
     }

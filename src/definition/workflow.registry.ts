@@ -1,11 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { UnknownWorkflowError } from '../errors';
-import { WORKFLOW_METADATA } from './metadata.constants';
-import type { WorkflowMetadata } from './workflow.decorator';
 import type { WorkflowDefinition } from './workflow-definition';
-
-/** A workflow given by its class or by its name. */
-export type WorkflowRef = Function | string;
+import { workflowNameOf, type WorkflowRef } from './workflow-metadata';
 
 /** The workflows this app registered, by name. Filled once by the explorer at module init. */
 @Injectable()
@@ -16,19 +12,18 @@ export class WorkflowRegistry {
   add(def: WorkflowDefinition): void {
     const existing = this.byName.get(def.name);
     if (existing) {
-      throw new Error(
-        `nestjs-durable: two workflows are named "${def.name}" (${existing.type.name} and ${def.type.name}); workflow names must be unique`,
-      );
+      throw new Error(`nestjs-durable: two workflows are named "${def.name}" (${existing.type.name} and ${def.type.name}); workflow names must be unique`);
     }
     this.byName.set(def.name, def);
   }
 
   /** The workflow's name, for a class or a name (without checking that it is registered). */
   nameOf(ref: WorkflowRef): string {
-    if (typeof ref === 'string') return ref;
-    const meta: WorkflowMetadata | undefined = typeof ref === 'function' ? Reflect.getMetadata(WORKFLOW_METADATA, ref) : undefined;
-    return meta?.name ?? (typeof ref === 'function' ? ref.name : String(ref));
+    return workflowNameOf(ref);
   }
+
+  /** The name of step `index` of `workflow`, or null (past the last step, or not registered here). */
+  readonly stepName = (workflow: string, index: number): string | null => this.byName.get(workflow)?.steps[index]?.name ?? null;
 
   /** The definition, or `UnknownWorkflowError`. */
   get(ref: WorkflowRef): WorkflowDefinition {

@@ -1,15 +1,20 @@
 /**
- * The key rules of spec/workflow-keys.md as data. PURE: no I/O; the start algorithm asks it what to
- * do once it holds the lock on the key's holder. Each table below is the spec's, row for row.
+ * The key rules of docs/keys.md as data. PURE: no I/O; the start algorithm asks it what to
+ * do once it holds the lock on the key's holder. Each table below is docs/keys.md's, row for row.
  */
-import type { OnDuplicate, ReusePolicy } from '../options/workflow-options.interface';
 import { FINISHED_STATUSES, type RunStatus } from './run-info';
 
-/** The spec's defaults: `reuse` when a workflow sets none, `onDuplicate` when neither it nor the call does. */
+/** When a finished run's key may be taken by a new start (spec: "Choosing reuse"). */
+export type ReusePolicy = 'afterClose' | 'afterFailure' | 'never';
+
+/** What a start does when the key is taken (spec: "What a Duplicate Returns"). */
+export type OnDuplicate = 'useExisting' | 'error' | 'cancelExisting' | 'runAgain' | { sendEvent: string };
+
+/** docs/keys.md's defaults: `reuse` when a workflow sets none, `onDuplicate` when neither it nor the call does. */
 export const DEFAULT_REUSE: ReusePolicy = 'afterClose';
 export const DEFAULT_ON_DUPLICATE: OnDuplicate = 'useExisting';
 
-/** The spec's three kinds of holder status ("Choosing reuse" table rows). */
+/** docs/keys.md's three kinds of holder status ("Choosing reuse" table rows). */
 export type HolderState = 'going' | 'completed' | 'failedOrCancelled';
 
 /** Which row of the reuse table a holder's status is in. */
@@ -25,7 +30,7 @@ export const HOLDER_STATE: Record<RunStatus, HolderState> = {
   compensation_failed: 'failedOrCancelled',
 };
 
-/** The spec's "Choosing reuse" table: is the key taken or free for a new start? */
+/** docs/keys.md's "Choosing reuse" table: is the key taken or free for a new start? */
 export const REUSE_TABLE: Record<HolderState, Record<ReusePolicy, 'taken' | 'free'>> = {
   going: { afterClose: 'taken', afterFailure: 'taken', never: 'taken' },
   completed: { afterClose: 'free', afterFailure: 'taken', never: 'taken' },
@@ -52,7 +57,7 @@ export type KeyDecision =
 /** The mode of `onDuplicate` without its payload. */
 export type DuplicateMode = 'useExisting' | 'error' | 'cancelExisting' | 'runAgain' | 'sendEvent';
 
-/** The spec's "What a Duplicate Returns" table, for a holder that is still going. */
+/** docs/keys.md's "What a Duplicate Returns" table, for a holder that is still going. */
 export const GOING_HOLDER_TABLE: Record<DuplicateMode, KeyDecision['action']> = {
   useExisting: 'useExisting',
   error: 'reject',
@@ -86,12 +91,7 @@ export interface HolderView {
 }
 
 /** Decides a start against the current holder of its key (undefined: nobody holds it). */
-export function decideStart(
-  reuse: ReusePolicy,
-  onDuplicate: OnDuplicate,
-  holder: HolderView | undefined,
-  holderId?: string,
-): KeyDecision {
+export function decideStart(reuse: ReusePolicy, onDuplicate: OnDuplicate, holder: HolderView | undefined, holderId?: string): KeyDecision {
   if (!holder) return { action: 'create' };
   const state = HOLDER_STATE[holder.status];
   if (REUSE_TABLE[state][reuse] === 'free') return { action: 'create', handOffFrom: holderId };
@@ -120,11 +120,7 @@ export function statusesThatFreeKey(reuse: ReusePolicy): RunStatus[] {
  * (and, for a `debounced` workflow, its debounce state): `useExisting` (return the holder) or `reject` (KeyTakenError). A start can answer
  * those in one statement, without holding the holder's lock across round trips.
  */
-export function settledDuplicateStatuses(
-  reuse: ReusePolicy,
-  onDuplicate: OnDuplicate,
-  debounced: boolean,
-): { useExisting: RunStatus[]; reject: RunStatus[] } {
+export function settledDuplicateStatuses(reuse: ReusePolicy, onDuplicate: OnDuplicate, debounced: boolean): { useExisting: RunStatus[]; reject: RunStatus[] } {
   // the answer depends on the mode, not on a sendEvent's name: computed once per combination
   const memo = `${reuse}/${typeof onDuplicate === 'string' ? onDuplicate : 'sendEvent'}/${debounced}`;
   let out = SETTLED.get(memo);

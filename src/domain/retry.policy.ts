@@ -1,8 +1,27 @@
-import type { RetryPolicy } from '../options/workflow-options.interface';
-import type { ResolvedRetry } from '../definition/workflow-definition';
-import { toMs } from './duration';
+import { toMs, type Duration } from './duration';
+import { assertValid, problem } from './validation';
 
-/** The default retry policy of API.md. */
+/** Retry policy of a step (or, on a workflow, the default of its steps). */
+export interface RetryPolicy {
+  /** Total attempts, the first included. Default 3. */
+  attempts?: number;
+  /** Delay growth between attempts. Default `'exponential'`. */
+  backoff?: 'exponential' | 'fixed';
+  /** Delay before the second attempt. Default `'1s'`. */
+  initialDelay?: Duration;
+  /** Cap on the delay. Default `'5m'`. */
+  maxDelay?: Duration;
+}
+
+/** A retry policy with every default applied, in milliseconds. */
+export interface ResolvedRetry {
+  attempts: number;
+  backoff: 'exponential' | 'fixed';
+  initialDelayMs: number;
+  maxDelayMs: number;
+}
+
+/** The default retry policy (docs/workflows.md#retries). */
 export const DEFAULT_RETRY: ResolvedRetry = {
   attempts: 3,
   backoff: 'exponential',
@@ -14,7 +33,9 @@ export const DEFAULT_RETRY: ResolvedRetry = {
 export function resolveRetry(what: string, ...policies: (RetryPolicy | undefined)[]): ResolvedRetry {
   const merged = Object.assign({}, ...policies.filter(Boolean)) as RetryPolicy;
   const attempts = merged.attempts ?? DEFAULT_RETRY.attempts;
-  if (!Number.isInteger(attempts) || attempts < 1) throw new RangeError(`${what}: retry.attempts must be an integer ≥ 1`);
+  if (!Number.isInteger(attempts) || attempts < 1) {
+    assertValid(what, [problem('retry.attempts', attempts, 'isInt', 'retry.attempts must be an integer ≥ 1')]);
+  }
   return {
     attempts,
     backoff: merged.backoff ?? DEFAULT_RETRY.backoff,

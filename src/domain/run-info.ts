@@ -1,14 +1,5 @@
 /** Every status a run can have. */
-export type RunStatus =
-  | 'pending'
-  | 'running'
-  | 'waiting'
-  | 'compensating'
-  | 'completed'
-  | 'failed'
-  | 'cancelled'
-  | 'compensated'
-  | 'compensation_failed';
+export type RunStatus = 'pending' | 'running' | 'waiting' | 'compensating' | 'completed' | 'failed' | 'cancelled' | 'compensated' | 'compensation_failed';
 
 /** Statuses of a run that is still going (it always holds its key). */
 export const GOING_STATUSES: readonly RunStatus[] = ['pending', 'running', 'waiting', 'compensating'];
@@ -58,7 +49,7 @@ export interface RunInfo {
   children: string[];
 }
 
-/** What a start did; `runId` is the run the outcome names (see API.md). */
+/** What a start did; `runId` is the run the outcome names (see docs/service.md#startresult). */
 export interface StartResult {
   runId: string;
   outcome: 'created' | 'useExisting' | 'cancelExisting' | 'runAgain' | 'sendEvent' | 'debounced';

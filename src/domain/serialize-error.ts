@@ -1,3 +1,5 @@
+import { UNSTORABLE_RE } from './validation';
+
 /** A failure as stored in `runs.error`. */
 export interface StoredError {
   name: string;
@@ -8,8 +10,7 @@ export interface StoredError {
 }
 
 /** NUL and unpaired UTF-16 surrogates (Postgres cannot store them) become U+FFFD. */
-const storable = (s: string): string =>
-  s.replace(/\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
+const storable = (s: string): string => s.replace(new RegExp(UNSTORABLE_RE.source, 'g'), '\uFFFD');
 
 /** Turns anything thrown into a JSON-safe, storable {@link StoredError}. */
 export function serializeError(err: unknown, extra: Record<string, unknown> = {}): StoredError {

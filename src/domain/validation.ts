@@ -1,7 +1,6 @@
 import { ValidationError } from 'class-validator';
 import { DurableValidationError } from '../errors';
-import type { ReusePolicy } from '../options/workflow-options.interface';
-import { GOING_HOLDER_TABLE, REUSE_TABLE } from './keys.policy';
+import { GOING_HOLDER_TABLE, REUSE_TABLE, type ReusePolicy } from './keys.policy';
 import { isUuid } from './uuid';
 
 /** Largest input or payload accepted, as JSON text (1 MiB). */
@@ -38,7 +37,8 @@ export function arrayProblem(value: unknown, property: string): ValidationError 
 }
 
 /** NUL, or a UTF-16 surrogate without its pair: Postgres text and jsonb cannot hold either. */
-const UNSTORABLE_RE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+// eslint-disable-next-line no-control-regex -- NUL is what it looks for
+export const UNSTORABLE_RE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** Why the string cannot be stored by Postgres, or undefined. */
 function stringProblem(s: string, path: string): string | undefined {
@@ -59,16 +59,18 @@ export function keyProblem(key: unknown, property = 'key'): ValidationError | un
   return undefined;
 }
 
-/** Why `value` is not a `reuse` policy (a key of the spec's reuse table), or undefined when it is one (or absent, or null). */
+/** Why `value` is not a `reuse` policy (a key of docs/keys.md's reuse table), or undefined when it is one (or absent, or null). */
 export function reuseProblem(value: unknown, property = 'reuse'): ValidationError | undefined {
   if (value === undefined || value === null || (typeof value === 'string' && Object.hasOwn(REUSE_TABLE.going, value))) return undefined;
-  const allowed = Object.keys(REUSE_TABLE.going).map((r) => `'${r}'`).join(', ');
+  const allowed = Object.keys(REUSE_TABLE.going)
+    .map((r) => `'${r}'`)
+    .join(', ');
   return problem(property, value, 'isReuse', `${property} must be one of ${allowed}`);
 }
 
 /**
  * Why `value` is not an `onDuplicate` for a workflow whose reuse is `reuse`, or undefined when it is
- * one (or absent, or null): a mode of the spec's duplicate table or `{ sendEvent: name }` with an event name,
+ * one (or absent, or null): a mode of docs/keys.md's duplicate table or `{ sendEvent: name }` with an event name,
  * and never `'runAgain'` under `reuse: 'never'` (the waiting run could never take the key).
  */
 export function onDuplicateProblem(value: unknown, reuse: ReusePolicy, property = 'onDuplicate'): ValidationError | undefined {
@@ -77,10 +79,17 @@ export function onDuplicateProblem(value: unknown, reuse: ReusePolicy, property 
     return nameProblem((value as { sendEvent: unknown }).sendEvent, `${property}.sendEvent`);
   }
   if (value === 'runAgain' && reuse === 'never') {
-    return problem(property, value, 'runAgainNeedsReuse', `${property} 'runAgain' cannot be combined with reuse 'never' (the waiting run could never take the key)`);
+    return problem(
+      property,
+      value,
+      'runAgainNeedsReuse',
+      `${property} 'runAgain' cannot be combined with reuse 'never' (the waiting run could never take the key)`,
+    );
   }
   if (typeof value === 'string' && value !== 'sendEvent' && Object.hasOwn(GOING_HOLDER_TABLE, value)) return undefined;
-  const modes = Object.keys(GOING_HOLDER_TABLE).filter((m) => m !== 'sendEvent').map((m) => `'${m}'`);
+  const modes = Object.keys(GOING_HOLDER_TABLE)
+    .filter((m) => m !== 'sendEvent')
+    .map((m) => `'${m}'`);
   return problem(property, value, 'isOnDuplicate', `${property} must be one of ${modes.join(', ')} or { sendEvent: name }`);
 }
 
@@ -126,6 +135,26 @@ export function jsonProblem(value: unknown, property = 'input'): ValidationError
     return problem(property, undefined, 'maxSize', `${property} is larger than ${MAX_JSON_BYTES} bytes of JSON`);
   }
   return undefined;
+}
+
+/** Problems found by several checks, reported together in one `DurableValidationError`. */
+export class Problems {
+  readonly list: ValidationError[] = [];
+
+  /** Adds a problem with `property`. */
+  add(property: string, value: unknown, constraint: string, message: string): void {
+    this.list.push(problem(property, value, constraint, message));
+  }
+
+  /** Adds `e` when it is a problem (the result of a `…Problem` check). */
+  push(e: ValidationError | undefined): void {
+    if (e) this.list.push(e);
+  }
+
+  /** Throws them (see {@link assertValid}) if there is any. */
+  throwIfAny(what: string): void {
+    assertValid(what, this.list);
+  }
 }
 
 /** Throws one `DurableValidationError` listing every problem, if there is any. */

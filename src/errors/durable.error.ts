@@ -12,7 +12,6 @@ export type DurableErrorCode =
   | 'cancelled'
   | 'child_failed'
   | 'not_cancellable'
-  | 'fenced'
   | 'serialization_failure'
   | 'schedule_not_found';
 

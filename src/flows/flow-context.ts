@@ -1,6 +1,7 @@
-import type { DurableCore } from '../core/durable.core';
 import type { RunInfo } from '../domain/run-info';
-import { FlowsStore } from '../store/flows.store';
+import type { Queryable } from '../store/db';
+import type { FlowsStore } from '../store/flows.store';
+import { toRunInfo, type RunRow } from '../store/run-row';
 
 /** The flow facts of a claimed run (undefined for runs outside flows). */
 export interface FlowNodeInfo {
@@ -38,27 +39,22 @@ export interface FlowContext {
   streamJobs(options?: FlowReadOptions & { pageSize?: number }): AsyncIterable<RunInfo>;
 }
 
-const stores = new WeakMap<DurableCore, FlowsStore>();
-
-/** The flows store of a module instance (one per schema). */
-export function flowsStoreOf(core: DurableCore): FlowsStore {
-  let store = stores.get(core);
-  if (!store) {
-    store = new FlowsStore(core.options.schema, core.runs.channel);
-    stores.set(core, store);
-  }
-  return store;
-}
-
 /** Default page size of `streamJobs`. */
 const PAGE = 500;
 
 /** The {@link FlowContext} of one run. */
 export class FlowContextImpl implements FlowContext {
   constructor(
-    private readonly core: DurableCore,
+    private readonly db: Queryable,
+    private readonly store: FlowsStore,
+    /** Step names of registered workflows (for {@link RunInfo.step}). */
+    private readonly stepName: (workflow: string, index: number) => string | null,
     private readonly node: FlowNodeInfo,
   ) {}
+
+  private info(row: RunRow): RunInfo {
+    return toRunInfo(row, this.stepName);
+  }
 
   get flowId(): string {
     return this.node.flowId;
@@ -73,31 +69,27 @@ export class FlowContextImpl implements FlowContext {
     return this.node.deps;
   }
 
-  private get store(): FlowsStore {
-    return flowsStoreOf(this.core);
-  }
-
   async getRecorded<T = unknown>(name: string): Promise<T | undefined> {
-    const row = await this.store.node(this.core.db, this.flowId, String(name));
+    const row = await this.store.node(this.db, this.flowId, String(name));
     return row && row.status === 'completed' ? (row.result as T) : undefined;
   }
 
   async allRecorded<T = unknown>(options: FlowReadOptions = {}): Promise<Record<string, T>> {
     const names = options.onlyDeps ? this.node.deps : null;
-    const rows = await this.store.recorded(this.core.db, this.flowId, this.name, names);
+    const rows = await this.store.recorded(this.db, this.flowId, this.name, names);
     const out: Record<string, T> = {};
     for (const r of rows) out[r.name] = r.result as T;
     return out;
   }
 
   async getJob(name: string): Promise<RunInfo | null> {
-    const row = await this.store.node(this.core.db, this.flowId, String(name));
-    return row ? this.core.info(row) : null;
+    const row = await this.store.node(this.db, this.flowId, String(name));
+    return row ? this.info(row) : null;
   }
 
   async allJobs(options: FlowReadOptions = {}): Promise<RunInfo[]> {
-    const rows = await this.store.nodes(this.core.db, this.flowId, options.onlyDeps ? this.node.deps : null);
-    return rows.map((r) => this.core.info(r));
+    const rows = await this.store.nodes(this.db, this.flowId, options.onlyDeps ? this.node.deps : null);
+    return rows.map((r) => this.info(r));
   }
 
   async *streamJobs(options: FlowReadOptions & { pageSize?: number } = {}): AsyncGenerator<RunInfo> {
@@ -105,8 +97,8 @@ export class FlowContextImpl implements FlowContext {
     const names = options.onlyDeps ? this.node.deps : null;
     let after: string | null = null;
     for (;;) {
-      const rows = await this.store.page(this.core.db, this.flowId, after, names, size);
-      for (const r of rows) yield this.core.info(r);
+      const rows = await this.store.page(this.db, this.flowId, after, names, size);
+      for (const r of rows) yield this.info(r);
       if (rows.length < size) return;
       after = rows[rows.length - 1].name;
     }

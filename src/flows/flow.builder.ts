@@ -1,6 +1,4 @@
-import { WORKFLOW_METADATA } from '../definition/metadata.constants';
-import type { WorkflowMetadata } from '../definition/workflow.decorator';
-import type { WorkflowRef } from '../definition/workflow.registry';
+import { workflowNameOf, type WorkflowRef } from '../definition/workflow-metadata';
 import { FlowGraph } from './flow.graph';
 
 /** Dependency handling shared by a flow and its nodes (all default to false). */
@@ -44,13 +42,6 @@ export interface FlowAppendTarget {
   flowId: string;
   flowName: string | null;
   checkDeps: boolean;
-}
-
-/** The name of a workflow given by class (its `@Workflow` name) or by name. */
-export function workflowNameOf(ref: WorkflowRef): string {
-  if (typeof ref === 'string') return ref;
-  const meta: WorkflowMetadata | undefined = typeof ref === 'function' ? Reflect.getMetadata(WORKFLOW_METADATA, ref) : undefined;
-  return meta?.name ?? (typeof ref === 'function' ? ref.name : String(ref));
 }
 
 /**

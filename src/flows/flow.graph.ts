@@ -32,7 +32,7 @@ export class FlowGraph {
     this.nodes = nodes;
     const edges: FlowGraphEdge[] = [];
     const index = new Map(nodes.map((n, i) => [n.name, i]));
-    // edges grouped by their source, sources in node order (as the spec's mermaid example)
+    // edges grouped by their source, sources in node order (as docs/flows.md draws it)
     const out = new Map<string, string[]>();
     for (const n of nodes) {
       for (const d of n.deps) {

@@ -1,22 +1,27 @@
-import { Injectable } from '@nestjs/common';
-import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
+import { Inject, Injectable } from '@nestjs/common';
+import type { HealthIndicatorResult } from '@nestjs/terminus';
 import { toMs, type Duration } from '../domain/duration';
-import { DurableCore } from '../core/durable.core';
+import { DurableConnection } from '../core/durable.connection';
+import { RESOLVED_OPTIONS } from '../core/durable.constants';
+import type { ResolvedOptions } from '../options/resolve-options';
+import { RunsStore } from '../store/runs.store';
 import { Worker } from '../worker/worker';
 
 /** How long the database may take to answer the health query. */
 const DB_TIMEOUT_MS = 2_000;
 
 /**
- * Terminus indicator: down when the database does not answer in time, when this node's worker loop
+ * Terminus indicator (`@nestjs/terminus` is an optional peer: its types only are used here, and a
+ * `'down'` result is returned, as terminus' own indicators do, rather than thrown): down when the database does not answer in time, when this node's worker loop
  * has not ticked within 3 poll intervals, or when the oldest due pending run waits longer than
  * `maxLag`. Details carry the node id, pending count and lag.
  */
 @Injectable()
 export class DurableHealthIndicator {
   constructor(
-    private readonly health: HealthIndicatorService,
-    private readonly core: DurableCore,
+    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedOptions,
+    private readonly connection: DurableConnection,
+    private readonly runs: RunsStore,
     private readonly worker: Worker,
   ) {}
 
@@ -25,15 +30,16 @@ export class DurableHealthIndicator {
    * `timeout`: how long the database may take to answer (default 2s).
    */
   async isHealthy(key = 'durable', options: { maxLag?: Duration; timeout?: Duration } = {}): Promise<HealthIndicatorResult> {
-    const indicator = this.health.check(key);
-    const { options: opts, runs, db } = this.core;
+    const result = (status: 'up' | 'down', details: Record<string, unknown>): HealthIndicatorResult => ({ [key]: { ...details, status } });
+    const { options: opts, runs } = this;
+    const { db } = this.connection;
     const nodeId = opts.nodeId;
     let backlog: { pending: number; lagMs: number };
     try {
       const timeoutMs = options.timeout === undefined ? DB_TIMEOUT_MS : toMs(options.timeout, 'timeout');
       backlog = await withTimeout(runs.backlog(db), timeoutMs);
     } catch (err) {
-      return indicator.down({ nodeId, reason: `database: ${(err as Error).message}` });
+      return result('down', { nodeId, reason: `database: ${(err as Error).message}` });
     }
     const details: Record<string, unknown> = { nodeId, pending: backlog.pending, lagMs: Math.round(backlog.lagMs) };
     if (opts.worker !== false) {
@@ -41,14 +47,14 @@ export class DurableHealthIndicator {
       details.running = this.worker.running.size;
       details.lastTickMsAgo = silentMs;
       if (silentMs > 3 * opts.worker.pollIntervalMs) {
-        return indicator.down({ ...details, reason: `worker loop has not ticked for ${silentMs}ms` });
+        return result('down', { ...details, reason: `worker loop has not ticked for ${silentMs}ms` });
       }
     }
     const maxLagMs = options.maxLag === undefined ? undefined : toMs(options.maxLag, 'maxLag');
     if (maxLagMs !== undefined && backlog.lagMs > maxLagMs) {
-      return indicator.down({ ...details, reason: `oldest due run has waited ${Math.round(backlog.lagMs)}ms (maxLag ${maxLagMs}ms)` });
+      return result('down', { ...details, reason: `oldest due run has waited ${Math.round(backlog.lagMs)}ms (maxLag ${maxLagMs}ms)` });
     }
-    return indicator.up(details);
+    return result('up', details);
   }
 }
 

@@ -32,7 +32,7 @@ export function describeValidation(errors: ValidationError[], prefix = ''): stri
   });
 }
 
-/** Validates the module options (naming each bad option) and applies the defaults of API.md. */
+/** Validates the module options (naming each bad option) and applies the defaults (docs/configuration.md). */
 export function resolveOptions(raw: DurableModuleOptions): ResolvedOptions {
   const { dataSource, ...plain } = raw ?? {};
   const dto = plainToInstance(DurableOptionsDto, plain);

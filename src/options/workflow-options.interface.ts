@@ -1,22 +1,6 @@
 import type { Duration } from '../domain/duration';
-
-/** When a finished run's key may be taken by a new start (spec: "Choosing reuse"). */
-export type ReusePolicy = 'afterClose' | 'afterFailure' | 'never';
-
-/** What a start does when the key is taken (spec: "What a Duplicate Returns"). */
-export type OnDuplicate = 'useExisting' | 'error' | 'cancelExisting' | 'runAgain' | { sendEvent: string };
-
-/** Retry policy of a step (or, on a workflow, the default of its steps). */
-export interface RetryPolicy {
-  /** Total attempts, the first included. Default 3. */
-  attempts?: number;
-  /** Delay growth between attempts. Default `'exponential'`. */
-  backoff?: 'exponential' | 'fixed';
-  /** Delay before the second attempt. Default `'1s'`. */
-  initialDelay?: Duration;
-  /** Cap on the delay. Default `'5m'`. */
-  maxDelay?: Duration;
-}
+import type { OnDuplicate } from '../domain/keys.policy';
+import type { RetryPolicy } from '../domain/retry.policy';
 
 /** Debounce of keyed starts (spec: "Collapse a Burst"). */
 export interface DebounceOptions {
@@ -40,10 +24,7 @@ interface WorkflowOptionsBase {
  * (and throws when the class is defined if types are bypassed).
  */
 export type WorkflowOptions = WorkflowOptionsBase &
-  (
-    | { reuse?: 'afterClose' | 'afterFailure'; onDuplicate?: OnDuplicate }
-    | { reuse: 'never'; onDuplicate?: Exclude<OnDuplicate, 'runAgain'> }
-  );
+  ({ reuse?: 'afterClose' | 'afterFailure'; onDuplicate?: OnDuplicate } | { reuse: 'never'; onDuplicate?: Exclude<OnDuplicate, 'runAgain'> });
 
 /** Options of `@Step`. */
 export interface StepOptions {

@@ -25,14 +25,13 @@ export interface DeliverOptions {
  * Resolves undefined when the run does not exist.
  */
 export async function deliverEvent(
-  stores: { events: EventsStore },
+  events: EventsStore,
   q: Queryable,
   runId: string,
   name: string,
   payload: unknown,
   options: DeliverOptions = {},
 ): Promise<SendEventOutcome | undefined> {
-  const { events } = stores;
   const kind = options.kind ?? 'event';
   const run = await events.lockRun(q, runId);
   if (!run) return undefined;

@@ -1,7 +1,8 @@
 import type { Queryable } from '../store/db';
 import type { TxMark } from '../store/activity.store';
 import { emitKeyHandoffs } from '../observe/telemetry';
-import type { DurableCore } from '../core/durable.core';
+import type { Logger } from '@nestjs/common';
+import type { ActivityStore } from '../store/activity.store';
 
 /**
  * Counts `durable.key.handoff` for the runAgain hand-offs the key trigger (`runs_key_handoff`) made
@@ -11,11 +12,11 @@ import type { DurableCore } from '../core/durable.core';
  * Call after the statement committed (or on the connection of the transaction it ran in); a
  * failure to read them is logged, never thrown (the runs have ended either way).
  */
-export async function countKeyHandoffs(core: DurableCore, q: Queryable, tx: TxMark | null): Promise<void> {
+export async function countKeyHandoffs(activity: ActivityStore, logger: Logger, q: Queryable, tx: TxMark | null): Promise<void> {
   if (!tx) return;
   try {
-    emitKeyHandoffs(await core.activity.runAgainHandoffs(q, tx));
+    emitKeyHandoffs(await activity.runAgainHandoffs(q, tx));
   } catch (err) {
-    core.logger.warn(`counting the key hand-offs of ended runs failed: ${(err as Error).message}`);
+    logger.warn(`counting the key hand-offs of ended runs failed: ${(err as Error).message}`);
   }
 }

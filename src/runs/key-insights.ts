@@ -1,8 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { DurableCore } from '../core/durable.core';
+import { DurableConnection } from '../core/durable.connection';
+import { WorkflowRegistry } from '../definition/workflow.registry';
+import { ActivityStore } from '../store/activity.store';
 import { assertValid, uuidProblem } from '../domain/validation';
 import type { RunStatus } from '../domain/run-info';
-import type { WorkflowRef } from '../definition/workflow.registry';
+import type { WorkflowRef } from '../definition/workflow-metadata';
 
 /** One entry of the activity log. */
 export interface ActivityEvent {
@@ -10,7 +12,7 @@ export interface ActivityEvent {
   kind: string;
   runId: string | null;
   at: Date;
-  /** Always has `workflow` and `key` for key events; see API.md for each kind. */
+  /** Always has `workflow` and `key` for key events; see docs/keys.md#watching-keys for each kind. */
   details: Record<string, unknown>;
 }
 
@@ -51,14 +53,18 @@ const clampLimit = (n: number | undefined, def: number) => Math.min(Math.max(1, 
 /** Reads of the activity log and of keys: `listActivity`, `listKeys`, `keyStats`. */
 @Injectable()
 export class KeyInsights {
-  constructor(private readonly core: DurableCore) {}
+  constructor(
+    private readonly connection: DurableConnection,
+    private readonly registry: WorkflowRegistry,
+    private readonly activity: ActivityStore,
+  ) {}
 
   /** Activity events, newest first. */
   async listActivity(o: ListActivityOptions = {}): Promise<ActivityEvent[]> {
     assertValid('listActivity', [uuidProblem(o.runId, 'runId')]);
-    const rows = await this.core.activity.list(this.core.db, {
+    const rows = await this.activity.list(this.connection.db, {
       kinds: o.kinds,
-      workflow: o.workflow === undefined ? undefined : this.core.registry.nameOf(o.workflow),
+      workflow: o.workflow === undefined ? undefined : this.registry.nameOf(o.workflow),
       key: o.key,
       runId: o.runId,
       since: o.since,
@@ -69,8 +75,8 @@ export class KeyInsights {
 
   /** Keys of a workflow ordered by key; page with `cursor: last.key`. */
   async listKeys(o: { workflow: WorkflowRef; search?: string; limit?: number; cursor?: string }): Promise<KeyInfo[]> {
-    const workflow = this.core.registry.nameOf(o.workflow);
-    const rows = await this.core.activity.keys(this.core.db, workflow, o.search ?? null, o.cursor ?? null, clampLimit(o.limit, 50));
+    const workflow = this.registry.nameOf(o.workflow);
+    const rows = await this.activity.keys(this.connection.db, workflow, o.search ?? null, o.cursor ?? null, clampLimit(o.limit, 50));
     return rows.map((r) => ({
       workflow,
       key: r.key,
@@ -81,9 +87,9 @@ export class KeyInsights {
     }));
   }
 
-  /** The figures of API.md's `KeyStats` for one workflow. */
+  /** The figures of `KeyStats` for one workflow. */
   async keyStats(o: { workflow: WorkflowRef }): Promise<KeyStats> {
-    const s = await this.core.activity.stats(this.core.db, this.core.registry.nameOf(o.workflow));
+    const s = await this.activity.stats(this.connection.db, this.registry.nameOf(o.workflow));
     return {
       keysHeld: s.keys_held,
       readdsByOutcome: s.by_outcome,

@@ -1,5 +1,5 @@
 import { sqlState } from '../store/db';
-import type { StartRow, StartAnswer } from '../store/runs.store';
+import type { StartRow, StartAnswer } from '../store/runs.types';
 import { GroupCommit } from '../core/group-commit';
 
 interface Pending {

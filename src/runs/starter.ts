@@ -1,15 +1,20 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { KeyContendedError, KeyTakenError, SerializationError } from '../errors';
-import type { OnDuplicate } from '../options/workflow-options.interface';
+import type { OnDuplicate } from '../domain/keys.policy';
 import { toMs, type Duration } from '../domain/duration';
 import type { WorkflowDefinition } from '../definition/workflow-definition';
-import type { WorkflowRef } from '../definition/workflow.registry';
+import type { WorkflowRef } from '../definition/workflow-metadata';
 import { managerQueryable, type Queryable } from '../store/db';
-import type { HolderRow, NewRun, StartAnswer, StartRow } from '../store/runs.store';
-import type { ActivityKind } from '../store/activity.store';
+import type { HolderRow, NewRun, StartAnswer, StartRow } from '../store/runs.types';
 import { isDeepStrictEqual } from 'node:util';
-import { DurableCore } from '../core/durable.core';
+import { DurableConnection } from '../core/durable.connection';
+import { RESOLVED_OPTIONS } from '../core/durable.constants';
+import { WorkflowRegistry } from '../definition/workflow.registry';
+import type { ResolvedOptions } from '../options/resolve-options';
+import { ActivityStore, type ActivityKind } from '../store/activity.store';
+import { EventsStore } from '../store/events.store';
+import { RunsStore } from '../store/runs.store';
 import { emitKeyMetric, emitRunFinished, startDone, startSpan, traceCarrier } from '../observe/telemetry';
 import { arrayProblem, assertValid, jsonProblem, keyProblem, onDuplicateProblem, problem } from '../domain/validation';
 import { decideStart, settledDuplicateStatuses, statusesThatFreeKey, type KeyDecision } from '../domain/keys.policy';
@@ -87,7 +92,7 @@ function dueAt(what: string, runAt: unknown, delay: unknown, problems: (Validati
 }
 
 /**
- * The start algorithm of DESIGN.md: `INSERT … ON CONFLICT DO NOTHING`; on conflict lock the holder,
+ * The start algorithm (docs/how-it-works.md): `INSERT … ON CONFLICT DO NOTHING`; on conflict lock the holder,
  * let the pure key policy decide, hand off or answer, and try again (at most three hand-offs).
  * Runs on the caller's transaction when a `manager` is given; a duplicate never raises inside it.
  */
@@ -99,15 +104,22 @@ export class Starter {
   /** Autocommit single starts, grouped into shared statements. */
   private readonly batcher: StartBatcher;
 
-  constructor(private readonly core: DurableCore) {
-    this.wake = new WakeCoalescer(WAKE_WINDOW_MS, () => core.runs.wake(core.db));
-    this.batcher = new StartBatcher((rows) => this.insertNow(core.db, rows, false));
+  constructor(
+    private readonly connection: DurableConnection,
+    private readonly registry: WorkflowRegistry,
+    private readonly runs: RunsStore,
+    private readonly activity: ActivityStore,
+    private readonly events: EventsStore,
+    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedOptions,
+  ) {
+    this.wake = new WakeCoalescer(WAKE_WINDOW_MS, () => runs.wake(connection.db));
+    this.batcher = new StartBatcher((rows) => this.insertNow(connection.db, rows, false));
   }
 
   /** Validates and starts one run; a `rerun` never gets the holder back (always `KeyTakenError`). */
   async start(ref: WorkflowRef, input: unknown, options: StartOptions = {}, rerun = false): Promise<StartResult> {
-    const def = this.core.registry.get(ref);
-    return startSpan(def.name, options.key, async (span) => { // telemetry: durable.start span (observe/telemetry.ts)
+    const def = this.registry.get(ref);
+    return startSpan(def.name, options.key, async (span) => {
       const plan = { ...this.plan(def, { input, key: options.key, runAt: options.runAt }, options.delay, options.onDuplicate), rerun };
       const [result] = await this.execute(def, [plan], options.manager);
       if ('error' in result) throw result.error;
@@ -117,9 +129,9 @@ export class Starter {
 
   /** Validates every item first, then inserts them in one statement; duplicates resolve one by one. */
   async startMany(ref: WorkflowRef, items: StartManyItem[], options: { manager?: EntityManager } = {}): Promise<StartManyResult[]> {
-    const def = this.core.registry.get(ref);
+    const def = this.registry.get(ref);
     assertValid('startMany', [arrayProblem(items, 'items')]);
-    return startSpan(def.name, undefined, async (span) => { // telemetry: durable.start span (observe/telemetry.ts)
+    return startSpan(def.name, undefined, async (span) => {
       const plans = items.map((item, i) => this.plan(def, item ?? {}, undefined, undefined, `items[${i}].`));
       return startDone(span, plans.length ? await this.execute(def, plans, options.manager) : []);
     });
@@ -141,7 +153,7 @@ export class Starter {
         input: item.input ?? null,
         run_at: debounce ? new Date(now + debounce.periodMs).toISOString() : run_at,
         timeout_ms: def.timeoutMs ?? null,
-        trace: traceCarrier(), // telemetry: the starter's trace context, continued by the run's spans
+        trace: traceCarrier(),
         debounce_until: debounce ? (debounce.timeoutMs === undefined ? 'infinity' : new Date(now + debounce.timeoutMs).toISOString()) : null,
       },
       onDuplicate: onDuplicate ?? def.onDuplicate,
@@ -153,7 +165,7 @@ export class Starter {
   }
 
   private async insertOrResolve(def: WorkflowDefinition, plans: Planned[], manager?: EntityManager): Promise<StartManyResult[]> {
-    const { db } = this.core;
+    const { db } = this.connection;
     // Outside a caller's transaction the common case is one autocommit statement (shared with the
     // concurrent starts of this process); only a start the key policy cannot settle at once opens a
     // transaction of its own, to lock the holder and decide.
@@ -194,17 +206,17 @@ export class Starter {
    */
   private async insertNow(q: Queryable, rows: StartRow[], joined: boolean): Promise<(StartAnswer | undefined)[]> {
     const notify = joined || this.wake.lead();
-    const relaxedCommit = !joined && this.core.options.activityCommit === 'asynchronous';
-    const answers = await this.core.runs.insertOrAnswer(q, rows, { notify, relaxedCommit });
+    const relaxedCommit = !joined && this.options.activityCommit === 'asynchronous';
+    const answers = await this.runs.insertOrAnswer(q, rows, { notify, relaxedCommit });
     if (!notify && answers.includes('created')) this.wake.committedWithout();
     return answers;
   }
 
   /** Resolves a start whose key was held when it tried to insert. */
   private async resolveDuplicate(q: Queryable, def: WorkflowDefinition, p: Planned, counted: Counted): Promise<StartManyResult> {
-    const { runs } = this.core;
+    const { runs } = this;
     const key = p.run.key!;
-    for (let handoffs = 0; handoffs < MAX_HANDOFFS; ) {
+    for (let handoffs = 0; handoffs < MAX_HANDOFFS;) {
       const holder = await runs.lockHolder(q, def.name, key);
       const decision: KeyDecision = decideStart(
         def.reuse,
@@ -237,7 +249,7 @@ export class Starter {
     decision: Exclude<KeyDecision, { action: 'create' }>,
     counted: Counted,
   ): Promise<StartManyResult | undefined> {
-    const { runs } = this.core;
+    const { runs } = this;
     const key = p.run.key!;
     const duplicate = (outcome: string, extra: object = {}) =>
       this.keyEvent(q, counted, 'key_duplicate', holder.id, def, key, {
@@ -258,7 +270,7 @@ export class Starter {
         await runs.dropKey(q, holder.id);
         await runs.cancel(q, holder.id, reason, { name: 'CancelledError', code: 'cancelled', message: reason, replacedBy: p.run.id });
         if (!(await runs.insert(q, [p.run])).has(p.run.id)) return undefined;
-        counted.push(() => emitRunFinished(def.name, 'cancelled')); // telemetry: counted like cancel()
+        counted.push(() => emitRunFinished(def.name, 'cancelled'));
         await runs.repointWaiter(q, def.name, key, p.run.id);
         await duplicate('cancel_existing', { replacedBy: p.run.id });
         await this.keyEvent(q, counted, 'key_handed_off', p.run.id, def, key, { from: holder.id, fromStatus: holder.status, via: 'cancel_existing' });
@@ -277,7 +289,7 @@ export class Starter {
       }
       case 'sendEvent': {
         // Signal-With-Start: kept until the holder waits for it (buffered), in the start's transaction.
-        const outcome = await deliverEvent(this.core, q, holder.id, decision.name, p.run.input, { buffer: true });
+        const outcome = await deliverEvent(this.events, q, holder.id, decision.name, p.run.input, { buffer: true });
         if (outcome === undefined || outcome === 'dropped') return undefined;
         await duplicate('send_event', { event: decision.name, delivery: outcome });
         return { runId: holder.id, outcome: 'sendEvent' };
@@ -295,7 +307,7 @@ export class Starter {
     key: string,
     details: object,
   ): Promise<void> {
-    await this.core.activity.record(q, kind, runId, def.name, key, details);
-    counted.push(() => emitKeyMetric(kind, def.name, details)); // telemetry: durable.key.* counters
+    await this.activity.record(q, kind, runId, def.name, key, details);
+    counted.push(() => emitKeyMetric(kind, def.name, details));
   }
 }

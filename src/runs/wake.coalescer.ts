@@ -28,11 +28,14 @@ export class WakeCoalescer {
   committedWithout(): void {
     if (this.trailing) return;
     this.trailing = true;
-    const timer = setTimeout(() => {
-      this.trailing = false;
-      this.lastAt = Date.now();
-      this.send().catch(() => undefined); // a lost wake-up is covered by polling
-    }, Math.max(0, this.lastAt + this.windowMs - Date.now()));
+    const timer = setTimeout(
+      () => {
+        this.trailing = false;
+        this.lastAt = Date.now();
+        this.send().catch(() => undefined); // a lost wake-up is covered by polling
+      },
+      Math.max(0, this.lastAt + this.windowMs - Date.now()),
+    );
     timer.unref();
   }
 }

@@ -1,21 +1,23 @@
-import { Injectable, OnApplicationBootstrap, OnModuleDestroy, Optional } from '@nestjs/common';
-import { DiscoveryService } from '@nestjs/core';
-import { SchedulerRegistry } from '@nestjs/schedule';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { DiscoveryService, ModuleRef } from '@nestjs/core';
 import { CronJob, CronTime } from 'cron';
-import { ValidationError } from 'class-validator';
 import type { EntityManager } from 'typeorm';
 import { KeyTakenError, ScheduleNotFoundError } from '../errors';
-import { SCHEDULES_METADATA, type ScheduleMetadata, type ScheduleOptions } from '../definition/schedule.decorator';
-import { WORKFLOW_METADATA } from '../definition/metadata.constants';
-import type { WorkflowMetadata } from '../definition/workflow.decorator';
-import type { WorkflowRef } from '../definition/workflow.registry';
+import type { ScheduleMetadata, ScheduleOptions } from '../definition/schedule.decorator';
+import { schedulesMetadataOf, workflowNameOf } from '../definition/workflow-metadata';
+import { WorkflowRegistry } from '../definition/workflow.registry';
+import type { WorkflowRef } from '../definition/workflow-metadata';
 import { managerQueryable } from '../store/db';
 import { SchedulesStore, type ClaimedTick, type ScheduleRow } from '../store/schedules.store';
-import { DurableCore } from '../core/durable.core';
+import { DurableConnection } from '../core/durable.connection';
+import { LOG_CONTEXT, RESOLVED_OPTIONS } from '../core/durable.constants';
+import type { ResolvedOptions } from '../options/resolve-options';
 import { serializeError } from '../domain/serialize-error';
-import { assertValid, jsonProblem, keyProblem } from '../domain/validation';
+import { assertValid, jsonProblem, keyProblem, problem } from '../domain/validation';
 import type { StartResult } from '../domain/run-info';
 import { Starter } from '../runs/starter';
+import { parseCron, nextOf } from './cron';
+import { cronJobsOf, type CronJobs } from './cron-jobs';
 
 /** A stored schedule as `listSchedules` returns it. */
 export interface ScheduleInfo {
@@ -69,53 +71,6 @@ const PRUNE_BATCH = 5_000;
 /** How often a node prunes old fire records. */
 const PRUNE_EVERY_MS = 60_000;
 
-function problem(property: string, value: unknown, constraint: string, message: string): ValidationError {
-  const e = new ValidationError();
-  Object.assign(e, { property, value, children: [], constraints: { [constraint]: message } });
-  return e;
-}
-
-/**
- * Parses `cron` in `timezone`; throws `DurableValidationError` naming what is wrong. `what` says
- * where it comes from (`@Schedule on X`, `schedule`).
- */
-export function parseCron(what: string, cron: unknown, timezone: unknown): CronTime {
-  const problems: (ValidationError | undefined)[] = [];
-  if (timezone !== undefined && (typeof timezone !== 'string' || !isTimeZone(timezone))) {
-    problems.push(problem('timezone', timezone, 'isTimeZone', `timezone must be an IANA time zone such as 'Europe/Paris', got ${JSON.stringify(timezone)}`));
-  }
-  let time: CronTime | undefined;
-  if (typeof cron !== 'string' || cron.trim() === '') {
-    problems.push(problem('cron', cron, 'isCron', `cron must be a cron expression such as '*/5 * * * *', got ${JSON.stringify(cron)}`));
-  } else if (!problems.length) {
-    try {
-      time = new CronTime(cron, (timezone as string | undefined) ?? 'UTC');
-    } catch (err) {
-      problems.push(problem('cron', cron, 'isCron', `cron ${JSON.stringify(cron)} is not a valid cron expression: ${(err as Error).message}`));
-    }
-  }
-  assertValid(what, problems);
-  return time!;
-}
-
-function isTimeZone(tz: string): boolean {
-  if (tz.trim() === '') return false;
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: tz });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function nextOf(time: CronTime): Date | null {
-  try {
-    return time.sendAt().toJSDate();
-  } catch {
-    return null;
-  }
-}
-
 /**
  * Cron schedules. Every node that has the workflow ticks on its own `CronJob` (in Nest's
  * `SchedulerRegistry` when the app imports `ScheduleModule`, else in a registry of its own); a tick
@@ -126,8 +81,9 @@ function nextOf(time: CronTime): Date | null {
  */
 @Injectable()
 export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
-  readonly store: SchedulesStore;
-  private readonly registry: SchedulerRegistry;
+  private readonly logger = new Logger(LOG_CONTEXT);
+  /** Nest's SchedulerRegistry or the module's own (looked up when first needed). */
+  private cronJobsFound?: CronJobs;
   private readonly jobs = new Map<string, LocalJob>();
   private readonly inFlight = new Set<Promise<unknown>>();
   private syncTimer?: NodeJS.Timeout;
@@ -138,14 +94,19 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
   readonly stats = new Map<string, { ticks: number; fired: number; lost: number; failed: number }>();
 
   constructor(
-    private readonly core: DurableCore,
+    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedOptions,
+    private readonly connection: DurableConnection,
+    private readonly registry: WorkflowRegistry,
+    readonly store: SchedulesStore,
     private readonly starter: Starter,
+    private readonly moduleRef: ModuleRef,
     discovery: DiscoveryService,
-    @Optional() registry?: SchedulerRegistry,
   ) {
-    this.store = new SchedulesStore(core.options.schema);
-    this.registry = registry ?? new SchedulerRegistry();
     this.checkDeclared(discovery);
+  }
+
+  private get cronJobs(): CronJobs {
+    return (this.cronJobsFound ??= cronJobsOf(this.moduleRef));
   }
 
   /**
@@ -156,9 +117,9 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
     for (const wrapper of discovery.getProviders()) {
       const type = wrapper.metatype;
       if (!type || typeof type !== 'function') continue;
-      const metas: ScheduleMetadata[] | undefined = Reflect.getMetadata(SCHEDULES_METADATA, type);
-      if (!metas?.length) continue;
-      const workflow = (Reflect.getMetadata(WORKFLOW_METADATA, type) as WorkflowMetadata | undefined)?.name ?? type.name;
+      const metas = schedulesMetadataOf(type);
+      if (!metas.length) continue;
+      const workflow = workflowNameOf(type);
       for (const m of metas) this.validate(`@Schedule('${m.cron}') on workflow "${workflow}"`, workflow, m.cron, m.options ?? {}, m.options?.name ?? workflow);
     }
   }
@@ -166,8 +127,8 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
   async onApplicationBootstrap(): Promise<void> {
     await this.storeDecorated();
     await this.sync();
-    const every = Math.max(200, Math.min(this.core.options.heartbeatMs, 5_000));
-    this.syncTimer = setInterval(() => void this.sync().catch((err) => this.core.logger.warn(`schedule sync failed: ${(err as Error).message}`)), every);
+    const every = Math.max(200, Math.min(this.options.heartbeatMs, 5_000));
+    this.syncTimer = setInterval(() => void this.sync().catch((err) => this.logger.warn(`schedule sync failed: ${(err as Error).message}`)), every);
     this.syncTimer.unref?.();
   }
 
@@ -181,11 +142,12 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
 
   /** Validates and stores every `@Schedule` of the registered workflows (startup). */
   private async storeDecorated(): Promise<void> {
-    const { registry, db } = this.core;
+    const { registry } = this;
+    const { db } = this.connection;
     const found: { workflow: string; meta: ScheduleMetadata; name: string }[] = [];
     for (const workflow of registry.names()) {
       const def = registry.find(workflow)!;
-      const metas: ScheduleMetadata[] = Reflect.getMetadata(SCHEDULES_METADATA, def.type) ?? [];
+      const metas = schedulesMetadataOf(def.type);
       for (const meta of metas) found.push({ workflow, meta, name: meta.options?.name ?? workflow });
     }
     const names = new Set<string>();
@@ -197,10 +159,12 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
       }
       names.add(f.name);
     }
-    const rows = found.map((f) => this.validate(`@Schedule('${f.meta.cron}') on workflow "${f.workflow}"`, f.workflow, f.meta.cron, f.meta.options ?? {}, f.name));
+    const rows = found.map((f) =>
+      this.validate(`@Schedule('${f.meta.cron}') on workflow "${f.workflow}"`, f.workflow, f.meta.cron, f.meta.options ?? {}, f.name),
+    );
     for (const row of rows) await this.store.upsert(db, { ...row, source: 'decorator' });
     const dropped = await this.store.dropStaleDecorated(db, registry.names(), [...names]);
-    if (dropped.length) this.core.logger.log(`removed schedule(s) no longer declared with @Schedule: ${dropped.join(', ')}`);
+    if (dropped.length) this.logger.log(`removed schedule(s) no longer declared with @Schedule: ${dropped.join(', ')}`);
   }
 
   private validate(what: string, workflow: string, cron: unknown, options: ScheduleOptions, name = options.name ?? workflow) {
@@ -223,8 +187,8 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
 
   /** `DurableService.schedule`: stores (or replaces) a schedule and starts ticking it here. */
   async schedule(ref: WorkflowRef, cron: string, options: ScheduleOptions = {}): Promise<ScheduleInfo> {
-    const def = this.core.registry.get(ref);
-    const row = await this.store.upsert(this.core.db, { ...this.validate(`schedule ${def.name}`, def.name, cron, options ?? {}), source: 'api' });
+    const def = this.registry.get(ref);
+    const row = await this.store.upsert(this.connection.db, { ...this.validate(`schedule ${def.name}`, def.name, cron, options ?? {}), source: 'api' });
     this.mount(row);
     return this.info(row);
   }
@@ -232,7 +196,7 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
   /** `DurableService.unschedule`: deletes the schedule everywhere; false when there was none. */
   async unschedule(name: string): Promise<boolean> {
     this.unmount(name);
-    return this.store.remove(this.core.db, name);
+    return this.store.remove(this.connection.db, name);
   }
 
   /**
@@ -240,10 +204,10 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
    * follows the workflow's `onDuplicate`; with `'error'` it rejects with `KeyTakenError`).
    */
   async trigger(name: string): Promise<StartResult> {
-    const row = await this.store.get(this.core.db, name);
+    const row = await this.store.get(this.connection.db, name);
     if (!row) throw new ScheduleNotFoundError(name);
     let taken: KeyTakenError | undefined;
-    const result = await this.core.dataSource.transaction(async (manager) => {
+    const result = await this.connection.dataSource.transaction(async (manager) => {
       const out = await this.startFor(manager, row);
       await this.store.recordFire(managerQueryable(manager), name, null, out.runId, out.outcome);
       if (out.taken) taken = out.taken;
@@ -260,11 +224,11 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
 
   /** Every stored schedule, by name. */
   async list(): Promise<ScheduleInfo[]> {
-    return (await this.store.all(this.core.db)).map((r) => this.info(r));
+    return (await this.store.all(this.connection.db)).map((r) => this.info(r));
   }
 
   private info(r: ScheduleRow): ScheduleInfo {
-    let next: Date | null = null;
+    let next: Date | null;
     try {
       next = nextOf(new CronTime(r.cron, r.timezone));
     } catch {
@@ -302,7 +266,7 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   private async syncOnce(): Promise<void> {
-    const rows = await this.store.all(this.core.db);
+    const rows = await this.store.all(this.connection.db);
     if (this.stopped) return;
     const stored = new Set<string>();
     for (const row of rows) {
@@ -310,10 +274,10 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
       this.mount(row);
     }
     for (const name of [...this.jobs.keys()]) if (!stored.has(name)) this.unmount(name);
-    const every = Math.min(PRUNE_EVERY_MS, this.core.options.retention.activityMs);
+    const every = Math.min(PRUNE_EVERY_MS, this.options.retention.activityMs);
     if (Date.now() - this.lastPruneAt >= every) {
       this.lastPruneAt = Date.now();
-      for (let n = PRUNE_BATCH; n === PRUNE_BATCH; ) n = await this.store.prune(this.core.db, this.core.options.retention.activityMs, PRUNE_BATCH);
+      for (let n = PRUNE_BATCH; n === PRUNE_BATCH;) n = await this.store.prune(this.connection.db, this.options.retention.activityMs, PRUNE_BATCH);
     }
   }
 
@@ -323,12 +287,12 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
     const existing = this.jobs.get(row.name);
     if (existing && existing.cron === row.cron && existing.timezone === row.timezone) return;
     if (existing) this.unmount(row.name);
-    if (!this.core.registry.find(row.workflow)) return; // not registered on this node: another node ticks it
+    if (!this.registry.find(row.workflow)) return; // not registered on this node: another node ticks it
     let job: CronJob;
     try {
       job = new CronJob(row.cron, () => undefined, null, false, row.timezone);
     } catch (err) {
-      this.core.logger.warn(`schedule "${row.name}": cannot tick ${JSON.stringify(row.cron)} (${row.timezone}): ${(err as Error).message}`);
+      this.logger.warn(`schedule "${row.name}": cannot tick ${JSON.stringify(row.cron)} (${row.timezone}): ${(err as Error).message}`);
       return;
     }
     const local: LocalJob = { name: row.name, cron: row.cron, timezone: row.timezone, job, nextTick: new Date(0), registryName: `durable:${row.name}` };
@@ -340,8 +304,8 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
       local.nextTick = job.nextDate().toJSDate();
       this.track(this.fireTick(local, tick, local.nextTick));
     });
-    if (this.registry.doesExist('cron', local.registryName)) this.registry.deleteCronJob(local.registryName);
-    this.registry.addCronJob(local.registryName, job);
+    if (this.cronJobs.doesExist('cron', local.registryName)) this.cronJobs.deleteCronJob(local.registryName);
+    this.cronJobs.addCronJob(local.registryName, job);
     job.start();
     local.nextTick = job.nextDate().toJSDate();
     this.jobs.set(row.name, local);
@@ -352,7 +316,7 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
     if (!local) return;
     this.jobs.delete(name);
     local.job.stop();
-    if (this.registry.doesExist('cron', local.registryName)) this.registry.deleteCronJob(local.registryName);
+    if (this.cronJobs.doesExist('cron', local.registryName)) this.cronJobs.deleteCronJob(local.registryName);
   }
 
   private track<T>(p: Promise<T>): void {
@@ -370,10 +334,10 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
   async fireTick(local: Pick<LocalJob, 'name' | 'cron' | 'timezone'>, tick: Date, next: Date | null): Promise<FireResult> {
     const stat = this.stat(local.name);
     try {
-      const out = await this.core.dataSource.transaction(async (manager) => {
+      const out = await this.connection.dataSource.transaction(async (manager) => {
         const q = managerQueryable(manager);
         await this.store.fireSession(q);
-        const claimed = await this.store.claimTick(q, local.name, tick, this.core.options.nodeId, local.cron, local.timezone, next);
+        const claimed = await this.store.claimTick(q, local.name, tick, this.options.nodeId, local.cron, local.timezone, next);
         if (!claimed) return undefined;
         const started = await this.startFor(manager, claimed);
         await this.store.recordFire(q, local.name, tick, started.runId, started.outcome);
@@ -388,8 +352,8 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
     } catch (err) {
       // Nothing of this tick was written (its transaction rolled back): another node may still fire it.
       stat.failed++;
-      this.core.logger.warn(`schedule "${local.name}" tick ${tick.toISOString()} failed: ${(err as Error).message}`);
-      await this.store.recordFailure(this.core.db, local.name, serializeError(err)).catch(() => undefined);
+      this.logger.warn(`schedule "${local.name}" tick ${tick.toISOString()} failed: ${(err as Error).message}`);
+      await this.store.recordFailure(this.connection.db, local.name, serializeError(err)).catch(() => undefined);
       return { fired: false, outcome: 'failed' };
     } finally {
       stat.ticks++;

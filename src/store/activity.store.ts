@@ -1,5 +1,5 @@
 import type { Queryable } from './db';
-import { holdsKey, indexedWorkflows } from './runs.store';
+import { holdsKey, indexedWorkflows } from './sql';
 
 /** Kinds of activity event the module records. */
 export type ActivityKind = 'key_duplicate' | 'key_handed_off' | 'key_released' | 'key_retaken';
@@ -55,8 +55,7 @@ export class ActivityStore {
       // a key's events: its newest of each workflow (of $2, or of every workflow) read from
       // activity_key (workflow, key, at) newest first, then the newest of those. The key is a
       // range, not an equality, and leads the order, so the planner cannot take it for a constant
-      // and walk activity_at newest first instead, filtering every newer row (23.9 ms against 1.5 ms
-      // for a key whose 20,000 records were all older than the newest 110,000 rows, bench/keys.js)
+      // and walk activity_at newest first instead, filtering every newer row (measured in bench/keys.js)
       listByKey: `
         SELECT a.id::text, a.kind, a.run_id, a.at, a.details
         FROM unnest(CASE WHEN $2::text IS NULL THEN ${indexedWorkflows(`${S}.activity`, 'workflow')} ELSE ARRAY[$2::text] END) w (workflow)
@@ -126,10 +125,12 @@ export class ActivityStore {
 
   /** Keys of `workflow` (substring `search`), ordered by key, after `cursor` (a key). */
   keys(q: Queryable, workflow: string, search: string | null, cursor: string | null, limit: number) {
-    return q.query<{ key: string; runs: number; holder_id: string | null; holder_status: string | null; readds_last_day: number }>(
-      this.sql.keys,
-      [workflow, search, cursor, limit],
-    );
+    return q.query<{ key: string; runs: number; holder_id: string | null; holder_status: string | null; readds_last_day: number }>(this.sql.keys, [
+      workflow,
+      search,
+      cursor,
+      limit,
+    ]);
   }
 
   /** The key statistics of `workflow`, over the activity kept. */

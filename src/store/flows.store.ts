@@ -95,7 +95,6 @@ export class FlowsStore {
         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING RETURNING id`,
       touchFlow: `UPDATE ${S}.flows SET updated_at = now() WHERE id = $1 RETURNING *`,
       getFlow: `SELECT * FROM ${S}.flows WHERE id = $1`,
-      anyNode: `SELECT flow_name FROM ${S}.runs WHERE flow_id = $1 LIMIT 1`,
       // the named nodes and, transitively, the nodes they depend on (UNION: each once, even on a cycle)
       upstream: `
         WITH RECURSIVE up AS (
@@ -207,7 +206,10 @@ export class FlowsStore {
   }
 
   /** Creates the flow's row; false when a flow with that id exists. */
-  async createFlow(q: Queryable, f: { id: string; name: string | null; ignoreCancelled: boolean; ignoreFailed: boolean; ignoreDeleted: boolean }): Promise<boolean> {
+  async createFlow(
+    q: Queryable,
+    f: { id: string; name: string | null; ignoreCancelled: boolean; ignoreFailed: boolean; ignoreDeleted: boolean },
+  ): Promise<boolean> {
     const rows = await q.query(this.sql.createFlow, [f.id, f.name, f.ignoreCancelled, f.ignoreFailed, f.ignoreDeleted]);
     return rows.length > 0;
   }
@@ -222,11 +224,6 @@ export class FlowsStore {
   async getFlow(q: Queryable, id: string): Promise<FlowRow | undefined> {
     const [row] = await q.query<FlowRow>(this.sql.getFlow, [id]);
     return row;
-  }
-
-  /** True when some run belongs to the flow. */
-  async hasNodes(q: Queryable, flowId: string): Promise<boolean> {
-    return (await q.query(this.sql.anyNode, [flowId])).length > 0;
   }
 
   /** The flow's nodes among `names`, share-locked until commit (a dep cannot finish unseen meanwhile). */
@@ -341,7 +338,12 @@ export class FlowsStore {
         if ((await t.query(this.sql.lockFlow, [c.flow_id])).length === 0) return 0;
         const [f] = await t.query<{ flow_id: string; names: string[] }>(this.sql.missingDeps, [1, graceMs, anyMissing, c.flow_id]);
         if (!f) return 0;
-        await this.resolve(t, f.flow_id, f.names, f.names.map(() => 'deleted' as const));
+        await this.resolve(
+          t,
+          f.flow_id,
+          f.names,
+          f.names.map(() => 'deleted' as const),
+        );
         return 1;
       });
     }

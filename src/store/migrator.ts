@@ -13,12 +13,8 @@ export async function runMigrations(dataSource: DataSource, schema: string): Pro
     await runner.startTransaction();
     await runner.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`nestjs-durable:migrate:${schema}`]);
     await runner.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
-    await runner.query(
-      `CREATE TABLE IF NOT EXISTS "${schema}".migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`,
-    );
-    const done = new Set<string>(
-      ((await runner.query(`SELECT name FROM "${schema}".migrations`)) as { name: string }[]).map((r) => r.name),
-    );
+    await runner.query(`CREATE TABLE IF NOT EXISTS "${schema}".migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
+    const done = new Set<string>(((await runner.query(`SELECT name FROM "${schema}".migrations`)) as { name: string }[]).map((r) => r.name));
     for (const Migration of durableMigrations(schema)) {
       const migration: MigrationInterface = new Migration();
       const name = migration.name ?? Migration.name;

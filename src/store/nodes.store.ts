@@ -28,7 +28,6 @@ export class NodesStore {
         )
         SELECT (SELECT count(*) FROM dead)::int AS nodes, (SELECT count(*) FROM orphans)::int AS runs`,
       remove: `DELETE FROM ${S}.nodes WHERE id = $1`,
-      list: `SELECT id, started_at, heartbeat_at, info FROM ${S}.nodes ORDER BY id`,
     };
   }
 
@@ -37,12 +36,7 @@ export class NodesStore {
    * the runs among `running` (id + epoch) that it no longer owns: cancelled, finished or recovered.
    */
   async beat(q: Queryable, nodeId: string, info: object, running: { id: string; epoch: number }[]): Promise<string[]> {
-    const rows = await q.query<{ id: string }>(this.sql.beat, [
-      nodeId,
-      JSON.stringify(info),
-      running.map((r) => r.id),
-      running.map((r) => r.epoch),
-    ]);
+    const rows = await q.query<{ id: string }>(this.sql.beat, [nodeId, JSON.stringify(info), running.map((r) => r.id), running.map((r) => r.epoch)]);
     return rows.map((r) => r.id);
   }
 
@@ -55,10 +49,5 @@ export class NodesStore {
   /** Removes this node's row (clean shutdown). */
   async remove(q: Queryable, nodeId: string): Promise<void> {
     await q.query(this.sql.remove, [nodeId]);
-  }
-
-  /** Every live node row. */
-  list(q: Queryable) {
-    return q.query<{ id: string; started_at: Date; heartbeat_at: Date; info: object }>(this.sql.list);
   }
 }

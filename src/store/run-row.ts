@@ -81,10 +81,7 @@ export function toRunInfo(row: RunRow, stepName: (workflow: string, index: numbe
     createdAt: row.created_at,
     startedAt: row.started_at,
     finishedAt: row.finished_at,
-    waitingFor:
-      row.status === 'waiting' && row.wait_kind
-        ? { kind: row.wait_kind as WaitKind, name: row.wait_name ?? null, until: row.wake_at ?? null }
-        : null,
+    waitingFor: row.status === 'waiting' && row.wait_kind ? { kind: row.wait_kind as WaitKind, name: row.wait_name ?? null, until: row.wake_at ?? null } : null,
     children: row.children ?? [],
   };
 }

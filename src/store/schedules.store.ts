@@ -162,10 +162,7 @@ export class SchedulesStore {
 
   /** The fired ticks of a schedule, oldest first. */
   fires(q: Queryable, name: string) {
-    return q.query<{ schedule: string; tick_at: Date; node_id: string; run_id: string | null; outcome: string | null; fired_at: Date }>(
-      this.sql.fires,
-      [name],
-    );
+    return q.query<{ schedule: string; tick_at: Date; node_id: string; run_id: string | null; outcome: string | null; fired_at: Date }>(this.sql.fires, [name]);
   }
 
   /** Deletes up to `batch` fire records older than `olderThanMs`; returns how many. */

@@ -56,15 +56,7 @@ export class WaitsStore {
   }
 
   /** Records wait call (run, step, call) unless it is recorded already; returns the recorded row. */
-  async upsert(
-    q: Queryable,
-    runId: string,
-    step: number,
-    call: number,
-    kind: string,
-    name: string | null,
-    forMs: number | null,
-  ): Promise<WaitRow> {
+  async upsert(q: Queryable, runId: string, step: number, call: number, kind: string, name: string | null, forMs: number | null): Promise<WaitRow> {
     const [row] = await q.query<WaitRow>(this.sql.upsert, [runId, step, call, kind, name, forMs], 'durable_wait_upsert');
     return row;
   }

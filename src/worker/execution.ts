@@ -1,7 +1,7 @@
 import { CancelledError, ChildFailedError, TimeoutError } from '../errors';
 import type { StepDefinition, WorkflowDefinition } from '../definition/workflow-definition';
-import type { ClaimedRow, Transition } from '../store/runs.store';
-import type { DurableCore } from '../core/durable.core';
+import type { ClaimedRow, Transition } from '../store/runs.types';
+import type { RunServices } from './run-services';
 import { serializeError, type StoredError } from '../domain/serialize-error';
 import { backoffDelay } from '../domain/retry.policy';
 import { assertValid, jsonProblem } from '../domain/validation';
@@ -30,7 +30,7 @@ export class Execution implements ExecutionHandle {
   private context: Record<string, unknown> = {};
 
   constructor(
-    private readonly core: DurableCore,
+    private readonly services: RunServices,
     private readonly batcher: TransitionBatcher,
     private readonly def: WorkflowDefinition,
     private readonly row: ClaimedRow,
@@ -58,9 +58,9 @@ export class Execution implements ExecutionHandle {
   /** Executes until the run finishes, waits for a retry, or is lost. Never throws. */
   async run(): Promise<void> {
     try {
-      await runSpan(this.row, () => this.steps()); // telemetry: durable.run span (observe/telemetry.ts)
+      await runSpan(this.row, () => this.steps());
     } catch (err) {
-      this.core.logger.error(`run ${this.runId} (${this.workflow}): ${(err as Error).stack ?? err}`);
+      this.services.logger.error(`run ${this.runId} (${this.workflow}): ${(err as Error).stack ?? err}`);
     } finally {
       if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
     }
@@ -93,7 +93,7 @@ export class Execution implements ExecutionHandle {
       const working = { ...context };
       let value: unknown;
       try {
-        value = await stepSpan(this.row, step.name, attempt, () => this.attempt(step, attempt, working)); // telemetry: durable.step span
+        value = await stepSpan(this.row, step.name, attempt, () => this.attempt(step, attempt, working));
       } catch (err) {
         if (this.lost) return;
         if (isSuspension(err)) return this.suspend(err, attempt);
@@ -127,7 +127,7 @@ export class Execution implements ExecutionHandle {
     // a step with a timeout gets a signal of its own that also follows the run's; others share the run's
     const own = step.timeoutMs === undefined ? undefined : new AbortController();
     const aborted = () => (own ? own.signal.aborted : scope.reason !== undefined);
-    const ctx = new RunContextImpl(this.core, this, step.name, step.index, attempt, () => own?.signal ?? scope.signal, working);
+    const ctx = new RunContextImpl(this.services, this, step.name, step.index, attempt, () => own?.signal ?? scope.signal, working);
     if (step.index === this.row.step && attempt === this.row.attempt) ctx.recordedWaits = this.row.waits; // waits: claimed with the run
     let timer: NodeJS.Timeout | undefined;
     let onAbort: ((reason: Error) => void) | undefined;
@@ -257,7 +257,7 @@ export class Execution implements ExecutionHandle {
   private async write(t: Omit<Transition, 'id' | 'epoch'>): Promise<boolean> {
     if (this.lost) return false;
     const owned = await this.batcher.submit({ id: this.runId, epoch: this.epoch, ...t });
-    runTransition(this.row, t, owned); // telemetry: run outcome + durable.run.finished
+    runTransition(this.row, t, owned);
     if (!owned) this.lose(new CancelledError(`run ${this.runId} was cancelled or recovered by another node`));
     return owned;
   }

@@ -1,8 +1,15 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { toMs, type Duration } from '../domain/duration';
+import { WorkflowRegistry } from '../definition/workflow.registry';
+import { DurableConnection } from '../core/durable.connection';
+import { LOG_CONTEXT, RESOLVED_OPTIONS } from '../core/durable.constants';
+import type { ResolvedOptions } from '../options/resolve-options';
+import { ActivityStore } from '../store/activity.store';
 import type { Queryable } from '../store/db';
-import { ANALYZED_TABLES, type AnalyzedTable } from '../store/runs.store';
-import { DurableCore } from '../core/durable.core';
-import { FlowsEngine } from '../flows/flows.engine';
+import { NodesStore } from '../store/nodes.store';
+import { RunsStore } from '../store/runs.store';
+import { ANALYZED_TABLES, type AnalyzedTable } from '../store/runs.sql';
+import { FlowMaintenance } from '../flows/flow.maintenance';
 import { countKeyHandoffs } from '../runs/key-handoffs';
 
 /** Rows deleted per prune statement (keeps each statement short). */
@@ -28,25 +35,30 @@ export class Maintenance {
   /** The ANALYZE in flight, if any. */
   private analysis?: Promise<void>;
 
+  private readonly logger = new Logger(LOG_CONTEXT);
+
   constructor(
-    private readonly core: DurableCore,
-    private readonly flows: FlowsEngine,
+    private readonly connection: DurableConnection,
+    private readonly registry: WorkflowRegistry,
+    private readonly nodes: NodesStore,
+    private readonly runs: RunsStore,
+    private readonly activity: ActivityStore,
+    private readonly flows: FlowMaintenance,
+    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedOptions,
   ) {}
 
   /** One pass. */
   async pass(q: Queryable): Promise<void> {
-    const { nodes, runs, options, logger } = this.core;
+    const { nodes, runs, options, logger } = this;
     const recovered = await nodes.recoverDead(q, options.nodeTimeoutMs);
     if (recovered.runs > 0 || recovered.nodes > 0) {
       logger.warn(`recovered ${recovered.runs} run(s) from ${recovered.nodes} dead node(s)`);
     }
     // runs of workflows with compensations are failed by a worker instead, which compensates them
-    const compensable = this.core.registry
-      .names()
-      .filter((n) => this.core.registry.find(n)?.steps.some((st) => st.compensate !== undefined));
+    const compensable = this.registry.names().filter((n) => this.registry.find(n)?.steps.some((st) => st.compensate !== undefined));
     // a timed-out holder's key goes to the run waiting behind it (key trigger): counted here
-    await countKeyHandoffs(this.core, q, (await runs.failTimedOut(q, compensable)).tx);
-    // DAG flows: repair stuck flows (the spec's DynamicLifeline) and run due afterCancelled hooks
+    await countKeyHandoffs(this.activity, logger, q, (await runs.failTimedOut(q, compensable)).tx);
+    // DAG flows: repair stuck flows (see docs/flows.md) and run due afterCancelled hooks
     await this.flows.maintain(q).catch((err) => logger.warn(`flow maintenance failed: ${(err as Error).message}`));
     this.analyzeIfStale();
     const every = Math.min(PRUNE_EVERY_MS, options.retention.runsMs || PRUNE_EVERY_MS, options.retention.activityMs);
@@ -65,7 +77,8 @@ export class Maintenance {
   private analyzeIfStale(): void {
     const due = ANALYZED_TABLES.filter((t) => Date.now() - (this.lastAnalyzedAt.get(t) ?? -Infinity) >= ANALYZE_EVERY_MS);
     if (this.analysis || due.length === 0) return;
-    const { runs, db, logger, options } = this.core;
+    const { runs, logger, options } = this;
+    const { db } = this.connection;
     this.analysis = runs
       .analyzeIfStale(db, STALE_STATS_MIN_CHANGED, due)
       .then((analyzed) => {
@@ -80,9 +93,15 @@ export class Maintenance {
     await this.analysis;
   }
 
+  /** `DurableService.prune`: prunes now, on a pooled connection. */
+  async pruneNow(olderThan?: Duration): Promise<{ runs: number; activity: number }> {
+    const ms = olderThan === undefined ? undefined : toMs(olderThan, 'olderThan');
+    return this.prune(this.connection.db, ms);
+  }
+
   /** Prunes finished runs older than `olderThanMs` (default: retention) and old activity. */
   async prune(q: Queryable, olderThanMs?: number): Promise<{ runs: number; activity: number }> {
-    const { runs, activity, options } = this.core;
+    const { runs, activity, options } = this;
     const out = { runs: 0, activity: 0 };
     const runsMs = olderThanMs ?? options.retention.runsMs;
     if (runsMs !== false) {

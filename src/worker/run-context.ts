@@ -1,10 +1,10 @@
 import type { EntityManager } from 'typeorm';
 import { CancelledError } from '../errors';
 import { managerQueryable } from '../store/db';
-import type { DurableCore } from '../core/durable.core';
+import type { RunServices } from './run-services';
 import { assertValid, jsonProblem } from '../domain/validation';
 import { FlowContextImpl, type FlowContext, type FlowNodeInfo } from '../flows/flow-context';
-import type { WorkflowRef } from '../definition/workflow.registry';
+import type { WorkflowRef } from '../definition/workflow-metadata';
 import type { Duration } from '../domain/duration';
 import { Suspension } from '../domain/suspension';
 import type { WaitRow } from '../store/waits.store';
@@ -85,7 +85,7 @@ export class RunContextImpl<TInput = unknown> implements RunContext<TInput> {
   recordedWaits?: Record<string, WaitRow> | null;
 
   constructor(
-    private readonly core: DurableCore,
+    private readonly services: RunServices,
     private readonly exec: ExecutionHandle,
     readonly stepName: string,
     private readonly stepIndex: number,
@@ -117,7 +117,7 @@ export class RunContextImpl<TInput = unknown> implements RunContext<TInput> {
   get flow(): FlowContext | undefined {
     const node = this.exec.flowNode;
     if (!node) return undefined;
-    return (this.flowCtx ??= new FlowContextImpl(this.core, node));
+    return (this.flowCtx ??= new FlowContextImpl(this.services.db, this.services.flows, this.services.registry.stepName, node));
   }
 
   get<T = unknown>(name: string): T | undefined {
@@ -131,7 +131,7 @@ export class RunContextImpl<TInput = unknown> implements RunContext<TInput> {
 
   async heartbeat(): Promise<void> {
     if (this.exec.lost) throw new CancelledError(`run ${this.runId} was cancelled or is no longer owned by this node`);
-    const row = await this.core.runs.get(this.core.db, this.runId);
+    const row = await this.services.runs.get(this.services.db, this.runId);
     if (!row || (row.status !== 'running' && row.status !== 'compensating') || row.epoch !== this.exec.epoch) {
       const err = new CancelledError(`run ${this.runId} was ${row?.status ?? 'deleted'}; this attempt stops`);
       this.exec.lose(err);
@@ -141,7 +141,7 @@ export class RunContextImpl<TInput = unknown> implements RunContext<TInput> {
 
   async transaction<T>(fn: (manager: EntityManager) => Promise<T>): Promise<T> {
     const call = this.calls++;
-    const { memos, db, dataSource } = this.core;
+    const { memos, db, dataSource } = this.services;
     const recorded = await memos.get(db, this.runId, this.stepIndex, call);
     if (recorded) return recorded.v as T;
     if (this.exec.lost) throw new CancelledError(`run ${this.runId} is no longer owned by this execution`);
@@ -180,7 +180,7 @@ export class RunContextImpl<TInput = unknown> implements RunContext<TInput> {
     const exec = this.exec;
     const call = this.waitCalls++;
     return {
-      core: this.core,
+      services: this.services,
       runId: this.runId,
       step: this.stepIndex,
       call,

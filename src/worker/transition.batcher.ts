@@ -1,6 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import { sqlState, type Queryable } from '../store/db';
-import type { RunsStore, Transition } from '../store/runs.store';
+import type { RunsStore } from '../store/runs.store';
+import type { Transition } from '../store/runs.types';
 import type { TxMark } from '../store/activity.store';
 import { GroupCommit } from '../core/group-commit';
 
@@ -55,8 +56,11 @@ export class TransitionBatcher {
   private async write(batch: Pending[]): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       try {
-        const { owned, tx } = await this.runs.transition(this.q, batch.map((p) => p.t));
-        if (tx) await this.holdersEnded(tx); // telemetry: runAgain hand-offs made by the key trigger
+        const { owned, tx } = await this.runs.transition(
+          this.q,
+          batch.map((p) => p.t),
+        );
+        if (tx) await this.holdersEnded(tx);
         for (const p of batch) p.resolve(owned.has(p.t.id));
         return;
       } catch (err) {

@@ -1,11 +1,11 @@
 import { CancelledError, ChildFailedError, TimeoutError } from '../errors';
-import type { WorkflowRef } from '../definition/workflow.registry';
+import type { WorkflowRef } from '../definition/workflow-metadata';
 import type { EventKind } from '../store/events.store';
-import type { NewRun } from '../store/runs.store';
+import type { NewRun } from '../store/runs.types';
 import type { WaitRow } from '../store/waits.store';
 import { toMs, type Duration } from '../domain/duration';
-import type { DurableCore } from '../core/durable.core';
-import { assertValid, jsonProblem } from '../domain/validation';
+import type { RunServices } from './run-services';
+import { assertValid, jsonProblem, nameProblem, problem } from '../domain/validation';
 import { isFinished } from '../domain/run-info';
 import { Suspension } from '../domain/suspension';
 import { uuidv7 } from '../domain/uuid';
@@ -40,7 +40,7 @@ export interface CallOptions {
 
 /** What a wait call needs to know about the attempt it runs in. */
 export interface WaitScope {
-  core: DurableCore;
+  services: RunServices;
   runId: string;
   /** The step's index (the waits are recorded under it). */
   step: number;
@@ -53,12 +53,6 @@ export interface WaitScope {
   suspend(s: Suspension): Suspension;
 }
 
-function assertName(what: string, name: unknown): asserts name is string {
-  if (typeof name !== 'string' || name.length === 0 || Buffer.byteLength(name) > 255) {
-    throw new RangeError(`${what}: the name must be a string of 1 to 255 bytes`);
-  }
-}
-
 function assertOwned(scope: WaitScope): void {
   if (scope.lost) throw new CancelledError(`run ${scope.runId} is no longer owned by this execution`);
 }
@@ -67,8 +61,8 @@ function assertOwned(scope: WaitScope): void {
 export async function sleep(scope: WaitScope, duration: Duration): Promise<void> {
   const ms = toMs(duration, 'ctx.sleep');
   assertOwned(scope);
-  const { core } = scope;
-  const row = scope.recorded ?? (await core.waits.upsert(core.db, scope.runId, scope.step, scope.call, 'sleep', null, ms));
+  const { services } = scope;
+  const row = scope.recorded ?? (await services.waits.upsert(services.db, scope.runId, scope.step, scope.call, 'sleep', null, ms));
   if (row.until === null || row.due) return;
   throw scope.suspend(new Suspension('sleep', null, new Date(row.until)));
 }
@@ -76,16 +70,16 @@ export async function sleep(scope: WaitScope, duration: Duration): Promise<void>
 /** `ctx.waitForEvent` / `ctx.waitForInput`. */
 export async function waitFor<T>(scope: WaitScope, kind: EventKind, name: string, options: WaitOptions<T> = {}): Promise<T> {
   const what = kind === 'event' ? `ctx.waitForEvent('${name}')` : `ctx.waitForInput('${name}')`;
-  assertName(what, name);
+  assertValid(what, [nameProblem(name)]);
   const timeoutMs = options.timeout === undefined ? null : toMs(options.timeout, `${what}: timeout`);
   assertOwned(scope);
-  const { core } = scope;
-  const row = scope.recorded ?? (await core.waits.upsert(core.db, scope.runId, scope.step, scope.call, kind, name, timeoutMs));
+  const { services } = scope;
+  const row = scope.recorded ?? (await services.waits.upsert(services.db, scope.runId, scope.step, scope.call, kind, name, timeoutMs));
   if (!row.timed_out) {
-    const got = await core.events.receive(core.db, scope.runId, kind, name);
+    const got = await services.events.receive(services.db, scope.runId, kind, name);
     if (got) return got.payload as T;
     if (!row.due) throw scope.suspend(new Suspension(kind, name, row.until && new Date(row.until)));
-    await core.waits.markTimedOut(core.db, scope.runId, scope.step, scope.call);
+    await services.waits.markTimedOut(services.db, scope.runId, scope.step, scope.call);
   }
   if ('timeoutValue' in options) return options.timeoutValue as T;
   // every re-run of the step would time out the same way: no retries (like a failed child)
@@ -98,13 +92,16 @@ export async function waitFor<T>(scope: WaitScope, kind: EventKind, name: string
  * their results in order, or rejects with `ChildFailedError` for the first that did not complete.
  */
 export async function callChildren(scope: WaitScope, calls: ChildCall[], options: CallOptions = {}): Promise<unknown[]> {
-  const { core } = scope;
-  if (!Array.isArray(calls) || calls.length === 0) throw new RangeError('ctx.parallel: give at least one { workflow, input }');
+  const { services } = scope;
+  if (!Array.isArray(calls) || calls.length === 0) assertValid('ctx.parallel', [problem('calls', calls, 'notEmpty', 'give at least one { workflow, input }')]);
   const delayMs = options.delay === undefined ? 0 : toMs(options.delay, 'ctx.callWorkflow: delay');
-  const defs = calls.map((c) => core.registry.get(c?.workflow));
-  assertValid('ctx.callWorkflow', calls.map((c, i) => jsonProblem(c.input, calls.length > 1 ? `calls[${i}].input` : 'input')));
+  const defs = calls.map((c) => services.registry.get(c?.workflow));
+  assertValid(
+    'ctx.callWorkflow',
+    calls.map((c, i) => jsonProblem(c.input, calls.length > 1 ? `calls[${i}].input` : 'input')),
+  );
   assertOwned(scope);
-  let ids = scope.recorded ? scope.recorded.children : ((await core.waits.get(core.db, scope.runId, scope.step, scope.call))?.children ?? null);
+  let ids = scope.recorded ? scope.recorded.children : ((await services.waits.get(services.db, scope.runId, scope.step, scope.call))?.children ?? null);
   if (!ids) {
     const runAt = delayMs > 0 ? new Date(Date.now() + delayMs).toISOString() : null;
     // ids in call order (uuidv7 of one millisecond are not ordered among themselves)
@@ -118,18 +115,18 @@ export async function callChildren(scope: WaitScope, calls: ChildCall[], options
       run_at: runAt,
       timeout_ms: def.timeoutMs ?? null,
       parent_id: scope.runId,
-      trace: traceCarrier(), // telemetry: a child run continues its parent's trace
+      trace: traceCarrier(),
     }));
     const fresh = children.map((c) => c.id);
-    const recorded = await core.db.tx(async (q) => {
-      if (!(await core.waits.recordChildren(q, scope.runId, scope.step, scope.call, fresh))) return false;
-      await core.runs.insert(q, children);
+    const recorded = await services.db.tx(async (q) => {
+      if (!(await services.waits.recordChildren(q, scope.runId, scope.step, scope.call, fresh))) return false;
+      await services.runs.insert(q, children);
       return true;
     });
     if (recorded) throw scope.suspend(new Suspension('children', null, null));
-    ids = (await core.waits.get(core.db, scope.runId, scope.step, scope.call))!.children!;
+    ids = (await services.waits.get(services.db, scope.runId, scope.step, scope.call))!.children!;
   }
-  const rows = await core.waits.children(core.db, ids);
+  const rows = await services.waits.children(services.db, ids);
   if (rows.length < ids.length) {
     const gone = ids.find((id) => !rows.some((r) => r.id === id))!;
     throw new ChildFailedError(gone, 'deleted', { name: 'Error', message: 'the child run was deleted' });

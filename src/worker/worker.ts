@@ -1,8 +1,19 @@
-import { Injectable, OnApplicationBootstrap, BeforeApplicationShutdown } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { CancelledError } from '../errors';
-import type { ClaimedRow } from '../store/runs.store';
+import type { ClaimedRow } from '../store/runs.types';
 import { DedicatedConnection } from './dedicated-connection';
-import { DurableCore } from '../core/durable.core';
+import { WorkflowRegistry } from '../definition/workflow.registry';
+import { DurableConnection } from '../core/durable.connection';
+import { LOG_CONTEXT, RESOLVED_OPTIONS } from '../core/durable.constants';
+import { FlowsStore } from '../store/flows.store';
+import { ActivityStore } from '../store/activity.store';
+import { EventsStore } from '../store/events.store';
+import { MemosStore } from '../store/memos.store';
+import { NodesStore } from '../store/nodes.store';
+import { RunsStore } from '../store/runs.store';
+import { WaitsStore } from '../store/waits.store';
+import type { ResolvedOptions } from '../options/resolve-options';
+import type { RunServices } from './run-services';
 import { Execution } from './execution';
 import { countKeyHandoffs } from '../runs/key-handoffs';
 import { Maintenance } from './maintenance';
@@ -40,32 +51,48 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
   private concurrency = 0;
   private workflows: string[] | null = null;
 
+  private readonly logger = new Logger(LOG_CONTEXT);
+  /** What executions use, once connected. */
+  private services: RunServices;
+
   constructor(
-    private readonly core: DurableCore,
+    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedOptions,
+    private readonly connection: DurableConnection,
+    private readonly registry: WorkflowRegistry,
     private readonly maintenance: Maintenance,
+    private readonly runs: RunsStore,
+    private readonly nodes: NodesStore,
+    private readonly activity: ActivityStore,
+    private readonly waits: WaitsStore,
+    private readonly events: EventsStore,
+    private readonly memos: MemosStore,
+    private readonly flows: FlowsStore,
   ) {}
 
   /** True when this node runs a worker. */
   get enabled(): boolean {
-    return this.core.options.worker !== false;
+    return this.options.worker !== false;
   }
 
   async onApplicationBootstrap(): Promise<void> {
-    const { options, registry, db, runs } = this.core;
-    this.batcher = new TransitionBatcher(db, runs, this.core.logger, (tx) => countKeyHandoffs(this.core, db, tx));
+    const { options, registry, runs, logger } = this;
+    const { db, dataSource } = this.connection;
+    const { waits, events, memos, flows } = this;
+    this.services = { db, dataSource, registry, runs, logger, waits, events, memos, flows };
+    this.batcher = new TransitionBatcher(db, runs, logger, (tx) => countKeyHandoffs(this.activity, logger, db, tx));
     if (options.worker === false) return;
     this.concurrency = options.worker.concurrency;
     const names = options.worker.workflows ?? registry.names();
     this.workflows = names.filter((n) => registry.find(n));
     if (this.workflows.length === 0) {
-      this.core.logger.warn('worker has no registered workflows to run; it will only heartbeat');
+      this.logger.warn('worker has no registered workflows to run; it will only heartbeat');
     }
     this.started = true;
-    const config = () => this.core.connectionConfig();
+    const config = () => this.connection.connectionConfig();
     const { nodeId } = options;
-    this.control = new DedicatedConnection(`heartbeat:${nodeId}`, config, this.core.logger);
-    this.listener = new DedicatedConnection(`listener:${nodeId}`, config, this.core.logger, async (client, reconnected) => {
-      await client.query(`LISTEN "${this.core.runs.channel}"`);
+    this.control = new DedicatedConnection(`heartbeat:${nodeId}`, config, this.logger);
+    this.listener = new DedicatedConnection(`listener:${nodeId}`, config, this.logger, async (client, reconnected) => {
+      await client.query(`LISTEN "${this.runs.channel}"`);
       client.on('notification', () => this.tick());
       // runs started while it was down were only seen by polling
       if (reconnected) this.tick();
@@ -88,7 +115,8 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     this.timers.forEach(clearInterval);
     this.retryTimers.forEach(clearTimeout);
     if (this.lingerTimer) clearTimeout(this.lingerTimer);
-    const { options, runs, nodes, db } = this.core;
+    const { options, runs, nodes } = this;
+    const { db } = this.connection;
     const deadline = Date.now() + options.shutdownTimeoutMs;
     // a claim in flight still launches what it claimed: wait for it, then for the runs
     while ((this.claiming || this.running.size > 0) && Date.now() < deadline) {
@@ -96,24 +124,25 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     }
     const left = [...this.running.values()];
     if (left.length) {
-      this.core.logger.warn(`shutdown: releasing ${left.length} unfinished run(s) back to pending`);
+      this.logger.warn(`shutdown: releasing ${left.length} unfinished run(s) back to pending`);
       for (const e of left) e.lose(new CancelledError('the node is shutting down'));
     }
     // outcomes still being written get what is left of shutdownTimeout (at least a second)
     await this.batcher.drained(Math.max(1_000, deadline - Date.now()));
     await this.maintenance.settled();
     if (left.length) {
-      await runs.release(db, options.nodeId, left.map((e) => e.runId)).catch((err: Error) => {
-        this.core.logger.warn(`shutdown: could not release runs (${err.message}); they are recovered after nodeTimeout`);
-      });
+      await runs
+        .release(
+          db,
+          options.nodeId,
+          left.map((e) => e.runId),
+        )
+        .catch((err: Error) => {
+          this.logger.warn(`shutdown: could not release runs (${err.message}); they are recovered after nodeTimeout`);
+        });
     }
     await nodes.remove(db, options.nodeId).catch(() => undefined);
     await Promise.all([this.listener?.close(), this.control?.close()]);
-  }
-
-  /** The batcher (also used by the service for transitions it makes on behalf of a run). */
-  get transitions(): TransitionBatcher {
-    return this.batcher;
   }
 
   /** Asks for a claim pass now (coalesced with one in flight). */
@@ -147,9 +176,9 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
         this.deferredSince = undefined;
         let rows: ClaimedRow[];
         try {
-          rows = await this.core.runs.claim(this.core.db, this.core.options.nodeId, free, this.workflows);
+          rows = await this.runs.claim(this.connection.db, this.options.nodeId, free, this.workflows);
         } catch (err) {
-          this.core.logger.warn(`claim failed: ${(err as Error).message}`);
+          this.logger.warn(`claim failed: ${(err as Error).message}`);
           break;
         }
         for (const row of rows) this.launch(row);
@@ -169,9 +198,9 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
   }
 
   private launch(row: ClaimedRow): void {
-    const def = this.core.registry.find(row.workflow);
+    const def = this.registry.find(row.workflow);
     if (!def) return;
-    const exec = new Execution(this.core, this.batcher, def, row, (delay) => this.wakeAfter(delay));
+    const exec = new Execution(this.services, this.batcher, def, row, (delay) => this.wakeAfter(delay));
     this.running.set(row.id, exec);
     void exec.run().finally(() => {
       // a run that woke from a short wait may already be claimed again (a newer execution)
@@ -196,18 +225,18 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     this.beating = true;
     try {
       await this.beat();
-      await this.maintenance.pass(this.control?.queryable ?? this.core.db);
+      await this.maintenance.pass(this.control?.queryable ?? this.connection.db);
     } catch (err) {
-      this.core.logger.warn(`heartbeat failed: ${(err as Error).message}`);
+      this.logger.warn(`heartbeat failed: ${(err as Error).message}`);
     } finally {
       this.beating = false;
     }
   }
 
   private async beat(): Promise<void> {
-    const { nodes, options } = this.core;
+    const { nodes, options } = this;
     const owned = [...this.running.values()].map((e) => ({ id: e.runId, epoch: e.epoch }));
-    const lost = await nodes.beat(this.control?.queryable ?? this.core.db, options.nodeId, { pid: process.pid, concurrency: this.concurrency }, owned);
+    const lost = await nodes.beat(this.control?.queryable ?? this.connection.db, options.nodeId, { pid: process.pid, concurrency: this.concurrency }, owned);
     const epochs = new Map(owned.map((o) => [o.id, o.epoch]));
     for (const id of lost) {
       const exec = this.running.get(id);

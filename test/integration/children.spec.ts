@@ -53,9 +53,7 @@ class ParentFail {
 class FanOut {
   @Step()
   async all(ctx: RunContext<{ ns: number[]; failOn?: number }>) {
-    return ctx.parallel(
-      ctx.input.ns.map((n) => ({ workflow: 'ch_double_once', input: { n, fail: n === ctx.input.failOn, slow: n === 3 ? 300 : 0 } })),
-    );
+    return ctx.parallel(ctx.input.ns.map((n) => ({ workflow: 'ch_double_once', input: { n, fail: n === ctx.input.failOn, slow: n === 3 ? 300 : 0 } })));
   }
 }
 

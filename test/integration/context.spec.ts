@@ -55,17 +55,11 @@ class Tx {
   @Step()
   async write(ctx: RunContext<{ label: string }>) {
     const first = await ctx.transaction(async (m: EntityManager) => {
-      const rows = await m.query(`insert into "${schema}".effects (run_id, label) values ($1, $2) returning id`, [
-        ctx.runId,
-        `${ctx.input.label}-a`,
-      ]);
+      const rows = await m.query(`insert into "${schema}".effects (run_id, label) values ($1, $2) returning id`, [ctx.runId, `${ctx.input.label}-a`]);
       return { id: rows[0].id as number, attempt: ctx.attempt };
     });
     const second = await ctx.transaction(async (m: EntityManager) => {
-      const rows = await m.query(`insert into "${schema}".effects (run_id, label) values ($1, $2) returning id`, [
-        ctx.runId,
-        `${ctx.input.label}-b`,
-      ]);
+      const rows = await m.query(`insert into "${schema}".effects (run_id, label) values ($1, $2) returning id`, [ctx.runId, `${ctx.input.label}-b`]);
       return rows[0].id as number;
     });
     record(ctx, { first, second });
@@ -79,10 +73,7 @@ class TxRollback {
   @Step()
   async write(ctx: RunContext) {
     const id = await ctx.transaction(async (m: EntityManager) => {
-      const rows = await m.query(`insert into "${schema}".effects (run_id, label) values ($1, $2) returning id`, [
-        ctx.runId,
-        `attempt-${ctx.attempt}`,
-      ]);
+      const rows = await m.query(`insert into "${schema}".effects (run_id, label) values ($1, $2) returning id`, [ctx.runId, `attempt-${ctx.attempt}`]);
       if (ctx.attempt === 1) throw new Error('fn fails: its transaction rolls back and nothing is memoised');
       return rows[0].id as number;
     });

@@ -15,10 +15,7 @@ class CrashEffect {
   @Step({ retry: { attempts: 5, initialDelay: 100 } })
   async effect(ctx: RunContext) {
     const id = await ctx.transaction(async (m: EntityManager) => {
-      const rows = await m.query(`insert into "${effectsSchema}".effects (run_id, node_id) values ($1, $2) returning id`, [
-        ctx.runId,
-        SURVIVOR,
-      ]);
+      const rows = await m.query(`insert into "${effectsSchema}".effects (run_id, node_id) values ($1, $2) returning id`, [ctx.runId, SURVIVOR]);
       return rows[0].id as number;
     });
     return { effectId: id, node: SURVIVOR };
@@ -37,9 +34,7 @@ class Fence {
   @Step({ retry: { attempts: 5, initialDelay: 100 } })
   async work(ctx: RunContext) {
     await fenceGate.wait();
-    await ctx.transaction((m: EntityManager) =>
-      m.query(`insert into "${effectsSchema}".effects (run_id, node_id) values ($1, $2)`, [ctx.runId, SURVIVOR]),
-    );
+    await ctx.transaction((m: EntityManager) => m.query(`insert into "${effectsSchema}".effects (run_id, node_id) values ($1, $2)`, [ctx.runId, SURVIVOR]));
     ctx.put('by', SURVIVOR);
     return { by: SURVIVOR };
   }
@@ -78,14 +73,11 @@ async function prepareSchema(): Promise<string> {
   const schema = freshSchema();
   effectsSchema = schema;
   await sql(`create schema "${schema}"`);
-  await sql(
-    `create table "${schema}".effects (id serial primary key, run_id uuid not null, node_id text not null, at timestamptz not null default now())`,
-  );
+  await sql(`create table "${schema}".effects (id serial primary key, run_id uuid not null, node_id text not null, at timestamptz not null default now())`);
   return schema;
 }
 
-const runIdsIn = (node: NodeProcess, step: string) =>
-  new Set(node.linesMatching(new RegExp(`^IN_STEP ${step} `)).map((l) => l.split(' ')[2]));
+const runIdsIn = (node: NodeProcess, step: string) => new Set(node.linesMatching(new RegExp(`^IN_STEP ${step} `)).map((l) => l.split(' ')[2]));
 
 const idsOf = (results: unknown[]) => results.map((r) => (r as { runId: string }).runId);
 
@@ -105,7 +97,12 @@ describe('crashes and fencing (multi-process)', () => {
     const schema = await prepareSchema();
     const victim = await spawnNode({ schema, nodeId: 'victim', env: { HOLD_MS: '600000', DURABLE_CONCURRENCY: '4' } });
     const starter = await createApp({ schema, workflows, options: { worker: false } });
-    const ids = idsOf(await starter.durable.startMany('crash_effect', Array.from({ length: 8 }, (_, i) => ({ input: { i } }))));
+    const ids = idsOf(
+      await starter.durable.startMany(
+        'crash_effect',
+        Array.from({ length: 8 }, (_, i) => ({ input: { i } })),
+      ),
+    );
 
     // the victim holds 4 runs mid-step, after their ctx.transaction committed
     await waitFor(() => runIdsIn(victim, 'effect').size === 4, { timeout: 20_000, message: 'victim holds 4 runs' });
@@ -134,7 +131,12 @@ describe('crashes and fencing (multi-process)', () => {
     const schema = await prepareSchema();
     const victim = await spawnNode({ schema, nodeId: 'victim', env: { HOLD_MS: '600000', DURABLE_WORKFLOWS: 'crash_ctx' } });
     const starter = await createApp({ schema, workflows, options: { worker: false } });
-    const { runIds } = await starter.durable.startFlow(starter.durable.flow().add('work', CrashCtx).add('after', Barrier, {}, { deps: ['work'] }));
+    const { runIds } = await starter.durable.startFlow(
+      starter.durable
+        .flow()
+        .add('work', CrashCtx)
+        .add('after', Barrier, {}, { deps: ['work'] }),
+    );
     await waitFor(() => runIdsIn(victim, 'second').has(runIds.work), { timeout: 20_000, message: 'the victim holds the node' });
     const survivor = await createApp({ schema, workflows });
     expect((await survivor.durable.getRun(runIds.after))!.status).toBe('waiting');
@@ -174,7 +176,12 @@ describe('crashes and fencing (multi-process)', () => {
     const schema = await prepareSchema();
     const victim = await spawnNode({ schema, nodeId: 'dead-node', env: { HOLD_MS: '600000', DURABLE_CONCURRENCY: '3' } });
     const starter = await createApp({ schema, workflows, options: { worker: false } });
-    const ids = idsOf(await starter.durable.startMany('crash_effect', Array.from({ length: 3 }, (_, i) => ({ input: { i } }))));
+    const ids = idsOf(
+      await starter.durable.startMany(
+        'crash_effect',
+        Array.from({ length: 3 }, (_, i) => ({ input: { i } })),
+      ),
+    );
     await waitFor(() => runIdsIn(victim, 'effect').size === 3, { timeout: 20_000 });
     const [s1, s2] = await Promise.all([
       spawnNode({ schema, nodeId: 'live-1', env: { DURABLE_CONCURRENCY: '2' } }),
@@ -187,9 +194,7 @@ describe('crashes and fencing (multi-process)', () => {
     const runs = await Promise.all(ids.map((id) => starter.durable.waitForRun(id, { timeout: 20_000 })));
     expect(runs.map((r) => r.status)).toEqual(['completed', 'completed', 'completed']);
     // each recovered run's remaining steps ran exactly once, on a survivor
-    const finishedBy = [...s1.linesMatching(/^IN_STEP effect /), ...s2.linesMatching(/^IN_STEP effect /)].map(
-      (l) => l.split(' ')[2],
-    );
+    const finishedBy = [...s1.linesMatching(/^IN_STEP effect /), ...s2.linesMatching(/^IN_STEP effect /)].map((l) => l.split(' ')[2]);
     expect(finishedBy.sort()).toEqual([...ids].sort());
     for (const r of runs) expect(['live-1', 'live-2']).toContain((r.result as { by: string }).by);
     // effects still once each (memoised), by the victim

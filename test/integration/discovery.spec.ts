@@ -1,5 +1,5 @@
-import { Injectable, Module } from '@nestjs/common';
-import { DurableService, RunContext, Step, Workflow } from '../../src';
+import { Injectable, Module, Scope } from '@nestjs/common';
+import { DurableService, DurableValidationError, RunContext, Step, Workflow } from '../../src';
 import { createApp } from '../support';
 
 const order: string[] = [];
@@ -102,6 +102,37 @@ class BadRunTimeout {
   }
 }
 
+@Workflow('discovery_request_scoped')
+@Injectable({ scope: Scope.REQUEST })
+class RequestScoped {
+  @Step()
+  async s() {
+    return 1;
+  }
+}
+
+@Workflow('discovery_transient')
+@Injectable({ scope: Scope.TRANSIENT })
+class Transient {
+  @Step()
+  async s() {
+    return 1;
+  }
+}
+
+@Injectable({ scope: Scope.REQUEST })
+class PerRequest {}
+
+@Workflow('discovery_needs_request')
+@Injectable()
+class NeedsRequest {
+  constructor(readonly perRequest: PerRequest) {}
+  @Step()
+  async s() {
+    return 1;
+  }
+}
+
 describe('workflow discovery', () => {
   beforeEach(() => {
     order.length = 0;
@@ -136,10 +167,21 @@ describe('workflow discovery', () => {
 
   it.each([
     ['retry.attempts: 0', BadAttempts, /discovery_bad_attempts[\s\S]*attempts|attempts[\s\S]*discovery_bad_attempts/],
-    ["a step timeout that is not a duration", BadTimeout, /discovery_bad_timeout[\s\S]*timeout|timeout[\s\S]*discovery_bad_timeout/],
+    ['a step timeout that is not a duration', BadTimeout, /discovery_bad_timeout[\s\S]*timeout|timeout[\s\S]*discovery_bad_timeout/],
     ['a workflow timeout that is not a duration', BadRunTimeout, /discovery_bad_run_timeout[\s\S]*timeout|timeout[\s\S]*discovery_bad_run_timeout/],
   ])('fails startup on bad step/workflow options (%s), naming the workflow and the option', async (_l, cls, re) => {
     await expect(createApp({ workflows: [cls as never] })).rejects.toThrow(re as RegExp);
+  });
+
+  it.each([
+    ['request-scoped', [RequestScoped], /discovery_request_scoped.*RequestScoped.*request-scoped/],
+    ['transient', [Transient], /discovery_transient.*Transient.*transient/],
+    ['depending on a request-scoped provider', [NeedsRequest, PerRequest], /discovery_needs_request.*NeedsRequest.*depends on a request-scoped provider/],
+  ])('fails startup, naming the class, when a workflow is not a singleton (%s)', async (_l, providers, re) => {
+    const failed = createApp({ workflows: providers as never[] });
+    await expect(failed).rejects.toBeInstanceOf(DurableValidationError);
+    await expect(failed).rejects.toThrow(re as RegExp);
+    await expect(failed).rejects.toThrow(/must be a singleton provider/);
   });
 
   it("refuses reuse: 'never' with onDuplicate: 'runAgain' when the class is defined", () => {

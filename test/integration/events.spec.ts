@@ -4,8 +4,9 @@
  * step is mid-flight (kept, not lost), timeouts, and a race of many sends against suspensions.
  */
 import { Client } from 'pg';
-import { deliverEvent, RunContext, Step, TimeoutError, Workflow } from '../../src';
-import { DurableCore } from '../../src/core/durable.core';
+import { RunContext, Step, TimeoutError, Workflow } from '../../src';
+import { deliverEvent } from '../../src/runs/event-delivery';
+import { EventsStore } from '../../src/store/events.store';
 import { clientQueryable } from '../../src/store/db';
 import { createApp, databaseUrl, Gate, sql, waitFor, waitForLockWait } from '../support';
 
@@ -68,9 +69,7 @@ class Timeout {
   @Step({ retry: { attempts: 3, initialDelay: '2s' } })
   async listen(ctx: RunContext<{ value?: boolean }>) {
     timeoutAttempts++;
-    return ctx.input?.value
-      ? ctx.waitForEvent('never', { timeout: 250, timeoutValue: { none: true } })
-      : ctx.waitForEvent('never', { timeout: 250 });
+    return ctx.input?.value ? ctx.waitForEvent('never', { timeout: 250, timeoutValue: { none: true } }) : ctx.waitForEvent('never', { timeout: 250 });
   }
 }
 
@@ -143,7 +142,7 @@ describe('sendEvent / waitForEvent', () => {
     expect(done.result).toBe('timed out');
   });
 
-  it("buffer: true keeps an event sent before the wait; of several kept the wait gets the newest; a later wait gets the same", async () => {
+  it('buffer: true keeps an event sent before the wait; of several kept the wait gets the newest; a later wait gets the same', async () => {
     const { durable, schema } = await createApp({ workflows });
     const { runId } = await durable.start('e_gated');
     await waitFor(() => got[runId]?.length === 1);
@@ -163,9 +162,7 @@ describe('sendEvent / waitForEvent', () => {
     const twice = await durable.waitForRun(t.runId, { timeout: 10_000 });
     expect(twice.status).toBe('completed');
     expect(twice.result).toBe('A');
-    const rows = await sql(`select payload, received_at is not null as received from "${schema}".events where run_id = $1 order by id`, [
-      t.runId,
-    ]);
+    const rows = await sql(`select payload, received_at is not null as received from "${schema}".events where run_id = $1 order by id`, [t.runId]);
     expect(rows).toEqual([
       { payload: 'A', received: true },
       { payload: 'B', received: false },
@@ -224,7 +221,7 @@ describe('sendEvent / waitForEvent', () => {
       gate.open(); // the step finds no event and suspends: its write now waits for our row lock
       await waitForLockWait([`UPDATE "${schema}".runs r SET`], 'the suspension write is blocked on the run row');
       // the run is still `running`: the event is kept (and marked on the run), then we commit
-      expect(await deliverEvent(app.get(DurableCore), clientQueryable(client), runId, 'hit', { late: true })).toBe('kept');
+      expect(await deliverEvent(app.get(EventsStore), clientQueryable(client), runId, 'hit', { late: true })).toBe('kept');
       await client.query('COMMIT');
     } finally {
       await client.end();
@@ -237,7 +234,10 @@ describe('sendEvent / waitForEvent', () => {
 
   it('race: 100 runs, each sent its event at a random moment around its wait, all complete with it', async () => {
     const { durable } = await createApp({ workflows, concurrency: 20 });
-    const results = await durable.startMany('e_race', Array.from({ length: 100 }, (_, i) => ({ input: { i } })));
+    const results = await durable.startMany(
+      'e_race',
+      Array.from({ length: 100 }, (_, i) => ({ input: { i } })),
+    );
     const ids = results.map((r) => (r as { runId: string }).runId);
     const outcomes = await Promise.all(
       ids.map(async (id, i) => {

@@ -72,7 +72,11 @@ describe('DAG flows: appendFlow', () => {
   it('appends from inside a step (the spec example), with deps on existing nodes checked', async () => {
     const { durable } = await createApp({ workflows });
     const { flowId } = await durable.startFlow(
-      durable.flow({ name: 'grow' }).add('a', Echo).add('b', Echo).add('c', Appender, {}, { deps: ['a', 'b'] }),
+      durable
+        .flow({ name: 'grow' })
+        .add('a', Echo)
+        .add('b', Echo)
+        .add('c', Appender, {}, { deps: ['a', 'b'] }),
     );
     await waitFor(async () => {
       const r = await runsByName(durable, flowId);
@@ -118,9 +122,7 @@ describe('DAG flows: appendFlow', () => {
   it('with checkDeps (the default) deps must name existing nodes and names must be new; nothing is written otherwise', async () => {
     const { durable, schema } = await createApp({ workflows, options: { worker: false } });
     const { flowId } = await durable.startFlow(durable.flow().add('a', Echo));
-    const unknown = await durable
-      .startFlow((await durable.appendFlow(flowId)).add('b', Echo, {}, { deps: ['zz'] }))
-      .catch((e) => e);
+    const unknown = await durable.startFlow((await durable.appendFlow(flowId)).add('b', Echo, {}, { deps: ['zz'] })).catch((e) => e);
     expect(unknown).toBeInstanceOf(DurableValidationError);
     expect(unknown.message).toMatch(/depends on "zz", which is not a node of flow/);
     const dup = await durable.startFlow((await durable.appendFlow(flowId)).add('a', Echo)).catch((e) => e);
@@ -134,9 +136,7 @@ describe('DAG flows: appendFlow', () => {
     const { durable } = await createApp({ workflows });
     const { flowId, runIds } = await durable.startFlow(durable.flow().add('a', Echo));
     await finalRun(durable, runIds.a);
-    const early = await durable.startFlow(
-      (await durable.appendFlow(flowId, { checkDeps: false })).add('late_child', Echo, {}, { deps: ['a', 'later'] }),
-    );
+    const early = await durable.startFlow((await durable.appendFlow(flowId, { checkDeps: false })).add('late_child', Echo, {}, { deps: ['a', 'later'] }));
     expect((await durable.getRun(early.runIds.late_child))!.status).toBe('waiting');
     const later = await durable.startFlow((await durable.appendFlow(flowId)).add('later', Echo));
     expect((await finalRun(durable, early.runIds.late_child)).status).toBe('completed');
@@ -165,7 +165,7 @@ describe('DAG flows: appendFlow', () => {
     expect((await sql(`select count(*)::int n from ${ident(schema)}.flow_deps where not resolved`))[0].n).toBe(0);
   });
 
-  it('an append that would close a cycle through the flow\'s nodes is refused before anything is written', async () => {
+  it("an append that would close a cycle through the flow's nodes is refused before anything is written", async () => {
     const { durable, schema } = await createApp({ workflows, options: { worker: false } });
     const { flowId } = await durable.startFlow(durable.flow().add('root', Echo));
     // x waits for "later", which does not exist yet; y waits for x
@@ -202,10 +202,13 @@ describe('DAG flows: appendFlow', () => {
     await sql(`UPDATE ${S}.flows SET updated_at = now() - interval '1 hour' WHERE id = ANY($1)`, [[quiet.flowId, busy.flowId]]);
     // a worker node that runs none of these nodes: only its maintenance pass acts
     await createApp({ schema, workflows, options: { worker: { workflows: ['app_fail'] }, migrationsRun: false } });
-    const orphan = await waitFor(async () => {
-      const r = await starter.getRun(quietMore.runIds.orphan);
-      return r?.status === 'cancelled' ? r : undefined;
-    }, { timeout: 15_000, message: 'the quiet flow was repaired' });
+    const orphan = await waitFor(
+      async () => {
+        const r = await starter.getRun(quietMore.runIds.orphan);
+        return r?.status === 'cancelled' ? r : undefined;
+      },
+      { timeout: 15_000, message: 'the quiet flow was repaired' },
+    );
     expect(orphan.error).toMatchObject({ reason: 'deleted' });
     // the busy flow is left alone
     expect((await starter.getRun(busyMore.runIds.waits))!.status).toBe('waiting');

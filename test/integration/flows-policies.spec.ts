@@ -1,12 +1,4 @@
-import {
-  FlowNodeOptions,
-  FlowOptions,
-  OnFlowCancelled,
-  RunContext,
-  RunInfo,
-  Step,
-  Workflow,
-} from '../../src';
+import { FlowNodeOptions, FlowOptions, OnFlowCancelled, RunContext, RunInfo, Step, Workflow } from '../../src';
 import { createApp, Gate, ident, sql, TestApp, waitFor } from '../support';
 
 const hookCalls: { reason: string; name: string | null; runId: string; status: string }[] = [];
@@ -256,7 +248,12 @@ describe('DAG flows: failure policies, cancel cascade, afterCancelled, deleted d
     expect(hookCalls).toHaveLength(0);
     // deleting a dep that had not finished: dependants are cancelled with reason 'deleted'
     gate = new Gate();
-    const second = await durable.startFlow(durable.flow().add('a', Hold).add('b', Ok, {}, { deps: ['a'] }));
+    const second = await durable.startFlow(
+      durable
+        .flow()
+        .add('a', Hold)
+        .add('b', Ok, {}, { deps: ['a'] }),
+    );
     await waitFor(() => gate.arrived === 1);
     await sql(`delete from ${ident(schema)}.runs where id = $1`, [second.runIds.a]);
     expect(await finalRun(durable, second.runIds.b)).toMatchObject({ status: 'cancelled', error: expect.objectContaining({ reason: 'deleted' }) });
@@ -270,7 +267,12 @@ describe('DAG flows: failure policies, cancel cascade, afterCancelled, deleted d
   async function lostWakeUp() {
     const app = await createApp({ workflows, options: { worker: false } });
     const S = ident(app.schema);
-    const { runIds } = await app.durable.startFlow(app.durable.flow().add('a', Ok).add('b', Ok, {}, { deps: ['a'] }));
+    const { runIds } = await app.durable.startFlow(
+      app.durable
+        .flow()
+        .add('a', Ok)
+        .add('b', Ok, {}, { deps: ['a'] }),
+    );
     await sql(`alter table ${S}.runs disable trigger runs_flow_deps_trg`);
     await sql(`update ${S}.runs set status = 'completed', finished_at = now(), result = '"ok"' where id = $1`, [runIds.a]);
     await sql(`alter table ${S}.runs enable trigger runs_flow_deps_trg`);
@@ -293,7 +295,12 @@ describe('DAG flows: failure policies, cancel cascade, afterCancelled, deleted d
 
   it('a dep that fails an attempt and then succeeds: the dependant waits through the retry and runs once, after it', async () => {
     const { durable } = await createApp({ workflows });
-    const { runIds } = await durable.startFlow(durable.flow().add('dep', Flaky).add('after', Count, {}, { deps: ['dep'] }));
+    const { runIds } = await durable.startFlow(
+      durable
+        .flow()
+        .add('dep', Flaky)
+        .add('after', Count, {}, { deps: ['dep'] }),
+    );
     expect(await finalRun(durable, runIds.after)).toMatchObject({ status: 'completed', result: 'flaky-ok' });
     expect((await durable.getRun(runIds.dep))!).toMatchObject({ status: 'completed', attempt: 2 });
     expect(flakyAttempts).toEqual([1, 2]);
@@ -312,7 +319,11 @@ describe('DAG flows: failure policies, cancel cascade, afterCancelled, deleted d
     const { schema, durable } = first;
     const S = ident(schema);
     const { runIds } = await durable.startFlow(
-      durable.flow().add('gone', Ok).add('strict', Ok, {}, { deps: ['gone'] }).add('lenient', Ok, {}, { deps: ['gone'], ignoreDeleted: true }),
+      durable
+        .flow()
+        .add('gone', Ok)
+        .add('strict', Ok, {}, { deps: ['gone'] })
+        .add('lenient', Ok, {}, { deps: ['gone'], ignoreDeleted: true }),
     );
     // the dep's row vanishes with the flow triggers off: nothing marks the edges missing
     await sql(`alter table ${S}.runs disable trigger user`);
@@ -341,7 +352,12 @@ describe('DAG flows: failure policies, cancel cascade, afterCancelled, deleted d
 
   it("a node's workflow timeout does not run while it waits for its deps", async () => {
     const { durable } = await createApp({ workflows });
-    const { runIds } = await durable.startFlow(durable.flow().add('slow', Hold).add('quick', Quick, {}, { deps: ['slow'] }));
+    const { runIds } = await durable.startFlow(
+      durable
+        .flow()
+        .add('slow', Hold)
+        .add('quick', Quick, {}, { deps: ['slow'] }),
+    );
     await waitFor(() => gate.arrived === 1);
     // well past the 400 ms timeout, with maintenance passes (heartbeat 200 ms) in between
     const since = Date.now();
@@ -354,7 +370,11 @@ describe('DAG flows: failure policies, cancel cascade, afterCancelled, deleted d
     const { durable, schema } = await createApp({ workflows });
     const S = ident(schema);
     const { flowId, runIds } = await durable.startFlow(
-      durable.flow().add('a', Fail).add('b', Ok, {}, { deps: ['a'] }).add('c', Ok, {}, { deps: ['b'] }),
+      durable
+        .flow()
+        .add('a', Fail)
+        .add('b', Ok, {}, { deps: ['a'] })
+        .add('c', Ok, {}, { deps: ['b'] }),
     );
     await finalRun(durable, runIds.c);
     expect((await sql(`select count(*)::int n from ${S}.flow_deps`))[0].n).toBe(2);

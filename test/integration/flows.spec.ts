@@ -1,12 +1,5 @@
 import { DataSource } from 'typeorm';
-import {
-  DurableValidationError,
-  FlowExistsError,
-  RunContext,
-  RunNotFoundError,
-  Step,
-  Workflow,
-} from '../../src';
+import { DurableValidationError, FlowExistsError, RunContext, RunNotFoundError, Step, Workflow } from '../../src';
 import { createApp, databaseUrl, sql, ident, waitFor } from '../support';
 
 /** Order in which nodes ran (their `ctx.flow.name`), and overlap bookkeeping. */
@@ -111,7 +104,10 @@ describe('DAG flows: building, starting, running', () => {
   it('nodes whose deps are not done are waiting and never claimed', async () => {
     const { durable } = await createApp({ workflows, options: { worker: false } });
     const { flowId, runIds } = await durable.startFlow(
-      durable.flow({ name: 'parked' }).add('a', Echo).add('b', Echo, {}, { deps: ['a'] }),
+      durable
+        .flow({ name: 'parked' })
+        .add('a', Echo)
+        .add('b', Echo, {}, { deps: ['a'] }),
     );
     expect((await durable.getRun(runIds.a))!.status).toBe('pending');
     expect((await durable.getRun(runIds.b))!).toMatchObject({ status: 'waiting', flowId, flowName: 'parked', name: 'b', deps: ['a'] });
@@ -122,8 +118,7 @@ describe('DAG flows: building, starting, running', () => {
   it('builds dynamic fan-out / fan-in with loops (the spec: a → a_0..a_3 → b → b_0..b_3 → c)', async () => {
     const { durable } = await createApp({ workflows, concurrency: 10 });
     const range = [0, 1, 2, 3];
-    const fanOut = (f: ReturnType<typeof durable.flow>, base: string) =>
-      range.reduce((acc, k) => acc.add(`${base}_${k}`, Echo, {}, { deps: [base] }), f);
+    const fanOut = (f: ReturnType<typeof durable.flow>, base: string) => range.reduce((acc, k) => acc.add(`${base}_${k}`, Echo, {}, { deps: [base] }), f);
     let flow = durable.flow().add('a', Echo);
     flow = fanOut(flow, 'a');
     flow = flow.add('b', Echo, {}, { deps: range.map((k) => `a_${k}`) });
@@ -190,10 +185,27 @@ describe('DAG flows: building, starting, running', () => {
     const cases: [string, () => ReturnType<typeof durable.flow>, RegExp][] = [
       ['empty', () => durable.flow(), /at least one node/],
       ['duplicate', () => durable.flow().add('a', Echo).add('a', Echo), /duplicate node name "a"/],
-      ['unknown dep', () => durable.flow().add('a', Echo).add('b', Echo, {}, { deps: ['zz'] }), /depends on "zz"/],
+      [
+        'unknown dep',
+        () =>
+          durable
+            .flow()
+            .add('a', Echo)
+            .add('b', Echo, {}, { deps: ['zz'] }),
+        /depends on "zz"/,
+      ],
       ['unknown workflow', () => durable.flow().add('a', 'no_such_workflow'), /unknown workflow "no_such_workflow"/],
       ['self', () => durable.flow().add('a', Echo, {}, { deps: ['a'] }), /depends on itself/],
-      ['cycle', () => durable.flow().add('a', Echo, {}, { deps: ['c'] }).add('b', Echo, {}, { deps: ['a'] }).add('c', Echo, {}, { deps: ['b'] }), /cycle/],
+      [
+        'cycle',
+        () =>
+          durable
+            .flow()
+            .add('a', Echo, {}, { deps: ['c'] })
+            .add('b', Echo, {}, { deps: ['a'] })
+            .add('c', Echo, {}, { deps: ['b'] }),
+        /cycle/,
+      ],
       ['bad input', () => durable.flow().add('a', Echo, { n: BigInt(1) }), /BigInt/],
       ['bad name', () => durable.flow().add('', Echo), /node name/],
       ['bad id', () => durable.flow({ id: '' }).add('a', Echo), /flow id/],
@@ -204,7 +216,14 @@ describe('DAG flows: building, starting, running', () => {
       expect([what, err.message]).toEqual([what, expect.stringMatching(message)]);
     }
     // several problems are listed together
-    const many = await durable.startFlow(durable.flow().add('a', Echo).add('a', 'nope', {}, { deps: ['x'] })).catch((e) => e);
+    const many = await durable
+      .startFlow(
+        durable
+          .flow()
+          .add('a', Echo)
+          .add('a', 'nope', {}, { deps: ['x'] }),
+      )
+      .catch((e) => e);
     expect(many.errors.length).toBeGreaterThanOrEqual(3);
     const n = await sql(`select count(*)::int as n from ${ident(schema)}.runs`);
     expect(n[0].n).toBe(0);
@@ -216,7 +235,10 @@ describe('DAG flows: building, starting, running', () => {
     await ds.initialize();
     try {
       const { durable, schema } = await createApp({ workflows, options: { dataSource: ds, worker: false } });
-      const flowA = durable.flow({ id: 'rolled-back' }).add('a', Echo).add('b', Echo, {}, { deps: ['a'] });
+      const flowA = durable
+        .flow({ id: 'rolled-back' })
+        .add('a', Echo)
+        .add('b', Echo, {}, { deps: ['a'] });
       await ds
         .transaction(async (manager) => {
           const r = await durable.startFlow(flowA, { manager });
@@ -231,7 +253,13 @@ describe('DAG flows: building, starting, running', () => {
       await ds.transaction(async (manager) => {
         const err = await durable.startFlow(durable.flow({ id: 'taken' }).add('a', Echo), { manager }).catch((e) => e);
         expect(err).toBeInstanceOf(FlowExistsError);
-        await durable.startFlow(durable.flow({ id: 'kept' }).add('a', Echo).add('b', Echo, {}, { deps: ['a'] }), { manager });
+        await durable.startFlow(
+          durable
+            .flow({ id: 'kept' })
+            .add('a', Echo)
+            .add('b', Echo, {}, { deps: ['a'] }),
+          { manager },
+        );
       });
       expect(await durable.listRuns({ flowId: 'kept' })).toHaveLength(2);
     } finally {
@@ -242,7 +270,11 @@ describe('DAG flows: building, starting, running', () => {
   it('getFlowGraph draws a started flow with run ids and statuses; unknown flows are RunNotFoundError', async () => {
     const { durable } = await createApp({ workflows, options: { worker: false } });
     const { flowId, runIds } = await durable.startFlow(
-      durable.flow({ name: 'drawn' }).add('a', Echo).add('b', Echo, {}, { deps: ['a'] }).add('c', Echo, {}, { deps: ['a'] }),
+      durable
+        .flow({ name: 'drawn' })
+        .add('a', Echo)
+        .add('b', Echo, {}, { deps: ['a'] })
+        .add('c', Echo, {}, { deps: ['a'] }),
     );
     const g = await durable.getFlowGraph(flowId);
     expect(g.nodes).toEqual([

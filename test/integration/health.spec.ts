@@ -48,7 +48,7 @@ class PgProxy {
 
 async function get(base: string, route: string) {
   const res = await fetch(`${base}${route}`);
-  return { status: res.status, body: (await res.json()) as Record<string, any> };
+  return { status: res.status, body: (await res.json()) as Record<string, any> }; // eslint-disable-line @typescript-eslint/no-explicit-any -- JSON of any shape
 }
 
 describe('GET /health (sample app, DurableHealthIndicator)', () => {
@@ -101,7 +101,9 @@ describe('GET /health (sample app, DurableHealthIndicator)', () => {
     await waitFor(async () => (await get(base, '/health')).status === 200, { timeout: 15_000, message: '/health is 200 again' });
 
     // down: this node's worker loop stopped ticking (3 poll intervals without a tick)
-    const { Worker } = require(path.join(path.dirname(DIST_ENTRY), 'engine', 'worker'));
+    // the sample app runs on the compiled library: its Worker class, not the one of src/
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { Worker } = require(path.join(path.dirname(DIST_ENTRY), 'worker', 'worker'));
     await app.get(Worker).beforeApplicationShutdown();
     await waitFor(async () => (await get(base, '/health')).status === 503, { timeout: 15_000, message: '/health is 503 after the loop stopped' });
     const stalled = await get(base, '/health');

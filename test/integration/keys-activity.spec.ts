@@ -1,5 +1,5 @@
 /**
- * Watching keys (spec/workflow-keys.md, "Watching Keys"): the activity log (key_duplicate with its
+ * Watching keys (docs/keys.md, "Watching keys"): the activity log (key_duplicate with its
  * outcome, inputChanged, input and runsAfter; key_handed_off; key_released with by; key_retaken),
  * listActivity's filters, RunInfo.readds, listRuns({ key }) with holdsKey, listKeys, keyStats, the
  * key counters, and activity pruned after retention.activity.
@@ -7,7 +7,7 @@
 import { metrics } from '@opentelemetry/api';
 import { DataPointType, MeterProvider, MetricReader, type SumMetricData } from '@opentelemetry/sdk-metrics';
 import { DurableError, KeyTakenError, RunContext, Step, Workflow } from '../../src';
-import { DurableCore } from '../../src/core/durable.core';
+import { DurableConnection } from '../../src/core/durable.connection';
 import { createApp, databaseUrl, freshSchema, Gate, ident, sql, TestApp, waitFor, waitForLockWait } from '../support';
 import { forceStatus } from '../support/keys';
 import { DataSource } from 'typeorm';
@@ -30,9 +30,7 @@ async function counter(name: string, attrs: Record<string, string> = {}): Promis
   const m = all.find((x) => x.descriptor.name === name) as SumMetricData | undefined;
   if (!m) return 0;
   expect(m.dataPointType).toBe(DataPointType.SUM);
-  return m.dataPoints
-    .filter((p) => Object.entries(attrs).every(([k, v]) => p.attributes[k] === v))
-    .reduce((n, p) => n + (p.value as number), 0);
+  return m.dataPoints.filter((p) => Object.entries(attrs).every(([k, v]) => p.attributes[k] === v)).reduce((n, p) => n + (p.value as number), 0);
 }
 
 let gate = new Gate();
@@ -158,7 +156,10 @@ describe('watching keys', () => {
       const waiter = await t.durable.start('a_wf', { n: 2 }, { key: 'ra1', onDuplicate: 'runAgain' });
 
       const get = async (key: string) => (await t.durable.listActivity({ kinds: ['key_duplicate'], key }))[0];
-      expect(await get('er')).toMatchObject({ runId: e.runId, details: { key: 'er', workflow: 'a_wf', outcome: 'error', inputChanged: true, input: { n: 2 } } });
+      expect(await get('er')).toMatchObject({
+        runId: e.runId,
+        details: { key: 'er', workflow: 'a_wf', outcome: 'error', inputChanged: true, input: { n: 2 } },
+      });
       expect(await get('ce')).toMatchObject({ runId: c.runId, details: { key: 'ce', workflow: 'a_wf', outcome: 'cancel_existing', input: { n: 2 } } });
       expect(await get('se')).toMatchObject({ runId: s.runId, details: { key: 'se', workflow: 'a_wf', outcome: 'send_event', input: { n: 2 } } });
       expect(await get('db')).toMatchObject({ runId: d.runId, details: { key: 'db', workflow: 'a_debounce', outcome: 'debounced', input: { n: 2 } } });
@@ -231,7 +232,7 @@ describe('watching keys', () => {
       let cancelled: Promise<void> | undefined;
       // the start's transaction locks the holder and adds the waiting run; cancel()'s statement,
       // begun before that commits, waits for the lock and so cannot see the waiting run itself
-      const w = await t.get(DurableCore).dataSource.transaction(async (manager) => {
+      const w = await t.get(DurableConnection).dataSource.transaction(async (manager) => {
         const started = await t.durable.start('a_wf', { n: 2 }, { key: 'racq', onDuplicate: 'runAgain', manager });
         cancelled = t.durable.cancel(h.runId);
         await waitForLockWait([`${ident(t.schema)}.runs SET status = 'cancelled'`], "cancel()'s statement waits for the holder's lock");
@@ -249,7 +250,7 @@ describe('watching keys', () => {
       await waitFor(async () => (await t.durable.getRun(h.runId))?.status === 'running');
       // the start's transaction locks the holder and adds the waiting run; the worker's batched
       // finish, sent before that commits, waits for the lock and so cannot see the waiting run itself
-      const w = await t.get(DurableCore).dataSource.transaction(async (manager) => {
+      const w = await t.get(DurableConnection).dataSource.transaction(async (manager) => {
         const started = await t.durable.start('a_wf', { n: 2 }, { key: 'rawq', onDuplicate: 'runAgain', manager });
         gate.open();
         await waitForLockWait([`${ident(t.schema)}.runs r SET`], "the worker's finish waits for the holder's lock");
@@ -517,9 +518,7 @@ describe('watching keys', () => {
       expect(page1.map((k) => k.key)).toEqual(['article:1', 'article:2']);
       const page2 = await t.durable.listKeys({ workflow: 'a_wf', limit: 2, cursor: page1[1].key });
       expect(page2.map((k) => k.key)).toEqual(['sync:7']);
-      expect(await t.durable.listKeys({ workflow: 'a_other' })).toEqual([
-        expect.objectContaining({ key: 'article:1', runs: 1, readdsLastDay: 0 }),
-      ]);
+      expect(await t.durable.listKeys({ workflow: 'a_other' })).toEqual([expect.objectContaining({ key: 'article:1', runs: 1, readdsLastDay: 0 })]);
     });
 
     it('keyStats({ workflow }): every figure', async () => {

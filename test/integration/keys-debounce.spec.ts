@@ -1,5 +1,5 @@
 /**
- * debounce: (spec/workflow-keys.md, "Collapse a Burst"): a keyed start waits `period`; each start
+ * debounce: (docs/keys.md, "debounce"): a keyed start waits `period`; each start
  * in that time gives the waiting run the newer input and restarts the wait; `timeout` caps the wait
  * from the first start; starts without a key are not debounced; once picked up, the next start is
  * an ordinary duplicate; a workflow timeout counts from when the debounced run is due.

@@ -1,5 +1,5 @@
 /**
- * What a duplicate returns (spec/workflow-keys.md, "What a Duplicate Returns" and "Updates That
+ * What a duplicate returns (docs/keys.md, "onDuplicate" and "When the newer input
  * Arrive While a Run Is Going"): useExisting, error, cancelExisting, runAgain and { sendEvent },
  * against going holders and finished holders that reuse keeps.
  */
@@ -224,9 +224,7 @@ describe('what a duplicate returns', () => {
       expect(run).toMatchObject({ status, holdsKey: true, input: { n: 1 } });
       expect(await countRuns(t.schema, 'key = $1', [key])).toBe(1);
       // nothing was sent to it
-      const [{ n }] = await sql(`SELECT count(*)::int AS n FROM ${ident(t.schema)}.events WHERE run_id = $1`, [a.runId]).catch(
-        () => [{ n: 0 }],
-      );
+      const [{ n }] = await sql(`SELECT count(*)::int AS n FROM ${ident(t.schema)}.events WHERE run_id = $1`, [a.runId]).catch(() => [{ n: 0 }]);
       expect(n).toBe(0);
     });
 
@@ -263,7 +261,7 @@ describe('what a duplicate returns', () => {
       expect((await t.durable.getRun(a.runId))!.status).toBe('cancelled');
     });
 
-    it('is the same cancel as cancel(): the holder\'s unfinished children are cancelled with it', async () => {
+    it("is the same cancel as cancel(): the holder's unfinished children are cancelled with it", async () => {
       const t = await createApp({ workflows: ALL });
       const p = await t.durable.start('d_parent', {}, { key: 'pk' });
       const child = await waitFor(async () => (await t.durable.listRuns({ workflow: 'd_close', status: 'running' }))[0]);

@@ -1,5 +1,5 @@
 /**
- * Keys across the lifecycle (spec/workflow-keys.md, "Inside Your Own Transaction" and "Retry,
+ * Keys across the lifecycle (docs/keys.md, "Inside your own transaction" and "Retry,
  * Rerun and Releasing a Key"): starts in the caller's transaction (duplicates don't poison it, a
  * rollback undoes the run, its key, a hand-off or a cancelExisting), retry taking the key back,
  * rerun, releaseKey, and pruning a holder.
@@ -7,16 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
-import {
-  DurableValidationError,
-  KeyTakenError,
-  NoKeyError,
-  NotFinishedError,
-  RunContext,
-  RunStatus,
-  Step,
-  Workflow,
-} from '../../src';
+import { DurableValidationError, KeyTakenError, NoKeyError, NotFinishedError, RunContext, RunStatus, Step, Workflow } from '../../src';
 import { countRuns, createApp, databaseUrl, Gate, ident, sql, TestApp, waitFor, waitForLockWait } from '../support';
 import { forceStatus, holdersOf, rejection, expectKeyTaken } from '../support/keys';
 
@@ -94,8 +85,7 @@ describe('keys across the lifecycle', () => {
       await ds.destroy();
     });
 
-    const articles = async (title: string) =>
-      (await sql(`SELECT count(*)::int AS n FROM ${ident(t.schema)}.articles WHERE title = $1`, [title]))[0].n;
+    const articles = async (title: string) => (await sql(`SELECT count(*)::int AS n FROM ${ident(t.schema)}.articles WHERE title = $1`, [title]))[0].n;
 
     it('a duplicate neither throws nor poisons the transaction (useExisting and error)', async () => {
       const a = await t.durable.start('l_close', {}, { key: 'tx-dup' });
@@ -310,7 +300,10 @@ describe('keys across the lifecycle', () => {
         const newId = randomUUID();
         await other.query('BEGIN');
         await other.query(`INSERT INTO ${ident(t.schema)}.runs (id, workflow, key, holds_key, run_at) VALUES ($1, 'l_never', 'r6', true, 'infinity')`, [newId]);
-        const retried = t.durable.retry(a.runId).then(() => 'retried', (err: unknown) => err);
+        const retried = t.durable.retry(a.runId).then(
+          () => 'retried',
+          (err: unknown) => err,
+        );
         await waitForLockWait(['SET holds_key = true'], 'retry never waited for the uncommitted holder');
         await other.query('COMMIT');
         const err = await retried;
@@ -468,7 +461,7 @@ describe('keys across the lifecycle', () => {
   });
 
   describe('pruning', () => {
-    it("pruning a finished holder frees its key; a going holder is not pruned and keeps it", async () => {
+    it('pruning a finished holder frees its key; a going holder is not pruned and keeps it', async () => {
       const t = await createApp({ workflows: ALL, options: { worker: false } });
       const a = await t.durable.start('l_never', {}, { key: 'pr' });
       await forceStatus(t.schema, a.runId, 'completed');

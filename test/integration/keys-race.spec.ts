@@ -61,7 +61,7 @@ type RunRow = {
   wait_kind: string | null;
   inbox: string[];
 };
-type ActivityRow = { kind: string; run_id: string; details: Record<string, any> };
+type ActivityRow = { kind: string; run_id: string; details: Record<string, any> }; // eslint-disable-line @typescript-eslint/no-explicit-any -- stored JSON
 type EventRow = { run_id: string; kind: string; name: string; payload: Input; received: boolean };
 /** What the database holds about one key after a round. */
 type KeyState = { runs: RunRow[]; activity: ActivityRow[]; events: EventRow[] };
@@ -347,7 +347,7 @@ describe('keys under races from 4 processes', () => {
           check[mode](state, results, prepared);
         } catch (err) {
           const where = `round ${i} of ${mode}${isolation ? ` (${isolation})` : ''}${prepared ? ' against a going holder' : ''}`;
-          throw new Error(`${where}: ${summary(results)}\n${(err as Error).message}`);
+          throw new Error(`${where}: ${summary(results)}\n${(err as Error).message}`, { cause: err });
         }
       });
       previous.catch(() => undefined); // awaited with the next round, or below
@@ -363,8 +363,7 @@ describe('keys under races from 4 processes', () => {
 
   for (const isolation of ISOLATIONS) {
     for (const mode of Object.keys(MODES)) {
-      it(`${label(mode)} inside caller transactions (${isolation}, 30% roll back): ${TX_ROUNDS} rounds`, () =>
-        race(mode, TX_ROUNDS, isolation), 240_000);
+      it(`${label(mode)} inside caller transactions (${isolation}, 30% roll back): ${TX_ROUNDS} rounds`, () => race(mode, TX_ROUNDS, isolation), 240_000);
     }
   }
 });

@@ -1,5 +1,5 @@
 /**
- * Workflow keys through real starts (spec/workflow-keys.md, "How It Works" and "Choosing reuse"):
+ * Workflow keys through real starts (docs/keys.md, "The rules" and "reuse"):
  * the reuse table for every holder status × reuse policy, keys scoped per workflow, reuse read when
  * a start runs, status moves (claim, retry attempts, recovery, cancel) never freeing a key, and key
  * validation writing nothing.
@@ -314,9 +314,7 @@ describe('workflow keys', () => {
       const t = await createApp({ workflows: ALL, options: { worker: false } });
       const a = await t.durable.start('k_never', {}, { key: 'nv' });
       await forceStatus(t.schema, a.runId, 'completed');
-      const b = await t.durable
-        .start('k_never', {}, { key: 'nv', reuse: 'afterClose' } as never)
-        .catch((err: unknown) => err);
+      const b = await t.durable.start('k_never', {}, { key: 'nv', reuse: 'afterClose' } as never).catch((err: unknown) => err);
       // either refused as invalid, or ignored (the holder comes back) — never a new run
       if (b instanceof Error) expect(b).toBeInstanceOf(DurableValidationError);
       else expect(b).toEqual({ runId: a.runId, outcome: 'useExisting' });
@@ -440,7 +438,12 @@ describe('workflow keys', () => {
       expect(err).toBeInstanceOf(DurableError);
       expect((err as DurableValidationError).code).toBe('invalid');
       expect(Array.isArray((err as DurableValidationError).errors)).toBe(true);
-      const errM = await rejection(t.durable.startMany('k_close', [{ input: {}, key: 'fine' }, { input: {}, key: key as never }]));
+      const errM = await rejection(
+        t.durable.startMany('k_close', [
+          { input: {}, key: 'fine' },
+          { input: {}, key: key as never },
+        ]),
+      );
       expect(errM).toBeInstanceOf(DurableValidationError);
       expect(await countRuns(t.schema)).toBe(runs);
       const [{ n: after }] = await sql(`SELECT count(*)::int AS n FROM ${ident(t.schema)}.activity`);

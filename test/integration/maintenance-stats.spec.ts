@@ -1,5 +1,6 @@
 import { Step, Workflow } from '../../src';
-import { DurableCore } from '../../src/core/durable.core';
+import { DurableConnection } from '../../src/core/durable.connection';
+import { RunsStore } from '../../src/store/runs.store';
 import { createApp, ident, sql, waitFor } from '../support';
 
 @Workflow('stats_run')
@@ -30,7 +31,7 @@ async function tableStats(schema: string, table: string): Promise<{ reltuples: n
 const explain = async (query: string) => (await sql<{ 'QUERY PLAN': string }>(`EXPLAIN ${query}`)).map((r) => r['QUERY PLAN']).join('\n');
 
 describe('maintenance: statistics of runs and activity', () => {
-  it('a burst the statistics do not know about is analyzed by the next pass: claims read runs_due in order, a key\'s activity is read newest first', async () => {
+  it("a burst the statistics do not know about is analyzed by the next pass: claims read runs_due in order, a key's activity is read newest first", async () => {
     // the node's worker runs only stats_run, so the backlog stays pending; its heartbeat runs the pass
     const t = await createApp({ workflows: [Run, Backlog], options: { worker: { workflows: ['stats_run'] } } });
     const S = ident(t.schema);
@@ -43,17 +44,26 @@ describe('maintenance: statistics of runs and activity', () => {
       expect(before[table].reltuples).toBeLessThan(1);
     }
     for (let batch = 0; batch < 5; batch++) {
-      await t.durable.startMany(Backlog, Array.from({ length: 5_000 }, (_, i) => ({ input: { i } })));
+      await t.durable.startMany(
+        Backlog,
+        Array.from({ length: 5_000 }, (_, i) => ({ input: { i } })),
+      );
     }
     // a hot key's duplicates (written here in bulk: 4,000 per key, 5 per transaction time)
     await sql(`INSERT INTO ${S}.activity (kind, run_id, workflow, key, at, details)
       SELECT 'key_duplicate', gen_random_uuid(), 'stats_backlog', 'hot-' || (g % 5), now() - (g / 5) * interval '1 ms', '{}'
       FROM generate_series(1, 20000) g`);
-    for (const [table, min] of [['runs', 10_000], ['activity', 10_000]] as const) {
-      const after = await waitFor(async () => {
-        const now = await tableStats(t.schema, table);
-        return now.analyzed && before[table].analyzed && now.analyzed > before[table].analyzed! && now.reltuples >= min ? now : undefined;
-      }, { timeout: 20_000, message: `${table} was not analyzed after the burst` });
+    for (const [table, min] of [
+      ['runs', 10_000],
+      ['activity', 10_000],
+    ] as const) {
+      const after = await waitFor(
+        async () => {
+          const now = await tableStats(t.schema, table);
+          return now.analyzed && before[table].analyzed && now.analyzed > before[table].analyzed! && now.reltuples >= min ? now : undefined;
+        },
+        { timeout: 20_000, message: `${table} was not analyzed after the burst` },
+      );
       expect(after.reltuples).toBeGreaterThanOrEqual(min);
     }
     const claim = await explain(`SELECT id FROM ${S}.runs WHERE status = 'pending' AND run_at <= now() ORDER BY run_at LIMIT 500 FOR UPDATE SKIP LOCKED`);
@@ -67,9 +77,11 @@ describe('maintenance: statistics of runs and activity', () => {
 
   it('fresh statistics are left alone: a pass analyzes only after many changes', async () => {
     const t = await createApp({ workflows: [Run, Backlog], options: { worker: false } });
-    const core = t.get(DurableCore);
     await sql(`ANALYZE ${ident(t.schema)}.runs`);
-    await t.durable.startMany(Backlog, Array.from({ length: 100 }, () => ({})));
-    expect(await core.runs.analyzeIfStale(core.db, 10_000)).toEqual([]);
+    await t.durable.startMany(
+      Backlog,
+      Array.from({ length: 100 }, () => ({})),
+    );
+    expect(await t.get(RunsStore).analyzeIfStale(t.get(DurableConnection).db, 10_000)).toEqual([]);
   });
 });

@@ -13,10 +13,9 @@ class Echo {
 
 /** The definitions of the indexes on `runs`, by name. */
 async function runsIndexes(schema: string): Promise<Map<string, string>> {
-  const rows = await sql<{ indexname: string; indexdef: string }>(
-    `select indexname, indexdef from pg_indexes where schemaname = $1 and tablename = 'runs'`,
-    [schema],
-  );
+  const rows = await sql<{ indexname: string; indexdef: string }>(`select indexname, indexdef from pg_indexes where schemaname = $1 and tablename = 'runs'`, [
+    schema,
+  ]);
   return new Map(rows.map((r) => [r.indexname, r.indexdef]));
 }
 
@@ -75,7 +74,7 @@ describe('migrations', () => {
     expect((await second.durable.waitForRun(again.runId, { timeout: 10_000 })).result).toBe('again');
   });
 
-  it('the exported migration classes run under the app\'s own TypeORM runner (migrationsRun: false)', async () => {
+  it("the exported migration classes run under the app's own TypeORM runner (migrationsRun: false)", async () => {
     const schema = freshSchema();
     const ds = new DataSource({
       type: 'postgres',
@@ -147,9 +146,7 @@ describe('migrations', () => {
 
     const schema = freshSchema();
     const nodes = await Promise.all(
-      Array.from({ length: 10 }, (_, i) =>
-        spawnNode({ schema, nodeId: `boot-${i}`, env: { DURABLE_WORKER: i % 2 ? '0' : '1' }, waitReady: false }),
-      ),
+      Array.from({ length: 10 }, (_, i) => spawnNode({ schema, nodeId: `boot-${i}`, env: { DURABLE_WORKER: i % 2 ? '0' : '1' }, waitReady: false })),
     );
     const lines = await Promise.all(nodes.map((n) => n.waitForLine(/^(READY|BOOT_FAILED)\b/, 45_000)));
     expect(lines.filter((l) => !l.startsWith('READY'))).toEqual([]);

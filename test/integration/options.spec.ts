@@ -16,9 +16,7 @@ async function expectStartupFailure(options: Record<string, unknown>, name: RegE
   const schema = freshSchema();
   const opts = { ...testOptions({ schema }), ...options };
   for (const k of Object.keys(opts)) if (opts[k] === undefined) delete opts[k];
-  const durableModule = asAsync
-    ? DurableModule.forRootAsync({ useFactory: () => opts as never })
-    : DurableModule.forRoot(opts as never);
+  const durableModule = asAsync ? DurableModule.forRootAsync({ useFactory: () => opts as never }) : DurableModule.forRoot(opts as never);
   let error: unknown;
   try {
     await createApp({ workflows: [Echo], durableModule });

@@ -64,7 +64,7 @@ describe('getRun / waitForRun / listRuns', () => {
     await expect(durable.rerun(randomUUID())).rejects.toBeInstanceOf(RunNotFoundError);
   });
 
-  it('getRun returns the RunInfo of a run, with every field of API.md', async () => {
+  it('getRun returns the RunInfo of a run, with every field of RunInfo', async () => {
     const { durable } = await createApp({ workflows: [Fast] });
     const { runId } = await durable.start('queries_fast', { i: 4 }, { key: 'q-1' });
     const done = await durable.waitForRun(runId, { timeout: 10_000 });
@@ -107,7 +107,10 @@ describe('getRun / waitForRun / listRuns', () => {
     const { runId } = await durable.start('queries_gated');
     const waiting = durable.waitForRun(runId, { timeout: 10_000 });
     let settled = false;
-    void waiting.then(() => (settled = true), () => (settled = true));
+    void waiting.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
     await waitFor(async () => (await durable.getRun(runId))?.status === 'running');
     expect(settled).toBe(false);
     gate.open();

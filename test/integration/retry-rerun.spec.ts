@@ -95,11 +95,7 @@ describe('retry and rerun', () => {
     const rerun = await durable.waitForRun(copy.runId, { timeout: 10_000 });
     expect(rerun).toMatchObject({ status: 'completed', workflow: 'retry_three', input: { n: 2 } });
     expect(rerun.result).toEqual({ total: 30, input: { n: 2 } });
-    expect(calls.filter((c) => c.endsWith(copy.runId))).toEqual([
-      `one:${copy.runId}`,
-      `two:${copy.runId}`,
-      `three:${copy.runId}`,
-    ]);
+    expect(calls.filter((c) => c.endsWith(copy.runId))).toEqual([`one:${copy.runId}`, `two:${copy.runId}`, `three:${copy.runId}`]);
     // the original is untouched
     expect(await durable.getRun(first.runId)).toEqual(original);
 

@@ -1,5 +1,5 @@
 /**
- * The sample app's catch-up over HTTP (spec/workflow-keys.md, "Hand the Input to the Running Run"):
+ * The sample app's catch-up over HTTP (docs/keys.md, "sendEvent: hand the input to the holder"):
  * `PUT /articles/:id` starts `process_article` with `onDuplicate: { sendEvent: 'article_updated' }`,
  * so a save while the article is being processed goes to its running run, whose `catch_up` step
  * refreshes at the newer revision; a run that gets no save ends through the wait's timeout value.
@@ -26,10 +26,13 @@ describe('sample app: a save during processing reaches the running run (catch_up
 
   const run = async (runId: string) => (await call(base, 'GET', `/runs/${runId}`)).body;
   const completed = (runId: string) =>
-    waitFor(async () => {
-      const r = await run(runId);
-      return r.status === 'completed' ? r : undefined;
-    }, { timeout: 30_000, message: `run ${runId} completed` });
+    waitFor(
+      async () => {
+        const r = await run(runId);
+        return r.status === 'completed' ? r : undefined;
+      },
+      { timeout: 30_000, message: `run ${runId} completed` },
+    );
   const runsOf = async (id: number) =>
     (await call(base, 'GET', `/runs?workflow=process_article&key=${encodeURIComponent(`article:${id}`)}`)).body as { id: string }[];
 
@@ -39,10 +42,13 @@ describe('sample app: a save during processing reaches the running run (catch_up
     expect(created.status).toBe(201);
     const id = created.body.article.id as number;
     const runId = created.body.runId as string;
-    await waitFor(async () => {
-      const r = await run(runId);
-      return r.status === 'running' && r.step === 'summarize';
-    }, { message: 'process_article is in its summarize step' });
+    await waitFor(
+      async () => {
+        const r = await run(runId);
+        return r.status === 'running' && r.step === 'summarize';
+      },
+      { message: 'process_article is in its summarize step' },
+    );
 
     const saved = await call(base, 'PUT', `/articles/${id}`, { title: 'Catch up', body: 'Second revision. More.' });
     expect(saved.status).toBe(200);
@@ -69,10 +75,13 @@ describe('sample app: a save during processing reaches the running run (catch_up
     expect(created.status).toBe(201);
     const id = created.body.article.id as number;
     const runId = created.body.runId as string;
-    const waiting = await waitFor(async () => {
-      const list = (await call(base, 'GET', '/runs?workflow=process_article&waitingFor=event')).body as { id: string }[];
-      return list.find((r) => r.id === runId);
-    }, { message: 'process_article waits in catch_up' });
+    const waiting = await waitFor(
+      async () => {
+        const list = (await call(base, 'GET', '/runs?workflow=process_article&waitingFor=event')).body as { id: string }[];
+        return list.find((r) => r.id === runId);
+      },
+      { message: 'process_article waits in catch_up' },
+    );
     expect(waiting).toMatchObject({ step: 'catch_up', waitingFor: { kind: 'event', name: 'article_updated' } });
 
     const done = await completed(runId);

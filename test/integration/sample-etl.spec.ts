@@ -26,10 +26,13 @@ describe('sample app: nightly-ETL flow', () => {
     expect(started.status).toBe(201);
     const { flowId, nodes, report } = started.body;
     expect(nodes).toBeGreaterThanOrEqual(4); // snapshot + ≥ 2 articles + report
-    const done = await waitFor(async () => {
-      const run = (await call(base, 'GET', `/runs/${report}`)).body;
-      return run.status === 'completed' ? run : undefined;
-    }, { timeout: 20_000 });
+    const done = await waitFor(
+      async () => {
+        const run = (await call(base, 'GET', `/runs/${report}`)).body;
+        return run.status === 'completed' ? run : undefined;
+      },
+      { timeout: 20_000 },
+    );
     expect(done.result).toMatchObject({ flowId, articles: nodes - 2 });
     expect(done.result.words).toBeGreaterThan(0);
     const listed = await call(base, 'GET', `/flows/${flowId}`);
@@ -37,7 +40,7 @@ describe('sample app: nightly-ETL flow', () => {
     expect(listed.body.every((n: { status: string }) => n.status === 'completed')).toBe(true);
     const mermaid = await call(base, 'GET', `/flows/${flowId}/mermaid`);
     expect(mermaid.type).toMatch(/text\/plain/);
-    expect(mermaid.body).toMatch(/^flowchart TD\n    snapshot\[etl_snapshot\] --> article_\d+\[etl_article_stats\]\n/);
+    expect(mermaid.body).toMatch(/^flowchart TD\n {4}snapshot\[etl_snapshot\] --> article_\d+\[etl_article_stats\]\n/);
     expect(mermaid.body).toMatch(/article_\d+\[etl_article_stats\] --> report\[etl_report\]/);
     expect((await call(base, 'GET', `/flows/${flowId}/dot`)).body).toMatch(/^digraph "nightly-etl"/);
     expect((await call(base, 'GET', '/flows/no-such-flow/mermaid')).status).toBe(404);

@@ -29,10 +29,13 @@ describe('sample app: debounced indexing (PUT /articles/:id)', () => {
     expect(edits.map((e) => e.body.index.outcome)).toEqual(['created', 'debounced', 'debounced', 'debounced', 'debounced']);
 
     const [runId] = runIds;
-    const run = await waitFor(async () => {
-      const r = (await call(base, 'GET', `/runs/${runId}`)).body;
-      return r.status === 'completed' ? r : undefined;
-    }, { timeout: 30_000 });
+    const run = await waitFor(
+      async () => {
+        const r = (await call(base, 'GET', `/runs/${runId}`)).body;
+        return r.status === 'completed' ? r : undefined;
+      },
+      { timeout: 30_000 },
+    );
     expect(run.result).toEqual({ id, rev: 5, words: 7 });
     const runs = (await call(base, 'GET', `/runs?workflow=index_article`)).body;
     expect(runs.filter((r: { key: string }) => r.key === `article:${id}`)).toHaveLength(1);

@@ -1,12 +1,4 @@
-import {
-  DurableValidationError,
-  KeyTakenError,
-  RunContext,
-  Schedule,
-  ScheduleNotFoundError,
-  Step,
-  Workflow,
-} from '../../src';
+import { DurableValidationError, KeyTakenError, RunContext, Schedule, ScheduleNotFoundError, Step, Workflow } from '../../src';
 import { Client } from 'pg';
 import { Scheduler } from '../../src/schedules/scheduler';
 import { clientQueryable } from '../../src/store/db';
@@ -152,10 +144,10 @@ describe('schedules', () => {
     const schema = freshSchema();
     const a = await createApp({ schema, workflows: [Tick], options: { nodeId: 'node-a' } });
     const b = await createApp({ schema, workflows: [Tick], options: { nodeId: 'node-b' } });
-    await waitFor(
-      () => (schedulerOf(a).stats.get('every_second')?.ticks ?? 0) >= 10 && (schedulerOf(b).stats.get('every_second')?.ticks ?? 0) >= 10,
-      { timeout: 30_000, message: 'both nodes ticked 10 times' },
-    );
+    await waitFor(() => (schedulerOf(a).stats.get('every_second')?.ticks ?? 0) >= 10 && (schedulerOf(b).stats.get('every_second')?.ticks ?? 0) >= 10, {
+      timeout: 30_000,
+      message: 'both nodes ticked 10 times',
+    });
     await a.close();
     await b.close();
     const f = await fires(schema, 'every_second');
@@ -207,7 +199,9 @@ describe('schedules', () => {
     b.signal('SIGSTOP');
     const aAtPause = ticks(a).length;
     await waitFor(() => ticks(a).length >= aAtPause + 3, { timeout: 20_000, message: 'a ticks 3 times while b is paused' });
-    const missed = ticks(a).slice(aAtPause).map((l) => l.split(' ')[1]);
+    const missed = ticks(a)
+      .slice(aAtPause)
+      .map((l) => l.split(' ')[1]);
     const bAtResume = ticks(b).length;
     b.signal('SIGCONT');
     await waitFor(() => ticks(b).length >= bAtResume + 3, { timeout: 20_000, message: 'b ticks again after resuming' });
@@ -227,7 +221,10 @@ describe('schedules', () => {
     expect(new Set(fired).size).toBe(fired.length);
     // the ticks a fired during b's pause are recorded as a's (a tick b fired just before it
     // stopped shows up in a's lines as lost, and stays b's)
-    const firedByA = ticks(a).slice(aAtPause).filter((l) => / fired /.test(l)).map((l) => l.split(' ')[1]);
+    const firedByA = ticks(a)
+      .slice(aAtPause)
+      .filter((l) => / fired /.test(l))
+      .map((l) => l.split(' ')[1]);
     expect(firedByA.length).toBeGreaterThanOrEqual(2);
     for (const t of firedByA) expect(f.find((x) => new Date(x.tick_at).toISOString() === t)?.node_id).toBe('proc-a');
   });

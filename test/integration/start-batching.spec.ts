@@ -1,8 +1,8 @@
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
-import { DurableCore } from '../../src/core/durable.core';
+import { RunsStore } from '../../src/store/runs.store';
 import { clientQueryable } from '../../src/store/db';
-import type { NewRun } from '../../src/store/runs.store';
+import type { NewRun } from '../../src/store/runs.types';
 import { DurableService, KeyTakenError, Step, Workflow } from '../../src';
 import { countRuns, createApp, databaseUrl, ident, sql, TestApp } from '../support';
 import { holdersOf } from '../support/keys';
@@ -71,10 +71,9 @@ describe('autocommit starts share statements (group commit)', () => {
     expect(s.filter((r) => r.outcome === 'useExisting')).toHaveLength(49);
     expect(await countRuns(t.schema)).toBe(51);
     // each duplicate answered is recorded once
-    const [{ n }] = await sql<{ n: number }>(
-      `SELECT count(*)::int AS n FROM ${ident(t.schema)}.activity WHERE kind = 'key_duplicate' AND run_id = $1`,
-      [holders[0]],
-    );
+    const [{ n }] = await sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${ident(t.schema)}.activity WHERE kind = 'key_duplicate' AND run_id = $1`, [
+      holders[0],
+    ]);
     expect(n).toBe(49);
   });
 
@@ -92,15 +91,12 @@ describe('autocommit starts share statements (group commit)', () => {
   it("activityCommit 'asynchronous': a batch mixing fresh keys and duplicates records each duplicate once", async () => {
     const relaxed = await createApp({ workflows: [Keyed], schema: t.schema, options: { worker: false, migrationsRun: false, activityCommit: 'asynchronous' } });
     const holder = await relaxed.durable.start(Keyed, {}, { key: 'held' });
-    const results = await Promise.all(
-      Array.from({ length: 40 }, (_, i) => relaxed.durable.start(Keyed, { i }, { key: i % 2 ? 'held' : `fresh-${i}` })),
-    );
+    const results = await Promise.all(Array.from({ length: 40 }, (_, i) => relaxed.durable.start(Keyed, { i }, { key: i % 2 ? 'held' : `fresh-${i}` })));
     expect(results.filter((_, i) => i % 2 === 1).every((r) => r.outcome === 'useExisting' && r.runId === holder.runId)).toBe(true);
     expect(results.filter((_, i) => i % 2 === 0).every((r) => r.outcome === 'created')).toBe(true);
-    const [{ n }] = await sql<{ n: number }>(
-      `SELECT count(*)::int AS n FROM ${ident(t.schema)}.activity WHERE kind = 'key_duplicate' AND run_id = $1`,
-      [holder.runId],
-    );
+    const [{ n }] = await sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${ident(t.schema)}.activity WHERE kind = 'key_duplicate' AND run_id = $1`, [
+      holder.runId,
+    ]);
     expect(n).toBe(20);
     expect((await relaxed.durable.getRun(holder.runId))?.readds).toBe(20);
   });
@@ -142,16 +138,32 @@ describe('autocommit starts share statements (group commit)', () => {
     // each inserted row takes a while, so the two statements overlap row by row
     await sql(`CREATE FUNCTION ${S}.slow_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.05); RETURN NEW; END $$`);
     await sql(`CREATE TRIGGER slow_insert BEFORE INSERT ON ${S}.runs FOR EACH ROW EXECUTE FUNCTION ${S}.slow_insert()`);
-    const { runs } = t.get(DurableCore);
-    const run = (key: string): NewRun => ({ id: crypto.randomUUID(), workflow: 'batch_keyed', key, holds_key: true, input: null, run_at: null, timeout_ms: null });
+    const runs = t.get(RunsStore);
+    const run = (key: string): NewRun => ({
+      id: crypto.randomUUID(),
+      workflow: 'batch_keyed',
+      key,
+      holds_key: true,
+      input: null,
+      run_at: null,
+      timeout_ms: null,
+    });
     const settled = { useExisting: [], reject: [] };
     const keys = Array.from({ length: 6 }, (_, i) => `k${i}`);
     const clients = [new Client({ connectionString: databaseUrl() }), new Client({ connectionString: databaseUrl() })];
     try {
       await Promise.all(clients.map((c) => c.connect()));
       const [a, b] = await Promise.all([
-        runs.insertOrAnswer(clientQueryable(clients[0]), keys.map((k) => ({ run: run(k), settled })), { notify: false, relaxedCommit: false }),
-        runs.insertOrAnswer(clientQueryable(clients[1]), [...keys].reverse().map((k) => ({ run: run(k), settled })), { notify: false, relaxedCommit: false }),
+        runs.insertOrAnswer(
+          clientQueryable(clients[0]),
+          keys.map((k) => ({ run: run(k), settled })),
+          { notify: false, relaxedCommit: false },
+        ),
+        runs.insertOrAnswer(
+          clientQueryable(clients[1]),
+          [...keys].reverse().map((k) => ({ run: run(k), settled })),
+          { notify: false, relaxedCommit: false },
+        ),
       ]);
       // no deadlock (40P01) error: each key went to exactly one of the two statements
       const created = [...a, ...b].filter((x) => x === 'created');

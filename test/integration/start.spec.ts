@@ -1,13 +1,5 @@
 import { DataSource } from 'typeorm';
-import {
-  DurableError,
-  DurableService,
-  DurableValidationError,
-  RunContext,
-  Step,
-  UnknownWorkflowError,
-  Workflow,
-} from '../../src';
+import { DurableError, DurableService, DurableValidationError, RunContext, Step, UnknownWorkflowError, Workflow } from '../../src';
 import { countRuns, createApp, databaseUrl, TestApp } from '../support';
 
 const executed: string[] = [];
@@ -63,10 +55,7 @@ describe('DurableService.start / startMany', () => {
       expect(a.outcome).toBe('created');
       expect(b.outcome).toBe('created');
       expect(a.runId).not.toBe(b.runId);
-      const [ra, rb] = await Promise.all([
-        durable.waitForRun(a.runId, { timeout: 10_000 }),
-        durable.waitForRun(b.runId, { timeout: 10_000 }),
-      ]);
+      const [ra, rb] = await Promise.all([durable.waitForRun(a.runId, { timeout: 10_000 }), durable.waitForRun(b.runId, { timeout: 10_000 })]);
       expect(ra.key).toBeNull();
       expect(rb.key).toBeNull();
       expect(ra.holdsKey).toBe(false);
@@ -272,9 +261,7 @@ describe('DurableService.start / startMany', () => {
 
     it('a refused start inside the transaction does not poison it', async () => {
       await ds.transaction(async (manager) => {
-        await expect(durable.start('start_echo', {}, { manager, key: '' })).rejects.toBeInstanceOf(
-          DurableValidationError,
-        );
+        await expect(durable.start('start_echo', {}, { manager, key: '' })).rejects.toBeInstanceOf(DurableValidationError);
         await manager.query(`insert into "${t.schema}".articles (title) values ('still fine')`);
       });
       expect(await ds.query(`select title from "${t.schema}".articles`)).toEqual([{ title: 'still fine' }]);

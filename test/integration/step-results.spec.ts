@@ -116,11 +116,7 @@ describe('step return values and context', () => {
 
   it("step results of some runs that cannot be stored do not hold up other runs' completions", async () => {
     const { durable } = await createApp({ workflows: [BadReturn, CyclicReturn, BadPut, NulString, Good], concurrency: 10 });
-    await Promise.all([
-      durable.start('results_bad_return'),
-      durable.start('results_cyclic_return'),
-      durable.start('results_bad_put'),
-    ]);
+    await Promise.all([durable.start('results_bad_return'), durable.start('results_cyclic_return'), durable.start('results_bad_put')]);
     // two results Postgres cannot store, written one after the other (so not in one batched write)
     nulExecuted = 0;
     await durable.start('results_nul_string');

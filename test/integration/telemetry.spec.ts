@@ -103,9 +103,7 @@ async function counter(name: string, attrs: Record<string, string> = {}): Promis
   const m = (await collect()).find((x) => x.descriptor.name === name) as SumMetricData | undefined;
   if (!m) return 0;
   expect(m.dataPointType).toBe(DataPointType.SUM);
-  return m.dataPoints
-    .filter((p) => Object.entries(attrs).every(([k, v]) => p.attributes[k] === v))
-    .reduce((n, p) => n + (p.value as number), 0);
+  return m.dataPoints.filter((p) => Object.entries(attrs).every(([k, v]) => p.attributes[k] === v)).reduce((n, p) => n + (p.value as number), 0);
 }
 
 async function histogram(name: string, attrs: Record<string, string> = {}) {
@@ -126,9 +124,7 @@ describe('OpenTelemetry', () => {
   it("a run's spans continue the trace of the request that started it", async () => {
     const { durable, schema } = await createApp({ workflows: [Two] });
     const request = appTracer().startSpan('GET /articles', { kind: SpanKind.SERVER });
-    const { runId } = await context.with(trace.setSpan(context.active(), request), () =>
-      durable.start('tel_two', { n: 21 }, { key: 'article:1' }),
-    );
+    const { runId } = await context.with(trace.setSpan(context.active(), request), () => durable.start('tel_two', { n: 21 }, { key: 'article:1' }));
     request.end();
     const traceId = request.spanContext().traceId;
     await durable.waitForRun(runId, { timeout: 10_000 });
@@ -185,7 +181,11 @@ describe('OpenTelemetry', () => {
     await waitFor(() => named('durable.run', runId).length === 1, { message: 'run span' });
     const [run] = named('durable.run', runId);
     expect(run.spanContext().traceId).toBe(request.spanContext().traceId);
-    expect(parentOf(run)).toBe(named('durable.start').find((s) => s.attributes['durable.run_id'] === runId)!.spanContext().spanId);
+    expect(parentOf(run)).toBe(
+      named('durable.start')
+        .find((s) => s.attributes['durable.run_id'] === runId)!
+        .spanContext().spanId,
+    );
   });
 
   it("a runAgain's waiting run continues the trace of the start that asked for it (the newest one)", async () => {

@@ -146,9 +146,7 @@ describe('ctx.sleep', () => {
       const rows = await sql(`SELECT count(*)::int AS n FROM "${schema}".runs WHERE status = 'waiting' AND wake_at IS NOT NULL`);
       return rows[0].n === runs.length;
     });
-    const pairs = await sql(
-      `SELECT r.wake_at = w.until AS same FROM "${schema}".runs r JOIN "${schema}".waits w ON w.run_id = r.id AND w.step = r.step`,
-    );
+    const pairs = await sql(`SELECT r.wake_at = w.until AS same FROM "${schema}".runs r JOIN "${schema}".waits w ON w.run_id = r.id AND w.step = r.step`);
     expect(pairs).toHaveLength(runs.length);
     expect(pairs.filter((p) => !p.same)).toEqual([]);
     await worker.close();

@@ -244,7 +244,10 @@ describe('worker', () => {
     });
     const b = await createApp({ schema, workflows: [Long], providers: [{ provide: NODE, useValue: 'b' }], options: { worker: { workflows: [] } } });
     const ids = (
-      await a.durable.startMany('worker_long', Array.from({ length: 16 }, () => ({ input: { ms: 2_500, inDb: true } })))
+      await a.durable.startMany(
+        'worker_long',
+        Array.from({ length: 16 }, () => ({ input: { ms: 2_500, inDb: true } })),
+      )
     ).map((r) => (r as { runId: string }).runId);
     const runs = await Promise.all(ids.map((id) => b.durable.waitForRun(id, { timeout: 30_000 })));
     expect(runs.map((r) => r.status)).toEqual(Array(16).fill('completed'));
@@ -280,23 +283,26 @@ describe('worker', () => {
       options: { nodeId, worker: { pollInterval: '10s' } },
     });
     const listenerPids = async () =>
-      (
-        await sql<{ pid: number }>(
-          `select pid from pg_stat_activity where application_name like $1 and pid <> pg_backend_pid()`,
-          [`%${nodeId}%`],
-        )
-      ).map((r) => r.pid);
+      (await sql<{ pid: number }>(`select pid from pg_stat_activity where application_name like $1 and pid <> pg_backend_pid()`, [`%${nodeId}%`])).map(
+        (r) => r.pid,
+      );
     const warm = await durable.start('worker_busy', { ms: 1 });
     await durable.waitForRun(warm.runId, { timeout: 15_000 });
-    const before = await waitFor(async () => {
-      const pids = await listenerPids();
-      return pids.length > 0 ? pids : undefined;
-    }, { message: "the node's LISTEN connection (application_name naming the node)" });
+    const before = await waitFor(
+      async () => {
+        const pids = await listenerPids();
+        return pids.length > 0 ? pids : undefined;
+      },
+      { message: "the node's LISTEN connection (application_name naming the node)" },
+    );
     await sql(`select pg_terminate_backend(pid) from unnest($1::int[]) as pid`, [before]);
-    await waitFor(async () => {
-      const pids = await listenerPids();
-      return pids.length > 0 && pids.every((p) => !before.includes(p));
-    }, { timeout: 10_000, message: 'a new LISTEN connection' });
+    await waitFor(
+      async () => {
+        const pids = await listenerPids();
+        return pids.length > 0 && pids.every((p) => !before.includes(p));
+      },
+      { timeout: 10_000, message: 'a new LISTEN connection' },
+    );
     const t0 = Date.now();
     const { runId } = await durable.start('worker_busy', { ms: 1 });
     await durable.waitForRun(runId, { timeout: 9_000 });
@@ -402,7 +408,10 @@ describe('worker', () => {
       options: { worker: false },
     });
     const ids = (
-      await starter.durable.startMany('worker_busy', Array.from({ length: 5 }, () => ({ input: { ms: 1 } })))
+      await starter.durable.startMany(
+        'worker_busy',
+        Array.from({ length: 5 }, () => ({ input: { ms: 1 } })),
+      )
     ).map((r) => (r as { runId: string }).runId);
     for (const id of ids) expect((await starter.durable.getRun(id))!.status).toBe('pending');
     await createApp({ schema, workflows: [Busy], providers: [{ provide: NODE, useValue: 'worker' }] });

@@ -137,7 +137,13 @@ export async function closeAllApps(which: 'test' | 'all' = 'all'): Promise<void>
     const timedOut = new Promise<'timeout'>((resolve) => {
       timer = setTimeout(() => resolve('timeout'), CLOSE_TIMEOUT_MS);
     });
-    const outcome = await Promise.race([a.close().then(() => 'closed' as const, () => 'closed' as const), timedOut]);
+    const outcome = await Promise.race([
+      a.close().then(
+        () => 'closed' as const,
+        () => 'closed' as const,
+      ),
+      timedOut,
+    ]);
     clearTimeout(timer);
     if (outcome === 'timeout') {
       process.stderr.write(`[test support] app on schema ${a.schema} did not close within ${CLOSE_TIMEOUT_MS} ms\n`);

@@ -94,8 +94,7 @@ export async function spawnNode(opts: SpawnOptions): Promise<NodeProcess> {
         () => {
           const found = lines.find((l) => re.test(l));
           if (found) return found;
-          if (node.exitCode !== undefined)
-            throw new Error(`${opts.nodeId} exited (${node.exitCode}) before printing ${re}: ${stderr.join('').slice(-3000)}`);
+          if (node.exitCode !== undefined) throw new Error(`${opts.nodeId} exited (${node.exitCode}) before printing ${re}: ${stderr.join('').slice(-3000)}`);
           return undefined;
         },
         { timeout, message: `${opts.nodeId} prints ${re} (stdout: ${lines.slice(-5).join(' | ')}; stderr: ${stderr.join('').slice(-1500)})` },

@@ -33,6 +33,7 @@ export function db(): Pool {
   return pool;
 }
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- rows of any statement
 export async function sql<R extends QueryResultRow = any>(text: string, params: unknown[] = []): Promise<R[]> {
   return (await db().query<R>(text, params)).rows;
 }
@@ -52,10 +53,7 @@ export async function countRuns(schema: string, where = 'true', params: unknown[
 }
 
 export async function tableExists(schema: string, table: string): Promise<boolean> {
-  const rows = await sql(`select 1 from information_schema.tables where table_schema = $1 and table_name = $2`, [
-    schema,
-    table,
-  ]);
+  const rows = await sql(`select 1 from information_schema.tables where table_schema = $1 and table_name = $2`, [schema, table]);
   return rows.length > 0;
 }
 

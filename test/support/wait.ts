@@ -15,10 +15,7 @@ const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * Polls `predicate` until it returns a truthy value (which is returned) or the deadline passes
  * (then throws, naming what was awaited and the last value/error seen). Never a fixed sleep.
  */
-export async function waitFor<T>(
-  predicate: () => T | Promise<T>,
-  { timeout = 10_000, interval = 25, message }: WaitOptions = {},
-): Promise<NonNullable<T>> {
+export async function waitFor<T>(predicate: () => T | Promise<T>, { timeout = 10_000, interval = 25, message }: WaitOptions = {}): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeout;
   let last: unknown;
   let lastError: unknown;
@@ -32,9 +29,7 @@ export async function waitFor<T>(
     }
     if (Date.now() >= deadline) {
       const what = message ?? predicate.toString().slice(0, 200);
-      const detail = lastError
-        ? `last error: ${lastError instanceof Error ? lastError.stack : String(lastError)}`
-        : `last value: ${safeJson(last)}`;
+      const detail = lastError ? `last error: ${lastError instanceof Error ? lastError.stack : String(lastError)}` : `last value: ${safeJson(last)}`;
       throw new Error(`waitFor timed out after ${timeout} ms: ${what}\n${detail}`);
     }
     await pause(interval);
@@ -113,10 +108,11 @@ export class ConcurrencyTracker {
 export async function waitForLockWait(fragments: string[], message: string): Promise<void> {
   await waitFor(
     async () =>
-      (await sql(
-        `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND (SELECT bool_and(strpos(query, f) > 0) FROM unnest($1::text[]) f)`,
-        [fragments],
-      )).length > 0,
+      (
+        await sql(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND (SELECT bool_and(strpos(query, f) > 0) FROM unnest($1::text[]) f)`, [
+          fragments,
+        ])
+      ).length > 0,
     { message },
   );
 }

@@ -30,11 +30,8 @@ describe('Duration parsing', () => {
     expect(toMs(input as never)).toBe(ms);
   });
 
-  it.each([['abc'], ['5 parsecs'], [''], ['-5s'], [-1], [Number.NaN], [Infinity], [null], [{}], ['10']])(
-    '%p is not a duration',
-    (input) => {
-      expect(tryParseDuration(input)).toBeUndefined();
-      expect(() => toMs(input as never, 'heartbeatInterval')).toThrow(/heartbeatInterval/);
-    },
-  );
+  it.each([['abc'], ['5 parsecs'], [''], ['-5s'], [-1], [Number.NaN], [Infinity], [null], [{}], ['10']])('%p is not a duration', (input) => {
+    expect(tryParseDuration(input)).toBeUndefined();
+    expect(() => toMs(input as never, 'heartbeatInterval')).toThrow(/heartbeatInterval/);
+  });
 });

@@ -14,9 +14,7 @@ class DeleteAccount {
 
 describe('FlowBuilder', () => {
   it('chains add() and keeps nodes in order, with workflow names from classes or strings', () => {
-    const b = new FlowBuilder({ name: 'etl' })
-      .add('a', BackupPost, { id: 1 })
-      .add('b', 'MyApp.DeleteAccount', undefined, { deps: ['a'], ignoreFailed: true });
+    const b = new FlowBuilder({ name: 'etl' }).add('a', BackupPost, { id: 1 }).add('b', 'MyApp.DeleteAccount', undefined, { deps: ['a'], ignoreFailed: true });
     expect(b.nodes.map((n) => [n.name, n.workflow, n.input, n.deps])).toEqual([
       ['a', 'MyApp.BackupPost', { id: 1 }, []],
       ['b', 'MyApp.DeleteAccount', null, ['a']],
@@ -65,7 +63,11 @@ describe('FlowGraph export', () => {
   });
 
   it('toMermaid: lone nodes get their own line; odd names get safe ids and quoted labels', () => {
-    const m = new FlowBuilder().add('solo', 'W').add('end', 'W').add('a-1', 'odd [name]', {}, { deps: ['end'] }).toMermaid();
+    const m = new FlowBuilder()
+      .add('solo', 'W')
+      .add('end', 'W')
+      .add('a-1', 'odd [name]', {}, { deps: ['end'] })
+      .toMermaid();
     expect(m).toContain('    n_end[W] --> n_a_1["odd [name]"]');
     expect(m).toContain('    solo[W]\n');
   });

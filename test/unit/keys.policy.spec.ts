@@ -6,11 +6,11 @@ import {
   settledDuplicateStatuses,
   statusesThatFreeKey,
 } from '../../src/domain/keys.policy';
-import type { OnDuplicate, ReusePolicy } from '../../src/options/workflow-options.interface';
+import type { OnDuplicate, ReusePolicy } from '../../src/domain/keys.policy';
 import type { RunStatus } from '../../src/domain/run-info';
 
 /**
- * Every cell of the spec's two tables (spec/workflow-keys.md), written out again here by hand from
+ * Every cell of the spec's two tables (docs/keys.md), written out again here by hand from
  * the spec so that a change to the policy's data that disagrees with the spec fails a cell.
  */
 const GOING: RunStatus[] = ['pending', 'running', 'waiting', 'compensating'];

@@ -55,7 +55,11 @@ describe('@Workflow options checked when the class is defined', () => {
 
   it.each([
     ['an unknown reuse', { reuse: 'after_close' }, /reuse must be one of 'afterClose', 'afterFailure', 'never'/],
-    ['an unknown onDuplicate', { onDuplicate: 'use_existing' }, /onDuplicate must be one of 'useExisting', 'error', 'cancelExisting', 'runAgain' or \{ sendEvent: name \}/],
+    [
+      'an unknown onDuplicate',
+      { onDuplicate: 'use_existing' },
+      /onDuplicate must be one of 'useExisting', 'error', 'cancelExisting', 'runAgain' or \{ sendEvent: name \}/,
+    ],
     ['an empty sendEvent name', { onDuplicate: { sendEvent: '' } }, /onDuplicate\.sendEvent must be a string of 1 to 255 bytes/],
     ['runAgain with reuse never (types bypassed)', { reuse: 'never', onDuplicate: 'runAgain' }, /cannot be combined with reuse 'never'/],
   ])('%s throws DurableValidationError', (_label, options, message) => {

@@ -1,14 +1,4 @@
-import {
-  BadRequestException,
-  Body,
-  Controller,
-  Get,
-  NotFoundException,
-  Param,
-  ParseIntPipe,
-  Post,
-  Put,
-} from '@nestjs/common';
+import { BadRequestException, Body, Controller, Get, NotFoundException, Param, ParseIntPipe, Post, Put } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DurableService, KeyTakenError, type StartResult } from 'nestjs-durable';
 import { DataSource, EntityManager } from 'typeorm';
@@ -38,11 +28,7 @@ export class ArticlesController {
     const { title, body } = validate(input);
     return this.dataSource.transaction(async (manager) => {
       const article = await manager.save(manager.create(Article, { title, body, status: 'submitted' }));
-      const { runId } = await this.durable.start(
-        ProcessArticle,
-        { id: article.id },
-        { key: `article:${article.id}`, manager },
-      );
+      const { runId } = await this.durable.start(ProcessArticle, { id: article.id }, { key: `article:${article.id}`, manager });
       return { article, runId };
     });
   }
@@ -122,11 +108,7 @@ export class ArticlesController {
    */
   private async catchUp(manager: EntityManager, id: number, rev: number): Promise<StartResult | null> {
     try {
-      return await this.durable.start(
-        ProcessArticle,
-        { id, rev },
-        { key: `article:${id}`, onDuplicate: { sendEvent: ARTICLE_UPDATED }, manager },
-      );
+      return await this.durable.start(ProcessArticle, { id, rev }, { key: `article:${id}`, onDuplicate: { sendEvent: ARTICLE_UPDATED }, manager });
     } catch (err) {
       // a duplicate rejects without aborting the transaction: the edit is still saved
       if (err instanceof KeyTakenError) return null;

@@ -94,6 +94,7 @@ export class EmbeddedPostgresRunner {
         `embedded PostgreSQL did not start on port ${port} ` +
           `(is the port taken? set PGPORT_EMBEDDED, or DATABASE_URL to use your own database): ` +
           `${error instanceof Error ? error.message : String(error)}\n--- ${this.logFile} ---\n${this.logTail()}`,
+        { cause: error },
       );
     }
   }
@@ -225,7 +226,7 @@ function postgresBinary(): string {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     return (require(pkg) as { postgres: string }).postgres;
   } catch (error) {
-    throw new Error(`no PostgreSQL binaries for ${os}-${arch()} (${pkg}): ${(error as Error).message}`);
+    throw new Error(`no PostgreSQL binaries for ${os}-${arch()} (${pkg}): ${(error as Error).message}`, { cause: error });
   }
 }
 

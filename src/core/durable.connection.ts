@@ -1,0 +1,52 @@
+import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import type { Pool } from 'pg';
+import { DataSource } from 'typeorm';
+import { WorkflowExplorer } from '../definition/workflow.explorer';
+import type { ResolvedOptions } from '../options/resolve-options';
+import { Db } from '../store/db';
+import { runMigrations } from '../store/migrator';
+import { LOG_CONTEXT, RESOLVED_OPTIONS } from './durable.constants';
+
+/**
+ * The module's connection to Postgres: the app's DataSource (or one of its own, from `url`) and its
+ * `pg` pool as a {@link Db}. At module init it first discovers the workflows (so that a bad
+ * definition fails the boot before any connection is opened), then connects and applies the
+ * migrations. A DataSource it made itself is closed last at shutdown, after the worker drained.
+ */
+@Injectable()
+export class DurableConnection implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger(LOG_CONTEXT);
+  dataSource: DataSource;
+  db: Db;
+  private ownsDataSource = false;
+
+  constructor(
+    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedOptions,
+    private readonly explorer: WorkflowExplorer,
+  ) {}
+
+  async onModuleInit(): Promise<void> {
+    this.explorer.explore();
+    const { options } = this;
+    this.dataSource = options.dataSource ?? new DataSource({ type: 'postgres', url: options.url, entities: [] });
+    if (!this.dataSource.isInitialized) {
+      await this.dataSource.initialize();
+      this.ownsDataSource = !options.dataSource;
+    }
+    this.db = new Db((this.dataSource.driver as unknown as { master: Pool }).master);
+    if (options.migrationsRun) {
+      const applied = await runMigrations(this.dataSource, options.schema);
+      if (applied.length) this.logger.log(`applied migrations ${applied.join(', ')} to schema "${options.schema}"`);
+    }
+  }
+
+  /** Last of the shutdown hooks, so the worker has drained (in `beforeApplicationShutdown`) first. */
+  async onApplicationShutdown(): Promise<void> {
+    if (this.ownsDataSource && this.dataSource.isInitialized) await this.dataSource.destroy();
+  }
+
+  /** The pg connection settings of the pool (for a node's dedicated connections). */
+  connectionConfig(): object {
+    return (this.db.pool as unknown as { options: object }).options;
+  }
+}

@@ -1,0 +1,121 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { KeyContendedError, KeyTakenError, NoKeyError, NotCancellableError, NotFailedError, NotFinishedError, RunNotFoundError } from '../errors';
+import { DEFAULT_REUSE, decideStart } from '../domain/keys.policy';
+import { isFinished, type StartResult } from '../domain/run-info';
+import { isUuid } from '../domain/uuid';
+import { assertValid, nameProblem } from '../domain/validation';
+import { WorkflowRegistry } from '../definition/workflow.registry';
+import { DurableConnection } from '../core/durable.connection';
+import { LOG_CONTEXT } from '../core/durable.constants';
+import { emitKeyMetric, emitRunFinished } from '../observe/telemetry';
+import { ActivityStore } from '../store/activity.store';
+import { RunsStore, isKeyConflict } from '../store/runs.store';
+import { WaitsStore } from '../store/waits.store';
+import { countKeyHandoffs } from './key-handoffs';
+import { MAX_HANDOFFS, Starter } from './starter';
+
+/** What an operator does to a run: `cancel`, `retry`, `rerun`, `releaseKey`. */
+@Injectable()
+export class RunAdmin {
+  private readonly logger = new Logger(LOG_CONTEXT);
+
+  constructor(
+    private readonly connection: DurableConnection,
+    private readonly registry: WorkflowRegistry,
+    private readonly runs: RunsStore,
+    private readonly activity: ActivityStore,
+    private readonly waits: WaitsStore,
+    private readonly starter: Starter,
+  ) {}
+
+  /**
+   * Cancels a run that is still going: it is `cancelled` at once, a running step sees `ctx.signal`
+   * abort at the node's next heartbeat, and no later step starts. A finished run is left as it is.
+   */
+  async cancel(runId: string, options: { reason?: string } = {}): Promise<void> {
+    const { runs } = this;
+    const { db } = this.connection;
+    const row = isUuid(runId) ? await runs.get(db, runId) : undefined;
+    if (!row) throw new RunNotFoundError(runId);
+    const reason = options.reason ?? null;
+    const error = { name: 'CancelledError', code: 'cancelled', message: reason ?? 'cancelled' };
+    // unfinished children are cancelled with it (trigger runs_cancel_children, same statement);
+    // a deadlock with a child finishing at that moment is retried
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const ended = await runs.cancel(db, runId, reason, error);
+        if (ended.ids.length === 0) break;
+        emitRunFinished(row.workflow, 'cancelled');
+        return countKeyHandoffs(this.activity, this.logger, db, ended.tx); // a run waiting behind it may have taken its key
+      } catch (err) {
+        if ((err as { code?: string }).code !== '40P01' || attempt >= 5) throw err;
+      }
+    }
+    const now = await runs.get(db, runId);
+    if (now?.status === 'compensating') throw new NotCancellableError(runId, now.status);
+  }
+
+  /** Resumes a failed run at its failed step (taking its key back if a newer run let it go). */
+  async retry(runId: string): Promise<void> {
+    // a start may commit a holder of the free key between the holder check and the take: the
+    // take is then refused (nothing written) and the decision is made again against that holder
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.retryOnce(runId);
+      } catch (err) {
+        if (!isKeyConflict(err)) throw err;
+        if (attempt === MAX_HANDOFFS) throw new KeyContendedError();
+      }
+    }
+  }
+
+  private async retryOnce(runId: string): Promise<void> {
+    const { runs, registry } = this;
+    await this.connection.db.tx(async (q) => {
+      const row = isUuid(runId) ? await runs.get(q, runId, true) : undefined;
+      if (!row) throw new RunNotFoundError(runId);
+      if (row.status !== 'failed') throw new NotFailedError(runId, row.status);
+      if (row.key !== null && !row.holds_key) {
+        const holder = await runs.lockHolder(q, row.workflow, row.key);
+        const reuse = registry.find(row.workflow)?.reuse ?? DEFAULT_REUSE;
+        const decision = decideStart(reuse, 'error', holder && { status: holder.status, pickedUp: holder.picked_up });
+        if (decision.action !== 'create') throw new KeyTakenError(holder!.id);
+        if (holder) await runs.dropKey(q, holder.id);
+        await runs.takeKey(q, runId);
+        await this.activity.record(q, 'key_retaken', runId, row.workflow, row.key, { from: holder?.id ?? null });
+      }
+      await this.waits.resetForRetry(q, runId); // a timed-out wait or failed child is tried anew
+      await runs.retry(q, runId);
+    });
+  }
+
+  /** Starts a fresh copy of a finished run (same workflow and key; `input` replaces the input). */
+  async rerun(runId: string, options: { input?: unknown } = {}): Promise<StartResult> {
+    const row = isUuid(runId) ? await this.runs.get(this.connection.db, runId) : undefined;
+    if (!row) throw new RunNotFoundError(runId);
+    if (!isFinished(row.status)) throw new NotFinishedError(runId);
+    const input = 'input' in options ? options.input : row.input;
+    return this.starter.start(row.workflow, input, { key: row.key, onDuplicate: 'error' }, true);
+  }
+
+  /**
+   * Lets a finished run's key go (even under `reuse: 'never'`), so the item can be processed again
+   * on purpose; the run keeps its history and its key value. `by` (who released it, 1–255 bytes) is
+   * recorded in the `key_released` event (null when not given).
+   */
+  async releaseKey(runId: string, options?: { by?: string }): Promise<void> {
+    const by = options?.by;
+    assertValid('releaseKey', [by === undefined ? undefined : nameProblem(by, 'by')]);
+    const { runs, activity } = this;
+    const workflow = await this.connection.db.tx(async (q) => {
+      const row = isUuid(runId) ? await runs.get(q, runId, true) : undefined;
+      if (!row) throw new RunNotFoundError(runId);
+      if (!isFinished(row.status)) throw new NotFinishedError(runId);
+      if (!row.holds_key) throw new NoKeyError(runId);
+      await runs.dropKey(q, runId);
+      await activity.record(q, 'key_released', runId, row.workflow, row.key, { by: by ?? null });
+      return row.workflow;
+    });
+    emitKeyMetric('key_released', workflow); // counted once the release committed
+  }
+}

@@ -1,0 +1,38 @@
+import { Injectable } from '@nestjs/common';
+import { RunNotFoundError } from '../errors';
+import { isUuid } from '../domain/uuid';
+import { assertValid, jsonProblem, nameProblem } from '../domain/validation';
+import { DurableConnection } from '../core/durable.connection';
+import { EventsStore } from '../store/events.store';
+import { deliverEvent, type SendEventOutcome } from './event-delivery';
+
+/** Events and human input sent to runs: `sendEvent`, `provideInput`. */
+@Injectable()
+export class RunEvents {
+  constructor(
+    private readonly connection: DurableConnection,
+    private readonly events: EventsStore,
+  ) {}
+
+  /**
+   * Sends the event `name` to a run: `'delivered'` when it was waiting for it (it resumes); `'kept'`
+   * when it is kept for a later `waitForEvent(name)` — with `buffer: true`, or whenever a step of
+   * the run is running (it may be about to wait for it); else `'dropped'`.
+   */
+  send(runId: string, name: string, payload: unknown, options: { buffer?: boolean } = {}): Promise<SendEventOutcome> {
+    return this.deliver(runId, name, payload, { buffer: options.buffer ?? false, kind: 'event' }, 'sendEvent');
+  }
+
+  /** Provides the value a run waits for with `ctx.waitForInput(name)`; kept when it does not wait yet. */
+  async provideInput(runId: string, name: string, value: unknown): Promise<void> {
+    await this.deliver(runId, name, value, { buffer: true, kind: 'input' }, 'provideInput');
+  }
+
+  private async deliver(runId: string, name: string, payload: unknown, opts: { buffer: boolean; kind: 'event' | 'input' }, what: string) {
+    assertValid(what, [nameProblem(name), jsonProblem(payload, 'payload')]);
+    if (!isUuid(runId)) throw new RunNotFoundError(runId);
+    const outcome = await this.connection.db.tx((q) => deliverEvent(this.events, q, runId, name, payload, opts));
+    if (!outcome) throw new RunNotFoundError(runId);
+    return outcome;
+  }
+}

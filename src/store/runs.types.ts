@@ -1,0 +1,113 @@
+import type { RunStatus } from '../domain/run-info';
+import type { TxMark } from './activity.store';
+import type { RunRow } from './run-row';
+import type { WaitRow } from './waits.store';
+
+/** A run to insert. */
+export interface NewRun {
+  id: string;
+  workflow: string;
+  key: string | null;
+  holds_key: boolean;
+  input: unknown;
+  /** ISO time; null = now. */
+  run_at: string | null;
+  timeout_ms: number | null;
+  parent_id?: string | null;
+  runs_after_id?: string | null;
+  trace?: Record<string, string> | null;
+  /** Debounced runs: the latest time a restarted debounce wait may reach (null = no cap). */
+  debounce_until?: string | null;
+}
+
+/** What a keyed start's statement did: inserted the run, or found a holder whose status settles the start (`rejected`: with KeyTakenError, else useExisting). */
+export type StartAnswer = 'created' | { holderId: string; rejected: boolean };
+
+/** A start for {@link RunsStore.insertOrAnswer}: the run, and the holder statuses that settle it. */
+export interface StartRow {
+  run: NewRun;
+  settled: { useExisting: RunStatus[]; reject: RunStatus[] };
+}
+
+/** The holder of a key, locked, as the key policy needs it. */
+export interface HolderRow {
+  id: string;
+  status: RunStatus;
+  picked_up: boolean;
+  debouncing: boolean;
+  input: unknown;
+}
+
+/** A claimed run as the executor needs it. */
+export type ClaimedRow = Partial<Pick<RunRow, 'flow_id' | 'flow_name' | 'name' | 'deps'>> &
+  Pick<
+    RunRow,
+    | 'id'
+    | 'workflow'
+    | 'key'
+    | 'input'
+    | 'context'
+    | 'step'
+    | 'attempt'
+    | 'epoch'
+    | 'deadline_at'
+    | 'parent_id'
+    | 'trace'
+    | 'created_at'
+    | 'run_at'
+    // waits/sagas: `compensating` when claimed to go on compensating (cursor `comp_step`, original `error`)
+    | 'status'
+    | 'comp_step'
+    | 'error'
+  > & {
+    /** The wait calls recorded for the claimed step, by call number (so a resumed step needs no round trip to find them). */
+    waits?: Record<string, WaitRow> | null;
+  };
+
+/** One state change of a claimed run, applied only while this execution still owns it. */
+export interface Transition {
+  id: string;
+  epoch: number;
+  status: RunStatus;
+  step?: number;
+  attempt?: number;
+  context?: Record<string, unknown>;
+  result?: unknown;
+  /** Merged into `results` (step name → return value). */
+  results?: Record<string, unknown>;
+  error?: unknown;
+  /** Due again after this many ms (retries). */
+  delay_ms?: number;
+  final?: boolean;
+  /** `waiting`: what for (`sleep` | `event` | `input` | `children`), the event/input name, when its timer ends (ISO). */
+  wait_kind?: string;
+  wait_name?: string | null;
+  wake_at?: string | null;
+  /** `compensating`: the next step index whose compensation runs. */
+  comp_step?: number;
+  /** Give the run up (node_id = NULL) while keeping its status (a compensation retry waits for its delay). */
+  release?: boolean;
+}
+
+/** The runs one statement ended (`cancel`, the timeout sweep). */
+export interface EndedRuns {
+  ids: string[];
+  /**
+   * Set when one of them held its key: the statement's transaction, in which the key trigger may
+   * have handed that key to the run waiting behind it (`ActivityStore.runAgainHandoffs`).
+   */
+  tx: TxMark | null;
+}
+
+/** Filters of `listRuns`. */
+export interface RunFilter {
+  workflow?: string;
+  key?: string;
+  status?: RunStatus[];
+  flowId?: string;
+  parentId?: string;
+  cursor?: string;
+  limit: number;
+  /** Only `waiting` runs that wait for this (`sleep`, `event`, `input`, `children`). */
+  waitingFor?: string;
+}
