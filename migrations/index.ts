@@ -5,11 +5,13 @@ import { DurableWaits1733040002000 } from './1733040002000-durable-waits';
 import { DurableFlows1733040003000 } from './1733040003000-durable-flows';
 import { DurableSchedules1733040004000 } from './1733040004000-durable-schedules';
 import { DurableKeyIndex1733040005000 } from './1733040005000-durable-key-index';
+import { DurableEngine1733040006000 } from './1733040006000-durable-engine';
 
 export { DurableInit1733040000000, DurableKeys1733040001000, DurableWaits1733040002000 };
 export { DurableFlows1733040003000 };
 export { DurableSchedules1733040004000 };
 export { DurableKeyIndex1733040005000 };
+export { DurableEngine1733040006000 };
 
 /** The module's migration classes in order, for schema `durable` (TypeORM `migrations: [...]`). */
 export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[] = [
@@ -19,6 +21,7 @@ export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[]
   DurableFlows1733040003000,
   DurableSchedules1733040004000,
   DurableKeyIndex1733040005000,
+  DurableEngine1733040006000,
 ];
 
 /**

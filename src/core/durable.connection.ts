@@ -28,12 +28,13 @@ export class DurableConnection implements OnModuleInit, OnApplicationShutdown {
   async onModuleInit(): Promise<void> {
     this.explorer.explore();
     const { options } = this;
-    this.dataSource = options.dataSource ?? new DataSource({ type: 'postgres', url: options.url, entities: [] });
+    this.dataSource = options.dataSource ?? new DataSource({ type: 'postgres', url: options.url, entities: [], extra: this.sessionSettings() });
     if (!this.dataSource.isInitialized) {
       await this.dataSource.initialize();
       this.ownsDataSource = !options.dataSource;
     }
-    this.db = new Db((this.dataSource.driver as unknown as { master: Pool }).master);
+    // behind a transaction pooler a named statement may reach a server connection that never prepared it
+    this.db = new Db((this.dataSource.driver as unknown as { master: Pool }).master, !options.transactionPooler);
     if (options.migrationsRun) {
       const applied = await runMigrations(this.dataSource, options.schema);
       if (applied.length) this.logger.log(`applied migrations ${applied.join(', ')} to schema "${options.schema}"`);
@@ -45,8 +46,22 @@ export class DurableConnection implements OnModuleInit, OnApplicationShutdown {
     if (this.ownsDataSource && this.dataSource.isInitialized) await this.dataSource.destroy();
   }
 
-  /** The pg connection settings of the pool (for a node's dedicated connections). */
+  /**
+   * The pg settings of the pool (for a node's dedicated connections), with the module's timeouts
+   * and keep-alive: the dedicated connections are the module's own even when the pool is the app's.
+   */
   connectionConfig(): object {
-    return (this.db.pool as unknown as { options: object }).options;
+    return { ...(this.db.pool as unknown as { options: object }).options, ...this.sessionSettings() };
+  }
+
+  /** The module's statement and lock timeouts and keep-alive, as pg connection settings (none behind a transaction pooler). */
+  private sessionSettings(): Record<string, number | boolean> {
+    const { statementTimeoutMs, lockTimeoutMs, keepAlive, transactionPooler } = this.options;
+    if (transactionPooler) return { keepAlive };
+    return {
+      keepAlive,
+      ...(statementTimeoutMs === undefined ? {} : { statement_timeout: statementTimeoutMs }),
+      ...(lockTimeoutMs === undefined ? {} : { lock_timeout: lockTimeoutMs }),
+    };
   }
 }

@@ -8,15 +8,20 @@ export class GroupCommit<T> {
   private queue: T[] = [];
   private inFlight = 0;
   private idle: (() => void)[] = [];
+  /** Callers waiting for room in a full queue. */
+  private full: (() => void)[] = [];
 
   constructor(
     private readonly write: (batch: T[]) => Promise<void>,
     private readonly maxBatch: number,
     private readonly maxInFlight: number,
+    /** Most items queued; a caller pushing into a full queue waits for room (back-pressure). */
+    private readonly maxQueued = Infinity,
   ) {}
 
-  /** Queues an item; it goes out in the next statement. */
-  push(item: T): void {
+  /** Queues an item (once there is room); it goes out in the next statement. */
+  async push(item: T): Promise<void> {
+    while (this.queue.length >= this.maxQueued) await new Promise<void>((resolve) => this.full.push(resolve));
     this.queue.push(item);
     this.pump();
   }
@@ -48,6 +53,7 @@ export class GroupCommit<T> {
   private pump(): void {
     while (this.inFlight < this.maxInFlight && this.queue.length > 0) {
       const batch = this.queue.splice(0, this.maxBatch);
+      for (const wake of this.full.splice(0, batch.length)) wake();
       this.inFlight++;
       void this.write(batch).finally(() => {
         this.inFlight--;

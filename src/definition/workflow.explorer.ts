@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import { DurableValidationError } from '../errors';
-import { toMs } from '../domain/duration';
+import { MAX_TIMER_MS, toMs } from '../domain/duration';
 import { resolveRetry } from '../domain/retry.policy';
 import { DEFAULT_ON_DUPLICATE, DEFAULT_REUSE } from '../domain/keys.policy';
 import { DURABLE_OPTIONS } from '../options/durable.module-definition';
@@ -66,7 +66,7 @@ export class WorkflowExplorer {
         name: method,
         index,
         retry: resolveRetry(what, options.retry, stepOptions.retry),
-        timeoutMs: stepOptions.timeout === undefined ? undefined : toMs(stepOptions.timeout, `${what}: timeout`),
+        timeoutMs: stepOptions.timeout === undefined ? undefined : toMs(stepOptions.timeout, `${what}: timeout`, MAX_TIMER_MS),
         compensate: stepOptions.compensate,
         run: (fn as (ctx: unknown) => unknown).bind(instance),
       };
@@ -83,7 +83,7 @@ export class WorkflowExplorer {
         periodMs: toMs(options.debounce.period, `workflow "${name}": debounce.period`),
         timeoutMs: options.debounce.timeout === undefined ? undefined : toMs(options.debounce.timeout, `workflow "${name}": debounce.timeout`),
       },
-      timeoutMs: options.timeout === undefined ? undefined : toMs(options.timeout, `workflow "${name}": timeout`),
+      timeoutMs: options.timeout === undefined ? undefined : toMs(options.timeout, `workflow "${name}": timeout`, MAX_TIMER_MS),
       steps,
     };
   }

@@ -15,11 +15,25 @@ export function tryParseDuration(value: unknown): number | undefined {
   return m ? Math.round(Number(m[1]) * UNIT_MS[m[2]]) : undefined;
 }
 
-/** Parses a {@link Duration} to milliseconds, throwing a `DurableValidationError` naming `what` when invalid. */
-export function toMs(value: Duration, what = 'duration'): number {
+/**
+ * The longest duration a Node.js timer can wait (2^31 − 1 ms, about 24.8 days): the bound of every
+ * duration the module times in memory (step and workflow timeouts, heartbeats, polling). Durations
+ * kept as times in the database (sleeps, delays, wait timeouts, retry back-offs, debounce) may be
+ * longer.
+ */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+/**
+ * Parses a {@link Duration} to milliseconds, throwing a `DurableValidationError` naming `what` when
+ * invalid or longer than `maxMs`.
+ */
+export function toMs(value: Duration, what = 'duration', maxMs = Infinity): number {
   const ms = tryParseDuration(value);
-  if (ms === undefined) {
-    const message = `${what} must be milliseconds or a string like '30s', got ${String(value)}`;
+  if (ms === undefined || ms > maxMs) {
+    const message =
+      ms === undefined
+        ? `${what} must be milliseconds or a string like '30s', got ${String(value)}`
+        : `${what} must be at most ${maxMs}ms (about ${Math.floor(maxMs / UNIT_MS.d)} days), got ${String(value)}`;
     throw new DurableValidationError(message, [problem(what, value, 'isDuration', message)]);
   }
   return ms;

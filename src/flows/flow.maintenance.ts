@@ -45,7 +45,7 @@ export class FlowMaintenance implements BeforeApplicationShutdown {
    * Maintenance (see docs/flows.md), safe on many nodes at once: deps that never
    * appeared in quiet flows count as deleted; now and then, open edges whose dep is final are
    * resolved and waiting nodes with nothing left to wait for are made pending; flow rows with no
-   * runs left past retention are dropped. Then due `afterCancelled` hooks run in the background.
+   * runs left past retention are dropped.
    */
   async maintain(q: Queryable): Promise<void> {
     const { options } = this;
@@ -59,10 +59,13 @@ export class FlowMaintenance implements BeforeApplicationShutdown {
       await this.store.repairMissing(q, this.tx, grace, 100, true);
       if (options.retention.runsMs !== false) await this.store.pruneFlows(q, options.retention.runsMs, 1000);
     }
-    this.kickHooks();
   }
 
-  /** Runs due `afterCancelled` hooks in the background (one loop per node at a time). */
+  /**
+   * Runs due `afterCancelled` hooks of the workflows registered here, in the background (one loop
+   * per node at a time). Every worker node calls it with its heartbeat: a hook runs where its
+   * workflow is.
+   */
   kickHooks(): void {
     if (this.hooking || this.stopping) return;
     this.hooking = this.runHooks()

@@ -6,14 +6,15 @@ import type { Duration } from '../domain/duration';
 /** Validation shape of {@link WorkerOptions}. */
 export class WorkerOptionsDto {
   @IsOptional() @IsInt() @Min(1) @Max(10_000) concurrency?: number;
+  @IsOptional() @IsInt() @Min(0) @Max(100_000) prefetch?: number;
   @IsOptional() @IsDuration(1) pollInterval?: Duration;
   @IsOptional() @IsArray() @IsString({ each: true }) @MinLength(1, { each: true }) workflows?: string[];
 }
 
 /** Validation shape of {@link RetentionOptions}. */
 export class RetentionOptionsDto {
-  @IsOptional() @ValidateIf((_, v) => v !== false) @IsDuration(1) runs?: Duration | false;
-  @IsOptional() @IsDuration(1) activity?: Duration;
+  @IsOptional() @ValidateIf((_, v) => v !== false) @IsDuration(1, Infinity) runs?: Duration | false;
+  @IsOptional() @IsDuration(1, Infinity) activity?: Duration;
 }
 
 /** Validation shape of the module options (the DataSource itself is checked by hand). */
@@ -40,4 +41,8 @@ export class DurableOptionsDto {
   @IsOptional() @ValidateNested() @Type(() => RetentionOptionsDto) retention?: RetentionOptionsDto;
   @IsOptional() @IsDuration(0) shutdownTimeout?: Duration;
   @IsOptional() @IsIn(['synchronous', 'asynchronous']) activityCommit?: 'synchronous' | 'asynchronous';
+  @IsOptional() @ValidateIf((_, v) => v !== false) @IsDuration(1) statementTimeout?: Duration | false;
+  @IsOptional() @IsDuration(1) lockTimeout?: Duration;
+  @IsOptional() @IsBoolean() keepAlive?: boolean;
+  @IsOptional() @IsBoolean() transactionPooler?: boolean;
 }

@@ -5,6 +5,11 @@ import type { Duration } from '../domain/duration';
 export interface WorkerOptions {
   /** Runs executed at once on this node. Default 10. */
   concurrency?: number;
+  /**
+   * Most runs claimed ahead of the free slots (they wait on this node under its lease). The worker
+   * claims ahead only what it will start within ~100 ms at its recent pace, up to this. Default 1000.
+   */
+  prefetch?: number;
   /** How often an idle worker looks for due runs when no notification arrives. Default `'1s'`. */
   pollInterval?: Duration;
   /** Only run these workflows on this node (default: all registered). */
@@ -50,4 +55,21 @@ export interface DurableModuleOptions {
    * A start inside the caller's transaction (`manager`) always commits as the caller does.
    */
   activityCommit?: 'synchronous' | 'asynchronous';
+  /**
+   * Longest any statement of the module may run before Postgres cancels it (a hung claim or
+   * heartbeat then fails, is logged, and is tried again). Applied to the module's own connections:
+   * the pool it makes from `url`, and a node's heartbeat connection. With `dataSource`, set the
+   * pool's `extra.statement_timeout` yourself. Default `'30s'`; `false` for none.
+   */
+  statementTimeout?: Duration | false;
+  /** Longest a statement of the module waits for a lock (as `statementTimeout`). Default: none. */
+  lockTimeout?: Duration;
+  /** TCP keep-alive on the module's own connections, so a dead peer is noticed. Default true. */
+  keepAlive?: boolean;
+  /**
+   * The connection goes through a pooler in transaction mode (PgBouncer `pool_mode = transaction`):
+   * no named prepared statements, no LISTEN (new runs are found by polling every
+   * `worker.pollInterval`, logged once at startup) and no session settings. Default false.
+   */
+  transactionPooler?: boolean;
 }

@@ -14,13 +14,18 @@ export interface ResolvedOptions {
   url?: string;
   schema: string;
   migrationsRun: boolean;
-  worker: false | { concurrency: number; pollIntervalMs: number; workflows?: string[] };
+  worker: false | { concurrency: number; prefetch: number; pollIntervalMs: number; workflows?: string[] };
   nodeId: string;
   heartbeatMs: number;
   nodeTimeoutMs: number;
   retention: { runsMs: number | false; activityMs: number };
   shutdownTimeoutMs: number;
   activityCommit: 'synchronous' | 'asynchronous';
+  /** In milliseconds; undefined: none. */
+  statementTimeoutMs?: number;
+  lockTimeoutMs?: number;
+  keepAlive: boolean;
+  transactionPooler: boolean;
 }
 
 /** Flattens class-validator errors to `path: message` lines. */
@@ -59,6 +64,7 @@ export function resolveOptions(raw: DurableModuleOptions): ResolvedOptions {
         ? false
         : {
             concurrency: worker.concurrency ?? 10,
+            prefetch: worker.prefetch ?? 1000,
             pollIntervalMs: toMs(worker.pollInterval ?? '1s'),
             workflows: worker.workflows,
           },
@@ -71,5 +77,9 @@ export function resolveOptions(raw: DurableModuleOptions): ResolvedOptions {
     },
     shutdownTimeoutMs: toMs(plain.shutdownTimeout ?? '30s'),
     activityCommit: plain.activityCommit ?? 'synchronous',
+    statementTimeoutMs: plain.statementTimeout === false ? undefined : toMs(plain.statementTimeout ?? '30s'),
+    lockTimeoutMs: plain.lockTimeout === undefined ? undefined : toMs(plain.lockTimeout),
+    keepAlive: plain.keepAlive ?? true,
+    transactionPooler: plain.transactionPooler ?? false,
   };
 }

@@ -12,6 +12,8 @@ interface Pending {
 const MAX_BATCH = 500;
 /** Statements in flight at once (each holds one pooled connection). */
 const MAX_IN_FLIGHT = 2;
+/** Most starts waiting for a statement; more callers wait for room (back-pressure). */
+const MAX_QUEUED = 10_000;
 
 /**
  * Group commit of autocommit starts (no caller transaction): concurrent `start()` calls share one
@@ -20,7 +22,7 @@ const MAX_IN_FLIGHT = 2;
  * single caller's latency is one round trip as before.
  */
 export class StartBatcher {
-  private readonly group = new GroupCommit<Pending>((batch) => this.write(batch), MAX_BATCH, MAX_IN_FLIGHT);
+  private readonly group = new GroupCommit<Pending>((batch) => this.write(batch), MAX_BATCH, MAX_IN_FLIGHT, MAX_QUEUED);
 
   constructor(
     /** Inserts (or answers) the starts in one autocommit statement, in order. */
@@ -29,7 +31,7 @@ export class StartBatcher {
 
   /** Queues a start; resolves with its statement's answer for it. */
   submit(start: StartRow): Promise<StartAnswer | undefined> {
-    return new Promise((resolve, reject) => this.group.push({ start, resolve, reject }));
+    return new Promise((resolve, reject) => void this.group.push({ start, resolve, reject }));
   }
 
   private async write(batch: Pending[]): Promise<void> {

@@ -63,6 +63,9 @@ type Counted = (() => void)[];
 /** Window in which autocommit starts share one wake-up notification. */
 const WAKE_WINDOW_MS = 2;
 
+/** Most starts one statement inserts (a larger `startMany` is sent in batches of this many). */
+const MAX_STATEMENT_STARTS = 1_000;
+
 /** How many times a key may change hands under one start (or retry) before it gives up. */
 export const MAX_HANDOFFS = 3;
 
@@ -70,25 +73,27 @@ export const MAX_HANDOFFS = 3;
 const EARLIEST_DUE_MS = Date.parse('0001-01-01T00:00:00.000Z');
 const LATEST_DUE_MS = Date.parse('9999-12-31T23:59:59.999Z');
 
-function dueAt(what: string, runAt: unknown, delay: unknown, problems: (ValidationError | undefined)[]): string | null {
+/** When a start is due: `run_at` (a given time) or `delay_ms` (from now on the database's clock), or neither (now). */
+function dueAt(what: string, runAt: unknown, delay: unknown, problems: (ValidationError | undefined)[]): { run_at: string | null; delay_ms: number | null } {
+  const none = { run_at: null, delay_ms: null };
   if (runAt !== undefined && runAt !== null) {
     const ms = runAt instanceof Date ? runAt.getTime() : NaN;
     if (!(ms >= EARLIEST_DUE_MS && ms <= LATEST_DUE_MS)) {
       problems.push(problem('runAt', runAt, 'isDate', `${what}: runAt must be a valid Date of the years 1 to 9999`));
-      return null;
+      return none;
     }
-    return (runAt as Date).toISOString();
+    return { run_at: (runAt as Date).toISOString(), delay_ms: null };
   }
   if (delay !== undefined && delay !== null) {
     try {
-      const ms = Date.now() + toMs(delay as Duration, 'delay');
-      if (ms <= LATEST_DUE_MS) return new Date(ms).toISOString();
+      const ms = toMs(delay as Duration, 'delay');
+      if (Date.now() + ms <= LATEST_DUE_MS) return { run_at: null, delay_ms: ms };
       problems.push(problem('delay', delay, 'isDuration', `${what}: delay must end before the year 10000`));
     } catch (err) {
       problems.push(problem('delay', delay, 'isDuration', (err as Error).message));
     }
   }
-  return null;
+  return none;
 }
 
 /**
@@ -139,11 +144,19 @@ export class Starter {
 
   private plan(def: WorkflowDefinition, item: StartManyItem, delay: unknown, onDuplicate: OnDuplicate | undefined, prefix = ''): Planned {
     const problems = [keyProblem(item.key, `${prefix}key`), jsonProblem(item.input, `${prefix}input`), onDuplicateProblem(onDuplicate, def.reuse)];
-    const run_at = dueAt(`start ${def.name}`, item.runAt, delay, problems);
+    const due = dueAt(`start ${def.name}`, item.runAt, delay, problems);
     assertValid(`start ${def.name}`, problems);
     const key = item.key ?? null;
     const debounce = key !== null ? def.debounce : undefined;
-    const now = Date.now();
+    // a debounced run waits its period, and is due no later than its limit (both from the database's clock)
+    const times = debounce
+      ? {
+          run_at: null,
+          delay_ms: debounce.periodMs,
+          debounce_ms: debounce.timeoutMs ?? null,
+          debounce_until: debounce.timeoutMs === undefined ? 'infinity' : null,
+        }
+      : due;
     return {
       run: {
         id: uuidv7(),
@@ -151,10 +164,9 @@ export class Starter {
         key,
         holds_key: key !== null,
         input: item.input ?? null,
-        run_at: debounce ? new Date(now + debounce.periodMs).toISOString() : run_at,
+        ...times,
         timeout_ms: def.timeoutMs ?? null,
         trace: traceCarrier(),
-        debounce_until: debounce ? (debounce.timeoutMs === undefined ? 'infinity' : new Date(now + debounce.timeoutMs).toISOString()) : null,
       },
       onDuplicate: onDuplicate ?? def.onDuplicate,
     };
@@ -185,7 +197,14 @@ export class Starter {
       run: p.run,
       settled: settledDuplicateStatuses(def.reuse, p.onDuplicate, def.debounce !== undefined && !p.rerun),
     }));
-    const answers = joined || rows.length > 1 ? await this.insertNow(joined ?? db, rows, joined !== undefined) : [await this.batcher.submit(rows[0])];
+    const answers: (StartAnswer | undefined)[] = [];
+    if (!joined && rows.length === 1) answers.push(await this.batcher.submit(rows[0]));
+    else {
+      // at most MAX_STATEMENT_STARTS per statement: a startMany of any size is sent a batch at a time
+      for (let i = 0; i < rows.length; i += MAX_STATEMENT_STARTS) {
+        answers.push(...(await this.insertNow(joined ?? db, rows.slice(i, i + MAX_STATEMENT_STARTS), joined !== undefined)));
+      }
+    }
     const out: StartManyResult[] = [];
     for (const [i, p] of plans.entries()) {
       const answer = answers[i];

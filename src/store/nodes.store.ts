@@ -1,20 +1,64 @@
 import type { Queryable } from './db';
 
-/** Statements on the `nodes` table (one heartbeat row per live node). */
+/** What a node says in its heartbeat. */
+export interface NodeBeat {
+  nodeId: string;
+  /** Shown by `listNodes` (concurrency, workflows, …). */
+  info: object;
+  /** Runs it executes (or holds claimed for its slots), with the lease epoch of their claim. */
+  running: { id: string; epoch: number }[];
+  /** Length of the maintenance lease it takes or renews. */
+  leaseMs: number;
+  /** No claim of this node is in flight: runs it holds beyond `running` are given back. */
+  reconcile: boolean;
+}
+
+/** What a heartbeat learnt. */
+export interface BeatResult {
+  /** Its row had to be created: first beat, or the node had been declared dead. */
+  fresh: boolean;
+  /** It holds the maintenance lease. */
+  leader: boolean;
+  /** Runs among `running` it no longer owns (cancelled, finished, or recovered elsewhere). */
+  lost: string[];
+  /** Runs it held without running them, given back. */
+  strays: number;
+}
+
+/** Statements on the `nodes` and `leases` tables (one heartbeat row per live node, the maintenance lease). */
 export class NodesStore {
   private readonly sql: Record<string, string>;
 
   constructor(schema: string) {
     const S = `"${schema}"`;
     this.sql = {
+      // One round trip per heartbeat: renews this node (re-creating its row if it had been declared
+      // dead: fresh), renews or takes the maintenance lease when free or expired ($5: its length),
+      // returns the runs among $3/$4 (id, epoch) it no longer owns, and — with $6, when no claim of
+      // this node is in flight — gives back the runs it holds but does not run (a claim committed
+      // whose reply never arrived), without the attempt that claim counted.
       beat: `
         WITH hb AS (
           INSERT INTO ${S}.nodes (id, info) VALUES ($1, $2)
-          ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()
+          ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(), info = EXCLUDED.info
+          RETURNING (xmax = 0) AS fresh
+        ), lease AS (
+          INSERT INTO ${S}.leases AS l (name, holder, expires_at) VALUES ('maintenance', $1, now() + $5 * interval '1 millisecond')
+          ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
+          WHERE l.holder = EXCLUDED.holder OR l.expires_at < now()
+          RETURNING holder
+        ), lost AS (
+          SELECT x.id FROM unnest($3::uuid[], $4::int[]) AS x (id, epoch)
+          LEFT JOIN ${S}.runs r ON r.id = x.id AND r.epoch = x.epoch AND r.status IN ('running', 'compensating')
+          WHERE r.id IS NULL
+        ), strays AS (
+          UPDATE ${S}.runs r SET status = CASE WHEN r.status = 'compensating' THEN 'compensating' ELSE 'pending' END,
+            node_id = NULL, run_at = now(), attempt = greatest(r.attempt - 1, 0)
+          WHERE $6 AND r.node_id = $1 AND r.status IN ('running', 'compensating') AND r.id <> ALL ($3::uuid[])
+          RETURNING r.id
         )
-        SELECT x.id FROM unnest($3::uuid[], $4::int[]) AS x(id, epoch)
-        LEFT JOIN ${S}.runs r ON r.id = x.id AND r.epoch = x.epoch AND r.status IN ('running', 'compensating')
-        WHERE r.id IS NULL`,
+        SELECT (SELECT fresh FROM hb) AS fresh, EXISTS (SELECT 1 FROM lease) AS leader,
+          ARRAY(SELECT id FROM lost) AS lost, (SELECT count(*) FROM strays)::int AS strays`,
       recover: `
         WITH dead AS (
           DELETE FROM ${S}.nodes WHERE heartbeat_at < now() - $1 * interval '1 millisecond' RETURNING id
@@ -32,12 +76,21 @@ export class NodesStore {
   }
 
   /**
-   * Records this node's heartbeat (re-creating its row if it had been declared dead) and returns
-   * the runs among `running` (id + epoch) that it no longer owns: cancelled, finished or recovered.
+   * Records this node's heartbeat and renews (or takes) the maintenance lease for `leaseMs`; see the
+   * statement. `reconcile`: no claim of this node is in flight, so runs it holds beyond `running`
+   * are strays to give back.
    */
-  async beat(q: Queryable, nodeId: string, info: object, running: { id: string; epoch: number }[]): Promise<string[]> {
-    const rows = await q.query<{ id: string }>(this.sql.beat, [nodeId, JSON.stringify(info), running.map((r) => r.id), running.map((r) => r.epoch)]);
-    return rows.map((r) => r.id);
+  async beat(q: Queryable, beat: NodeBeat): Promise<BeatResult> {
+    const { running } = beat;
+    const [row] = await q.query<BeatResult>(this.sql.beat, [
+      beat.nodeId,
+      JSON.stringify(beat.info),
+      running.map((r) => r.id),
+      running.map((r) => r.epoch),
+      beat.leaseMs,
+      beat.reconcile,
+    ]);
+    return row;
   }
 
   /** Deletes nodes silent for `timeoutMs` and puts their (and any orphaned) running runs back to pending. */

@@ -7,8 +7,16 @@ const ENDED = `id, holds_key, now()::text AS tx_at, (txid_current() % 4294967296
 /** The insert's arbiter: the unique `runs_key` index (a second holder of a key conflicts). */
 const ON_KEY_CONFLICT = 'ON CONFLICT (workflow, key, (holds_key OR NULL)) WHERE key IS NOT NULL DO NOTHING';
 
-const INSERT_COLUMNS = `id uuid, workflow text, key text, holds_key boolean, input jsonb, run_at timestamptz,
-  timeout_ms integer, parent_id uuid, runs_after_id uuid, trace jsonb, debounce_until timestamptz`;
+const INSERT_COLUMNS = `id uuid, workflow text, key text, holds_key boolean, input jsonb, run_at timestamptz, delay_ms bigint,
+  timeout_ms integer, parent_id uuid, runs_after_id uuid, trace jsonb, debounce_until timestamptz, debounce_ms bigint`;
+
+/**
+ * A new run's times, from the database's clock: due at `run_at`, else `delay_ms` from now; a
+ * debounced run's limit `debounce_ms` from now (else `debounce_until`, e.g. 'infinity'), and never
+ * due after its limit.
+ */
+const DEBOUNCE_UNTIL = `CASE WHEN debounce_ms IS NULL THEN debounce_until ELSE now() + debounce_ms * interval '1 millisecond' END`;
+const RUN_AT = `least(coalesce(run_at, now() + coalesce(delay_ms, 0) * interval '1 millisecond'), ${DEBOUNCE_UNTIL})`;
 
 /** Every status, each a bit of the masks `insertOrAnswer` sends per start (a few bytes, not arrays). */
 export const STATUS_BITS: readonly RunStatus[] = [...GOING_STATUSES, ...FINISHED_STATUSES];
@@ -26,8 +34,8 @@ export function runsStatements(S: string): Record<string, string> {
       ins AS (
         INSERT INTO ${S}.runs (id, workflow, key, holds_key, input, run_at, timeout_ms, parent_id, runs_after_id, trace,
           debounce_until)
-        SELECT id, workflow, key, holds_key, input, coalesce(run_at, now()), timeout_ms, parent_id, runs_after_id, trace,
-          debounce_until
+        SELECT id, workflow, key, holds_key, input, ${RUN_AT}, timeout_ms, parent_id, runs_after_id, trace,
+          ${DEBOUNCE_UNTIL}
         FROM ${source} ${guard}
         ${keyed ? ON_KEY_CONFLICT : ''}
         RETURNING id, run_at
@@ -91,7 +99,7 @@ export function runsStatements(S: string): Record<string, string> {
       WHERE workflow = $1 AND key = $2 AND status = 'waiting' AND NOT holds_key AND takes_key_after IS NOT NULL`,
     replaceInput: `
       UPDATE ${S}.runs SET input = $2,
-        run_at = CASE WHEN $3::integer IS NULL THEN run_at
+        run_at = CASE WHEN $3::bigint IS NULL THEN run_at
                       ELSE least(now() + $3 * interval '1 millisecond', coalesce(debounce_until, 'infinity')) END
       WHERE id = $1 AND status = 'pending' AND started_at IS NULL RETURNING id`,
     dropKey: `UPDATE ${S}.runs SET holds_key = false WHERE id = $1 AND holds_key RETURNING id`,
@@ -110,18 +118,26 @@ export function runsStatements(S: string): Record<string, string> {
         AND ($6::uuid IS NULL OR id < $6)
         AND ($8::text IS NULL OR (status = 'waiting' AND wait_kind = $8))
       ORDER BY id DESC LIMIT $7`,
-    // w: waiting runs whose timer ended (sleep, wait timeout, workflow deadline) and released
-    // compensating runs whose retry delay passed; p: due pending runs (index order). One statement.
+    // Only while the node's own heartbeat is fresh ($4: nodeTimeout): a node declared dead, or one
+    // that cannot heartbeat, claims nothing. w: waiting runs whose timer ended (sleep, wait timeout,
+    // workflow deadline) and released compensating runs whose retry delay passed; p: due pending
+    // runs of the node's workflows ($3), oldest first, read per workflow from runs_pending (a
+    // workflow the node does not run costs nothing). One statement.
     claim: `
-      WITH w AS (
+      WITH alive AS (
+        SELECT 1 FROM ${S}.nodes WHERE id = $1 AND heartbeat_at > now() - $4 * interval '1 millisecond'
+      ), w AS (
         SELECT id FROM ${S}.runs
         WHERE ((status = 'waiting' AND wake_at <= now()) OR (status = 'compensating' AND node_id IS NULL AND run_at <= now()))
-          AND ($3::text[] IS NULL OR workflow = ANY($3))
+          AND workflow = ANY($3::text[]) AND EXISTS (SELECT 1 FROM alive)
         LIMIT $2 FOR UPDATE SKIP LOCKED
       ), p AS (
-        SELECT id FROM ${S}.runs
-        WHERE status = 'pending' AND run_at <= now() AND ($3::text[] IS NULL OR workflow = ANY($3))
-        ORDER BY run_at LIMIT $2 FOR UPDATE SKIP LOCKED
+        SELECT d.id FROM unnest($3::text[]) AS f (workflow) CROSS JOIN LATERAL (
+          SELECT id, run_at FROM ${S}.runs
+          WHERE status = 'pending' AND workflow = f.workflow AND run_at <= now() AND EXISTS (SELECT 1 FROM alive)
+          ORDER BY run_at LIMIT $2 FOR UPDATE SKIP LOCKED
+        ) d
+        ORDER BY d.run_at LIMIT $2
       ), c AS (
         SELECT id, true AS woke FROM w UNION ALL SELECT id, false FROM p LIMIT $2
       )
@@ -159,7 +175,7 @@ export function runsStatements(S: string): Record<string, string> {
                      ELSE r.inbox END,
         comp_step = coalesce(v.comp_step, r.comp_step)
       FROM jsonb_to_recordset($1::jsonb) AS v(id uuid, epoch integer, status text, step integer, attempt integer,
-        context jsonb, result jsonb, results jsonb, error jsonb, delay_ms integer, final boolean,
+        context jsonb, result jsonb, results jsonb, error jsonb, delay_ms bigint, final boolean,
         wait_kind text, wait_name text, wake_at timestamptz, comp_step integer, release boolean)
       WHERE r.id = v.id AND r.epoch = v.epoch AND r.status IN ('running', 'compensating')
       RETURNING r.id,
@@ -174,17 +190,32 @@ export function runsStatements(S: string): Record<string, string> {
       UPDATE ${S}.runs SET status = 'pending', run_at = now(), attempt = 0, error = NULL, finished_at = NULL,
         deadline_at = NULL, node_id = NULL
       WHERE id = $1 AND status = 'failed' RETURNING id`,
+    // the claim that took them counted an attempt: given back (a release is not a failed attempt)
     release: `
-      UPDATE ${S}.runs SET status = CASE WHEN status = 'compensating' THEN 'compensating' ELSE 'pending' END,
-        node_id = NULL, run_at = now()
-      WHERE id = ANY($1::uuid[]) AND node_id = $2 AND status IN ('running', 'compensating')`,
+      UPDATE ${S}.runs r SET status = CASE WHEN r.status = 'compensating' THEN 'compensating' ELSE 'pending' END,
+        node_id = NULL, run_at = now(), attempt = greatest(r.attempt - 1, 0)
+      FROM unnest($1::uuid[], $3::int[]) AS x(id, epoch)
+      WHERE r.id = x.id AND r.epoch = x.epoch AND r.node_id = $2 AND r.status IN ('running', 'compensating')`,
+    // Runs past their workflow timeout, read through two indexes (never the history): claimed before
+    // (deadline_at set, runs_deadline) or never claimed (deadline run_at + timeout, runs_timeout_unclaimed;
+    // $3 is the shortest timeout of any workflow, a bound the index can use). A run past its first
+    // step is failed here only when its workflow is one of $1 (known to have no compensations):
+    // others are failed by a worker that claims them, which compensates. At most $2 of each kind.
     timeouts: `
       UPDATE ${S}.runs SET status = 'failed', finished_at = now(),
         error = jsonb_build_object('name', 'TimeoutError', 'code', 'timeout', 'message', 'the run timed out')
-      WHERE status IN ('pending', 'waiting') AND timeout_ms IS NOT NULL AND coalesce(deps_left, 0) = 0
-        AND coalesce(deadline_at, run_at + timeout_ms * interval '1 millisecond') < now()
-        -- runs with completed steps to compensate are failed by a worker (which compensates them)
-        AND NOT (step > 0 AND workflow = ANY($1::text[]))
+      WHERE id IN (
+        (SELECT id FROM ${S}.runs
+         WHERE status IN ('pending', 'waiting') AND deadline_at IS NOT NULL AND deadline_at < now()
+           AND coalesce(deps_left, 0) = 0 AND (step = 0 OR workflow = ANY($1::text[]))
+         ORDER BY deadline_at LIMIT $2)
+        UNION ALL
+        (SELECT id FROM ${S}.runs
+         WHERE status = 'pending' AND timeout_ms IS NOT NULL AND deadline_at IS NULL
+           AND run_at < now() - $3 * interval '1 millisecond' AND run_at + timeout_ms * interval '1 millisecond' < now()
+           AND (step = 0 OR workflow = ANY($1::text[]))
+         ORDER BY run_at LIMIT $2))
+        AND status IN ('pending', 'waiting')
       RETURNING ${ENDED}`,
     prune: `
       WITH d AS (

@@ -184,8 +184,8 @@ export class RunsStore {
   }
 
   /** Claims up to `limit` due runs for `nodeId` (SKIP LOCKED), bumping each one's lease epoch. */
-  claim(q: Queryable, nodeId: string, limit: number, workflows: string[] | null): Promise<ClaimedRow[]> {
-    return q.query<ClaimedRow>(this.sql.claim, [nodeId, limit, workflows], 'durable_claim');
+  claim(q: Queryable, nodeId: string, limit: number, workflows: string[], nodeTimeoutMs: number): Promise<ClaimedRow[]> {
+    return q.query<ClaimedRow>(this.sql.claim, [nodeId, limit, workflows, nodeTimeoutMs], 'durable_claim');
   }
 
   /**
@@ -209,13 +209,18 @@ export class RunsStore {
   }
 
   /** Hands runs this node still runs back to pending (shutdown). */
-  async release(q: Queryable, nodeId: string, ids: string[]): Promise<void> {
-    await q.query(this.sql.release, [ids, nodeId]);
+  async release(q: Queryable, nodeId: string, runs: { id: string; epoch: number }[]): Promise<void> {
+    await q.query(this.sql.release, [runs.map((r) => r.id), nodeId, runs.map((r) => r.epoch)]);
   }
 
-  /** Fails pending or waiting runs whose workflow timeout passed. */
-  async failTimedOut(q: Queryable, compensable: string[] = []): Promise<EndedRuns> {
-    return endedRuns(await q.query<EndedRow>(this.sql.timeouts, [compensable]));
+  /**
+   * Fails pending or waiting runs whose workflow timeout passed (at most `batch` of each kind): every
+   * run still at its first step, and runs past it of `withoutCompensation` (workflows known to
+   * have no compensations; the others' runs are failed, and compensated, by a worker).
+   * `minTimeoutMs`: the shortest workflow timeout there is (0 when unknown).
+   */
+  async failTimedOut(q: Queryable, withoutCompensation: string[], batch: number, minTimeoutMs: number): Promise<EndedRuns> {
+    return endedRuns(await q.query<EndedRow>(this.sql.timeouts, [withoutCompensation, batch, minTimeoutMs]));
   }
 
   /** Deletes up to `batch` runs finished more than `olderThanMs` ago; returns how many. */

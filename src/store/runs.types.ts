@@ -12,12 +12,16 @@ export interface NewRun {
   input: unknown;
   /** ISO time; null = now. */
   run_at: string | null;
+  /** Due this long after now (the database's clock) when `run_at` is null. */
+  delay_ms?: number | null;
   timeout_ms: number | null;
   parent_id?: string | null;
   runs_after_id?: string | null;
   trace?: Record<string, string> | null;
   /** Debounced runs: the latest time a restarted debounce wait may reach (null = no cap). */
   debounce_until?: string | null;
+  /** Debounced runs: that latest time as this long after now (the database's clock), instead. */
+  debounce_ms?: number | null;
 }
 
 /** What a keyed start's statement did: inserted the run, or found a holder whose status settles the start (`rejected`: with KeyTakenError, else useExisting). */

@@ -12,6 +12,7 @@ import { isSuspension, type Suspension } from '../domain/suspension';
 import { isFinalError } from './waits';
 import { runSpan, runTransition, stepSpan } from '../observe/telemetry';
 import { AbortScope } from './abort.scope';
+import type { Slots } from './slots';
 
 /** Runs one claimed run's steps from its cursor, writing each outcome through the batcher. */
 export class Execution implements ExecutionHandle {
@@ -26,12 +27,22 @@ export class Execution implements ExecutionHandle {
   private scope = new AbortScope();
   private deadlineTimer?: NodeJS.Timeout;
   private timedOut = false;
+  /** When it was claimed (local time), and whether a step of it has taken a slot yet. */
+  readonly claimedAt = Date.now();
+  private started = false;
+  /** Aborted when the run is lost: a wait for a slot ends. */
+  private readonly losing = new AbortController();
+  /** Resolves once {@link run} has ended (the run finished, waits, or was lost). */
+  readonly done: Promise<void>;
+  private ended!: () => void;
   /** The run's context as of the last completed step (what compensations get). */
   private context: Record<string, unknown> = {};
 
   constructor(
     private readonly services: RunServices,
     private readonly batcher: TransitionBatcher,
+    /** The node's slots: each step body runs in one. */
+    private readonly slots: Slots,
     private readonly def: WorkflowDefinition,
     private readonly row: ClaimedRow,
     /** Called when a retry was scheduled on this node, with its delay. */
@@ -42,6 +53,7 @@ export class Execution implements ExecutionHandle {
     this.key = row.key;
     this.input = row.input;
     this.epoch = row.epoch;
+    this.done = new Promise((resolve) => (this.ended = resolve));
     if (row.flow_id) this.flowNode = { flowId: row.flow_id, flowName: row.flow_name ?? null, name: row.name ?? '', deps: row.deps ?? [] };
   }
 
@@ -49,9 +61,20 @@ export class Execution implements ExecutionHandle {
     return this.lostReason !== undefined;
   }
 
+  /** True while it waits for its first slot (claimed ahead, not started). */
+  get queued(): boolean {
+    return !this.started && !this.lost;
+  }
+
+  /** True when it was lost for `reason` (e.g. the node's shutdown). */
+  lostFor(reason: Error): boolean {
+    return this.lostReason === reason;
+  }
+
   lose(reason: Error): void {
     if (this.lostReason) return;
     this.lostReason = reason;
+    this.losing.abort(reason);
     this.scope.abort(reason);
   }
 
@@ -63,6 +86,7 @@ export class Execution implements ExecutionHandle {
       this.services.logger.error(`run ${this.runId} (${this.workflow}): ${(err as Error).stack ?? err}`);
     } finally {
       if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
+      this.ended();
     }
   }
 
@@ -93,7 +117,7 @@ export class Execution implements ExecutionHandle {
       const working = { ...context };
       let value: unknown;
       try {
-        value = await stepSpan(this.row, step.name, attempt, () => this.attempt(step, attempt, working));
+        value = await this.inSlot(index > this.row.step, () => stepSpan(this.row, step.name, attempt, () => this.attempt(step, attempt, working)));
       } catch (err) {
         if (this.lost) return;
         if (isSuspension(err)) return this.suspend(err, attempt);
@@ -117,6 +141,28 @@ export class Execution implements ExecutionHandle {
       context = working;
       this.context = working;
       attempt = 1;
+    }
+  }
+
+  /**
+   * Runs `fn` (a step's or a compensation's body) in one of the node's slots, given back as soon as
+   * it settled: the checkpoint that follows is written without holding it. `continuing`: the run is
+   * past its first step here (served before runs not started yet). Rejects at once when the run was
+   * lost while it waited.
+   */
+  private async inSlot<T>(continuing: boolean, fn: () => Promise<T>): Promise<T> {
+    try {
+      await this.slots.acquire(continuing, this.losing.signal);
+      this.started = true;
+    } catch (err) {
+      this.lose(err as Error); // lost while it waited, or the node is shutting down: released unstarted
+      throw err;
+    }
+    try {
+      if (this.lostReason) throw this.lostReason;
+      return await fn();
+    } finally {
+      this.slots.release();
     }
   }
 
@@ -231,7 +277,7 @@ export class Execution implements ExecutionHandle {
       const comp: StepDefinition = { ...step, name: method, index: -(j + 1), run: fn };
       const working = { ...context };
       try {
-        await this.attempt(comp, attempt, working);
+        await this.inSlot(true, () => this.attempt(comp, attempt, working));
       } catch (err) {
         if (this.lost) return false;
         const cause = isSuspension(err) ? new Error(`compensation "${method}" cannot wait (sleep, events, input, children)`) : err;

@@ -14,26 +14,35 @@ import { countKeyHandoffs } from '../runs/key-handoffs';
 
 /** Rows deleted per prune statement (keeps each statement short). */
 const PRUNE_BATCH = 5_000;
-/** How often a node prunes, at most (more often when retention is shorter). */
+/** Runs failed per timeout statement (of each kind). */
+const TIMEOUT_BATCH = 1_000;
+/** How often the lease holder prunes, at most (more often when retention is shorter). */
 const PRUNE_EVERY_MS = 60_000;
 /** Fewest changed rows of `runs` or `activity` that make its statistics stale (see RunsStore.analyzeIfStale). */
 const STALE_STATS_MIN_CHANGED = 10_000;
-/** How often a node analyzes each of `runs` and `activity`, at most. */
+/** How often each of `runs` and `activity` is analyzed, at most. */
 const ANALYZE_EVERY_MS = 60_000;
 
 /**
- * The maintenance pass every worker node runs with its heartbeat: recover the runs of dead nodes,
- * fail runs past their workflow timeout, prune finished runs and activity past retention, and
- * analyze `runs` and `activity` when their statistics are far behind (autovacuum off, or not yet there).
- * Every statement is safe to run on several nodes at once.
+ * The maintenance pass, run by the one node that holds the maintenance lease (taken and renewed by
+ * the heartbeats, see Heartbeat): recover the runs of dead nodes, fail runs past their workflow
+ * timeout, repair flows, prune finished runs and activity past retention, and analyze `runs` and
+ * `activity` when their statistics are far behind. A pass runs beside the heartbeat on the pool
+ * (never holding it up), never overlaps the previous one, and stops pruning once it has used its
+ * time budget (one heartbeat interval): a large backlog is pruned over several passes. Every
+ * statement reads only what is due, through an index, and is safe on several nodes at once (a lease
+ * that changed hands mid-pass is harmless).
  */
 @Injectable()
 export class Maintenance {
   private lastPruneAt = 0;
-  /** When this node last analyzed each table. */
+  /** When each table was last analyzed. */
   private readonly lastAnalyzedAt = new Map<AnalyzedTable, number>();
   /** The ANALYZE in flight, if any. */
   private analysis?: Promise<void>;
+  /** The pass in flight, if any. */
+  private passing?: Promise<void>;
+  private stopped = false;
 
   private readonly logger = new Logger(LOG_CONTEXT);
 
@@ -47,24 +56,43 @@ export class Maintenance {
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedOptions,
   ) {}
 
-  /** One pass. */
-  async pass(q: Queryable): Promise<void> {
-    const { nodes, runs, options, logger } = this;
-    const recovered = await nodes.recoverDead(q, options.nodeTimeoutMs);
-    if (recovered.runs > 0 || recovered.nodes > 0) {
-      logger.warn(`recovered ${recovered.runs} run(s) from ${recovered.nodes} dead node(s)`);
+  /**
+   * This node holds the maintenance lease: starts a pass unless one is running. `mayRecover`: the
+   * node has heartbeaten without a break for `nodeTimeout`, so a node silent that long is dead (not
+   * merely cut off by the same outage).
+   */
+  lead(mayRecover: boolean): void {
+    if (this.passing || this.stopped) return;
+    this.passing = this.pass(mayRecover)
+      .catch((err: Error) => this.logger.warn(`maintenance pass failed: ${err.message}`))
+      .finally(() => (this.passing = undefined));
+  }
+
+  /** One pass (see the class). */
+  async pass(mayRecover: boolean): Promise<void> {
+    const { nodes, runs, options, logger, registry } = this;
+    const q = this.connection.db;
+    const until = Date.now() + options.heartbeatMs;
+    if (mayRecover) {
+      const recovered = await nodes.recoverDead(q, options.nodeTimeoutMs);
+      if (recovered.runs > 0 || recovered.nodes > 0) {
+        logger.warn(`recovered ${recovered.runs} run(s) from ${recovered.nodes} dead node(s)`);
+      }
     }
-    // runs of workflows with compensations are failed by a worker instead, which compensates them
-    const compensable = this.registry.names().filter((n) => this.registry.find(n)?.steps.some((st) => st.compensate !== undefined));
+    const defs = registry.names().map((n) => registry.find(n)!);
+    const withoutCompensation = defs.filter((d) => !d.steps.some((st) => st.compensate !== undefined)).map((d) => d.name);
+    const minTimeoutMs = Math.min(...defs.map((d) => d.timeoutMs ?? Infinity));
     // a timed-out holder's key goes to the run waiting behind it (key trigger): counted here
-    await countKeyHandoffs(this.activity, logger, q, (await runs.failTimedOut(q, compensable)).tx);
+    const timedOut = await runs.failTimedOut(q, withoutCompensation, TIMEOUT_BATCH, Number.isFinite(minTimeoutMs) ? minTimeoutMs : 0);
+    await countKeyHandoffs(this.activity, logger, q, timedOut.tx);
     // DAG flows: repair stuck flows (see docs/flows.md) and run due afterCancelled hooks
     await this.flows.maintain(q).catch((err) => logger.warn(`flow maintenance failed: ${(err as Error).message}`));
     this.analyzeIfStale();
     const every = Math.min(PRUNE_EVERY_MS, options.retention.runsMs || PRUNE_EVERY_MS, options.retention.activityMs);
     if (Date.now() - this.lastPruneAt >= every) {
-      this.lastPruneAt = Date.now();
-      await this.prune(q);
+      const { done } = await this.prune(q, undefined, until);
+      // a backlog left (the budget ran out): the next pass goes on with it
+      if (done) this.lastPruneAt = Date.now();
     }
   }
 
@@ -88,28 +116,36 @@ export class Maintenance {
       .finally(() => (this.analysis = undefined));
   }
 
-  /** Resolves once no background statement of the pass is running (before the pool closes). */
+  /** Shutdown: no new pass; resolves once none (and no background statement) is running. */
   async settled(): Promise<void> {
+    this.stopped = true;
+    await this.passing;
     await this.analysis;
   }
 
-  /** `DurableService.prune`: prunes now, on a pooled connection. */
+  /** `DurableService.prune`: prunes now, on a pooled connection, until nothing is left. */
   async pruneNow(olderThan?: Duration): Promise<{ runs: number; activity: number }> {
     const ms = olderThan === undefined ? undefined : toMs(olderThan, 'olderThan');
-    return this.prune(this.connection.db, ms);
+    const { runs, activity } = await this.prune(this.connection.db, ms);
+    return { runs, activity };
   }
 
-  /** Prunes finished runs older than `olderThanMs` (default: retention) and old activity. */
-  async prune(q: Queryable, olderThanMs?: number): Promise<{ runs: number; activity: number }> {
+  /**
+   * Prunes finished runs older than `olderThanMs` (default: retention) and old activity, in batches,
+   * until none is left or `until` (a time) has passed; `done` when none is left.
+   */
+  private async prune(q: Queryable, olderThanMs?: number, until = Infinity): Promise<{ runs: number; activity: number; done: boolean }> {
     const { runs, activity, options } = this;
-    const out = { runs: 0, activity: 0 };
+    const out = { runs: 0, activity: 0, done: false };
     const runsMs = olderThanMs ?? options.retention.runsMs;
+    let n = PRUNE_BATCH;
     if (runsMs !== false) {
-      for (let n = PRUNE_BATCH; n === PRUNE_BATCH; out.runs += n) n = await runs.prune(q, runsMs, PRUNE_BATCH);
+      for (; n === PRUNE_BATCH && Date.now() < until; out.runs += n) n = await runs.prune(q, runsMs, PRUNE_BATCH);
+      if (n === PRUNE_BATCH) return out;
     }
-    for (let n = PRUNE_BATCH; n === PRUNE_BATCH; out.activity += n) {
-      n = await activity.prune(q, olderThanMs ?? options.retention.activityMs, PRUNE_BATCH);
-    }
+    n = PRUNE_BATCH;
+    for (; n === PRUNE_BATCH && Date.now() < until; out.activity += n) n = await activity.prune(q, olderThanMs ?? options.retention.activityMs, PRUNE_BATCH);
+    out.done = n < PRUNE_BATCH;
     return out;
   }
 }

@@ -39,7 +39,7 @@ export class TransitionBatcher {
 
   /** Queues a transition; resolves true when written, false when the execution no longer owned the run. */
   submit(t: Transition): Promise<boolean> {
-    return new Promise((resolve) => this.group.push({ t, resolve }));
+    return new Promise((resolve) => void this.group.push({ t, resolve }));
   }
 
   /**

@@ -103,7 +103,6 @@ export async function callChildren(scope: WaitScope, calls: ChildCall[], options
   assertOwned(scope);
   let ids = scope.recorded ? scope.recorded.children : ((await services.waits.get(services.db, scope.runId, scope.step, scope.call))?.children ?? null);
   if (!ids) {
-    const runAt = delayMs > 0 ? new Date(Date.now() + delayMs).toISOString() : null;
     // ids in call order (uuidv7 of one millisecond are not ordered among themselves)
     const newIds = defs.map(() => uuidv7()).sort();
     const children: NewRun[] = defs.map((def, i) => ({
@@ -112,7 +111,8 @@ export async function callChildren(scope: WaitScope, calls: ChildCall[], options
       key: null,
       holds_key: false,
       input: calls[i].input ?? null,
-      run_at: runAt,
+      run_at: null,
+      delay_ms: delayMs,
       timeout_ms: def.timeoutMs ?? null,
       parent_id: scope.runId,
       trace: traceCarrier(),

@@ -17,15 +17,26 @@ import type { RunServices } from './run-services';
 import { Execution } from './execution';
 import { countKeyHandoffs } from '../runs/key-handoffs';
 import { Maintenance } from './maintenance';
+import { FlowMaintenance } from '../flows/flow.maintenance';
 import { TransitionBatcher } from './transition.batcher';
+import { Slots } from './slots';
+import { WakeTimer } from './wake-timer';
+import { Heartbeat, type HeartbeatHost } from './heartbeat';
 
-/** Longest a claim for too few free slots (while the node is busy) is put off. */
+/** Longest a claim for too few runs (while the node is busy) is put off. */
 const CLAIM_LINGER_MS = 20;
+/** Beyond its free slots, a node claims the runs it will start within this long at its recent pace. */
+const PREFETCH_HORIZON_MS = 100;
+/** A run claimed ahead that has not started after this long is given back (the node's steps got slow). */
+const QUEUED_TTL_MS = 1_000;
 
 /**
- * This node's worker: claims due runs in batches (`FOR UPDATE SKIP LOCKED`) into free slots, wakes
- * on LISTEN/NOTIFY with polling as the safety net, heartbeats per node (which is also where it sees
- * cancellations and lost leases), runs the maintenance pass, and drains on shutdown.
+ * This node's worker: claims due runs in batches (`FOR UPDATE SKIP LOCKED`) for its slots and a
+ * little ahead of them (what it will start within {@link PREFETCH_HORIZON_MS} at its recent pace, at
+ * most `worker.prefetch`), wakes on LISTEN/NOTIFY with polling as the safety net, heartbeats per node
+ * (which is also where it sees cancellations and lost leases), runs the maintenance pass, and drains
+ * on shutdown. A step holds a slot only while its body runs: checkpoints and completions are written
+ * in batches without one.
  */
 @Injectable()
 export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -38,17 +49,20 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
   /** Since when a claim for too few free slots has been put off. */
   private deferredSince?: number;
   private lingerTimer?: NodeJS.Timeout;
-  private beating = false;
   private claimAgain = false;
   private stopping = false;
   private started = false;
   private timers: NodeJS.Timeout[] = [];
-  private retryTimers = new Set<NodeJS.Timeout>();
+  /** Wake-ups for runs due later on this node (retries, sleeps). */
+  private readonly wakeTimer = new WakeTimer(() => this.tick());
   /** Only LISTENs: a statement on it would hold back the notifications until it ends. */
   private listener?: DedicatedConnection;
-  /** Heartbeats and the maintenance pass. */
-  private control?: DedicatedConnection;
-  private concurrency = 0;
+  private heartbeat?: Heartbeat;
+  /** A heartbeat reconciling this node's runs is out: claims wait for it. */
+  private claimsHeld = false;
+  private slots = new Slots(0);
+  /** Most runs claimed ahead of the free slots. */
+  private prefetch = 0;
   private workflows: string[] | null = null;
 
   private readonly logger = new Logger(LOG_CONTEXT);
@@ -60,6 +74,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     private readonly connection: DurableConnection,
     private readonly registry: WorkflowRegistry,
     private readonly maintenance: Maintenance,
+    private readonly flowHooks: FlowMaintenance,
     private readonly runs: RunsStore,
     private readonly nodes: NodesStore,
     private readonly activity: ActivityStore,
@@ -81,7 +96,8 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     this.services = { db, dataSource, registry, runs, logger, waits, events, memos, flows };
     this.batcher = new TransitionBatcher(db, runs, logger, (tx) => countKeyHandoffs(this.activity, logger, db, tx));
     if (options.worker === false) return;
-    this.concurrency = options.worker.concurrency;
+    this.slots = new Slots(options.worker.concurrency);
+    this.prefetch = options.worker.prefetch;
     const names = options.worker.workflows ?? registry.names();
     this.workflows = names.filter((n) => registry.find(n));
     if (this.workflows.length === 0) {
@@ -90,59 +106,67 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     this.started = true;
     const config = () => this.connection.connectionConfig();
     const { nodeId } = options;
-    this.control = new DedicatedConnection(`heartbeat:${nodeId}`, config, this.logger);
     this.listener = new DedicatedConnection(`listener:${nodeId}`, config, this.logger, async (client, reconnected) => {
       await client.query(`LISTEN "${this.runs.channel}"`);
       client.on('notification', () => this.tick());
       // runs started while it was down were only seen by polling
       if (reconnected) this.tick();
     });
-    await this.control.open();
-    await this.beat();
+    this.heartbeat = new Heartbeat(
+      this.nodes,
+      this.heartbeatHost(),
+      { nodeId, heartbeatMs: options.heartbeatMs, nodeTimeoutMs: options.nodeTimeoutMs, connectionConfig: config, fallback: db },
+      this.logger,
+    );
+    await this.heartbeat.start();
     // listening before the app's init resolves: a run started right after boot is claimed at once
     await this.listener.open();
     // shutdown may have begun while this node was still booting (another bootstrap hook failed)
     if (this.stopping) return;
     this.timers.push(setInterval(() => this.tick(), options.worker.pollIntervalMs));
-    this.timers.push(setInterval(() => void this.heartbeatPass(), options.heartbeatMs));
     this.tick();
   }
 
-  /** Stop claiming, let running steps finish within `shutdownTimeout`, then release the rest. */
+  /**
+   * Stop claiming; runs not started yet (claimed ahead, or between two steps) are released at once,
+   * running steps get `shutdownTimeout` to finish, then the rest is released too. A release costs
+   * no attempt.
+   */
   async beforeApplicationShutdown(): Promise<void> {
     if (!this.started || this.stopping) return;
     this.stopping = true;
     this.timers.forEach(clearInterval);
-    this.retryTimers.forEach(clearTimeout);
+    this.wakeTimer.stop();
     if (this.lingerTimer) clearTimeout(this.lingerTimer);
     const { options, runs, nodes } = this;
     const { db } = this.connection;
     const deadline = Date.now() + options.shutdownTimeoutMs;
-    // a claim in flight still launches what it claimed: wait for it, then for the runs
-    while ((this.claiming || this.running.size > 0) && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    const left = [...this.running.values()];
-    if (left.length) {
-      this.logger.warn(`shutdown: releasing ${left.length} unfinished run(s) back to pending`);
-      for (const e of left) e.lose(new CancelledError('the node is shutting down'));
-    }
+    const shuttingDown = new CancelledError('the node is shutting down');
+    // a claim in flight still launches what it claimed: wait for it, then stop giving out slots
+    while (this.claiming && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    const all = [...this.running.values()];
+    this.slots.close(shuttingDown);
+    while (this.slots.active > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    const late = all.filter((e) => !e.lost && this.running.get(e.runId) === e);
+    for (const e of late) e.lose(shuttingDown);
     // outcomes still being written get what is left of shutdownTimeout (at least a second)
     await this.batcher.drained(Math.max(1_000, deadline - Date.now()));
     await this.maintenance.settled();
-    if (left.length) {
+    const released = all.filter((e) => e.lostFor(shuttingDown));
+    if (released.length) {
+      this.logger.warn(`shutdown: released ${released.length} unfinished run(s) back to pending`);
       await runs
         .release(
           db,
           options.nodeId,
-          left.map((e) => e.runId),
+          released.map((e) => ({ id: e.runId, epoch: e.epoch })),
         )
         .catch((err: Error) => {
           this.logger.warn(`shutdown: could not release runs (${err.message}); they are recovered after nodeTimeout`);
         });
     }
     await nodes.remove(db, options.nodeId).catch(() => undefined);
-    await Promise.all([this.listener?.close(), this.control?.close()]);
+    await Promise.all([this.listener?.close(), this.heartbeat?.stop()]);
   }
 
   /** Asks for a claim pass now (coalesced with one in flight). */
@@ -161,11 +185,14 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     try {
       do {
         this.claimAgain = false;
-        const free = this.concurrency - this.running.size;
-        if (free <= 0 || this.stopping || !this.workflows?.length) break;
-        // while runs execute, claim once a quarter of the slots is free (fewer, larger claims), or
-        // once such a claim has been put off for CLAIM_LINGER_MS
-        const enough = this.running.size === 0 || free >= Math.max(1, Math.floor(this.concurrency / 4));
+        if (this.stopping || this.claimsHeld || !this.workflows?.length) break;
+        const { slots } = this;
+        const ahead = Math.min(this.prefetch, Math.ceil(slots.pace() * PREFETCH_HORIZON_MS));
+        const room = slots.size - slots.active + ahead - slots.waiting;
+        if (room <= 0) break;
+        // while runs execute, claim once a quarter of what the node takes is missing (fewer, larger
+        // claims), or once such a claim has been put off for CLAIM_LINGER_MS
+        const enough = this.running.size === 0 || room >= Math.max(1, Math.floor((slots.size + ahead) / 4));
         if (!enough) {
           this.deferredSince ??= Date.now();
           if (Date.now() - this.deferredSince < CLAIM_LINGER_MS) {
@@ -176,13 +203,13 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
         this.deferredSince = undefined;
         let rows: ClaimedRow[];
         try {
-          rows = await this.runs.claim(this.connection.db, this.options.nodeId, free, this.workflows);
+          rows = await this.runs.claim(this.connection.db, this.options.nodeId, room, this.workflows, this.options.nodeTimeoutMs);
         } catch (err) {
           this.logger.warn(`claim failed: ${(err as Error).message}`);
           break;
         }
         for (const row of rows) this.launch(row);
-        if (rows.length === free) this.claimAgain = true;
+        if (rows.length === room) this.claimAgain = true;
       } while (this.claimAgain && !this.stopping);
     } finally {
       this.claiming = false;
@@ -200,48 +227,69 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
   private launch(row: ClaimedRow): void {
     const def = this.registry.find(row.workflow);
     if (!def) return;
-    const exec = new Execution(this.services, this.batcher, def, row, (delay) => this.wakeAfter(delay));
+    const exec = new Execution(this.services, this.batcher, this.slots, def, row, (delay) => this.wakeTimer.after(delay));
+    // an earlier execution of this run still here was recovered away from this node meanwhile (its
+    // lease is gone): it stops, and the new one begins only once it has (never two at once)
+    const earlier = this.running.get(row.id);
+    earlier?.lose(new CancelledError(`run ${row.id} was recovered and claimed again`));
     this.running.set(row.id, exec);
-    void exec.run().finally(() => {
-      // a run that woke from a short wait may already be claimed again (a newer execution)
-      if (this.running.get(row.id) === exec) this.running.delete(row.id);
-      this.tick();
-    });
+    void (earlier?.done ?? Promise.resolve())
+      .then(() => exec.run())
+      .finally(() => {
+        // a run that woke from a short wait may already be claimed again (a newer execution)
+        if (this.running.get(row.id) === exec) this.running.delete(row.id);
+        this.tick();
+      });
   }
 
-  private wakeAfter(delayMs: number): void {
-    if (this.stopping) return;
-    const t = setTimeout(() => {
-      this.retryTimers.delete(t);
-      this.tick();
-    }, delayMs + 5);
-    this.retryTimers.add(t);
+  /**
+   * Gives back the runs claimed ahead that have waited {@link QUEUED_TTL_MS} without a slot (the
+   * steps before them turned slow), so that other nodes can run them; a give-back costs no attempt.
+   */
+  private async giveBackStale(): Promise<void> {
+    const now = Date.now();
+    const stale = [...this.running.values()].filter((e) => e.queued && now - e.claimedAt > QUEUED_TTL_MS);
+    if (stale.length === 0 || this.stopping) return;
+    const reason = new CancelledError('given back: it waited too long for a slot on this node');
+    for (const e of stale) e.lose(reason);
+    await this.runs
+      .release(
+        this.connection.db,
+        this.options.nodeId,
+        stale.map((e) => ({ id: e.runId, epoch: e.epoch })),
+      )
+      .catch((err: Error) => this.logger.warn(`giving back ${stale.length} queued run(s) failed (${err.message}); they are recovered after nodeTimeout`));
   }
 
-  /** Heartbeat + lost-run detection + maintenance, on the dedicated connection when it is up. */
-  private async heartbeatPass(): Promise<void> {
-    // a pass slower than the interval is not overlapped by the next (one connection, one query at a time)
-    if (this.stopping || this.beating) return;
-    this.beating = true;
-    try {
-      await this.beat();
-      await this.maintenance.pass(this.control?.queryable ?? this.connection.db);
-    } catch (err) {
-      this.logger.warn(`heartbeat failed: ${(err as Error).message}`);
-    } finally {
-      this.beating = false;
-    }
-  }
-
-  private async beat(): Promise<void> {
-    const { nodes, options } = this;
-    const owned = [...this.running.values()].map((e) => ({ id: e.runId, epoch: e.epoch }));
-    const lost = await nodes.beat(this.control?.queryable ?? this.connection.db, options.nodeId, { pid: process.pid, concurrency: this.concurrency }, owned);
-    const epochs = new Map(owned.map((o) => [o.id, o.epoch]));
-    for (const id of lost) {
-      const exec = this.running.get(id);
-      // only the execution the beat asked about (not a newer claim of the same run)
-      if (exec && exec.epoch === epochs.get(id)) exec.lose(new CancelledError(`run ${id} was cancelled or recovered elsewhere`));
-    }
+  /** What the heartbeat asks of this worker. */
+  private heartbeatHost(): HeartbeatHost {
+    return {
+      owned: () => [...this.running.values()].map((e) => ({ id: e.runId, epoch: e.epoch })),
+      holdClaims: () => {
+        if (this.claiming) return false;
+        this.claimsHeld = true;
+        return true;
+      },
+      releaseClaims: () => {
+        this.claimsHeld = false;
+        this.tick();
+      },
+      lost: (runs) => {
+        for (const { id, epoch } of runs) {
+          const exec = this.running.get(id);
+          // only the execution the beat asked about (not a newer claim of the same run)
+          if (exec?.epoch === epoch) exec.lose(new CancelledError(`run ${id} was cancelled or recovered elsewhere`));
+        }
+      },
+      fenced: (reason) => {
+        for (const e of this.running.values()) e.lose(reason);
+      },
+      beaten: () => {
+        this.flowHooks.kickHooks();
+        void this.giveBackStale();
+      },
+      lead: (mayRecover) => this.maintenance.lead(mayRecover),
+      info: () => ({ pid: process.pid, concurrency: this.slots.size, workflows: this.workflows, running: this.slots.active }),
+    };
   }
 }

@@ -1,0 +1,132 @@
+import type { Logger } from '@nestjs/common';
+import type { Queryable } from '../store/db';
+import type { BeatResult, NodesStore } from '../store/nodes.store';
+import { DedicatedConnection } from './dedicated-connection';
+
+/** Share of `nodeTimeout` after the last successful beat when a node gives its runs up itself. */
+const SELF_FENCE_SHARE = 0.75;
+
+/** What the heartbeat asks of, and tells, the worker it belongs to. */
+export interface HeartbeatHost {
+  /** The runs the node holds (executing, or claimed for its slots), with their lease epochs. */
+  owned(): { id: string; epoch: number }[];
+  /** True when no claim is in flight; claims then wait until the beat is back. */
+  holdClaims(): boolean;
+  /** Lets claims go on again. */
+  releaseClaims(): void;
+  /** Runs among the owned ones (as given, with their epochs) that were cancelled, finished or recovered elsewhere. */
+  lost(runs: { id: string; epoch: number }[]): void;
+  /** The node could not heartbeat for most of `nodeTimeout`: its runs are about to be recovered elsewhere. */
+  fenced(reason: Error): void;
+  /** Called after each successful beat. */
+  beaten(): void;
+  /** Called after each successful beat while this node holds the maintenance lease. */
+  lead(mayRecover: boolean): void;
+  /** Shown by `listNodes`. */
+  info(): object;
+}
+
+/** Settings of a {@link Heartbeat}. */
+export interface HeartbeatOptions {
+  nodeId: string;
+  heartbeatMs: number;
+  nodeTimeoutMs: number;
+  /** The pg settings of the pool, for the heartbeat's own connection. */
+  connectionConfig: () => object;
+  /** Used while the heartbeat's own connection is down. */
+  fallback: Queryable;
+}
+
+/**
+ * A node's heartbeat, on a connection of its own with a statement timeout: one small statement
+ * per interval, never behind the maintenance pass or a saturated pool. It renews the node and the
+ * maintenance lease, reports runs the node no longer owns, and gives back runs it holds without
+ * running them. A node that cannot beat for most of `nodeTimeout` gives its runs up (self-fencing);
+ * the lease holder may recover other nodes' runs only once it has beaten without a break for a whole
+ * `nodeTimeout` (after a database outage every node gets that long to come back).
+ */
+export class Heartbeat {
+  private readonly connection: DedicatedConnection;
+  private timer?: NodeJS.Timeout;
+  private beating = false;
+  /** Local time of the last successful beat, and of the first one after the last failure. */
+  private lastOkAt = 0;
+  private okSince?: number;
+  private fenced = false;
+
+  constructor(
+    private readonly store: NodesStore,
+    private readonly host: HeartbeatHost,
+    private readonly options: HeartbeatOptions,
+    private readonly logger: Logger,
+  ) {
+    const timeoutMs = Math.max(100, Math.floor(options.nodeTimeoutMs / 3));
+    this.connection = new DedicatedConnection(`heartbeat:${options.nodeId}`, options.connectionConfig, logger, async (client) => {
+      await client.query(`SELECT set_config('statement_timeout', $1, false), set_config('lock_timeout', $1, false)`, [`${timeoutMs}ms`]);
+    });
+  }
+
+  /** Opens the connection and beats once (the node exists before it claims). */
+  async start(): Promise<void> {
+    await this.connection.open();
+    await this.beat();
+    this.timer = setInterval(() => void this.beat(), this.options.heartbeatMs);
+  }
+
+  /** Stops beating and closes the connection. */
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    await this.connection.close();
+  }
+
+  /** One beat (skipped while the previous one is still out). */
+  async beat(): Promise<void> {
+    this.checkFence();
+    if (this.beating) return;
+    this.beating = true;
+    const reconcile = this.host.holdClaims();
+    try {
+      const running = this.host.owned();
+      const result = await this.store.beat(this.connection.queryable ?? this.options.fallback, {
+        nodeId: this.options.nodeId,
+        info: this.host.info(),
+        running,
+        leaseMs: this.options.nodeTimeoutMs,
+        reconcile,
+      });
+      const lost = new Set(result.lost);
+      this.ok(
+        result,
+        running.filter((r) => lost.has(r.id)),
+      );
+    } catch (err) {
+      this.okSince = undefined;
+      this.logger.warn(`heartbeat failed: ${(err as Error).message}`);
+    } finally {
+      if (reconcile) this.host.releaseClaims();
+      this.beating = false;
+    }
+  }
+
+  private ok(result: BeatResult, lost: { id: string; epoch: number }[]): void {
+    const now = Date.now();
+    this.lastOkAt = now;
+    this.okSince ??= now;
+    this.fenced = false;
+    if (lost.length) this.host.lost(lost);
+    if (result.strays > 0) this.logger.warn(`gave back ${result.strays} run(s) this node held without running them`);
+    this.host.beaten();
+    if (result.leader) this.host.lead(now - this.okSince >= this.options.nodeTimeoutMs);
+  }
+
+  /** Self-fencing: past most of `nodeTimeout` without a successful beat, the node's runs are given up. */
+  private checkFence(): void {
+    if (this.fenced || this.lastOkAt === 0) return;
+    const silentMs = Date.now() - this.lastOkAt;
+    if (silentMs < SELF_FENCE_SHARE * this.options.nodeTimeoutMs) return;
+    this.fenced = true;
+    const reason = new Error(`this node could not heartbeat for ${silentMs}ms; its runs are recovered by other nodes`);
+    this.logger.warn(reason.message);
+    this.host.fenced(reason);
+  }
+}
