@@ -24,7 +24,7 @@ export class DurableEngine1733040006000 extends DurableMigration {
     await q.query(`DROP INDEX IF EXISTS ${s}.runs_due`);
     await q.query(`CREATE INDEX IF NOT EXISTS runs_deadline ON ${s}.runs (deadline_at) WHERE status IN ('pending', 'waiting') AND deadline_at IS NOT NULL`);
     await q.query(
-      `CREATE INDEX IF NOT EXISTS runs_timeout_unclaimed ON ${s}.runs (run_at) WHERE status = 'pending' AND timeout_ms IS NOT NULL AND deadline_at IS NULL`,
+      `CREATE INDEX IF NOT EXISTS runs_timeout_unclaimed ON ${s}.runs (run_at) WHERE status IN ('pending', 'waiting') AND timeout_ms IS NOT NULL AND deadline_at IS NULL`,
     );
   }
 

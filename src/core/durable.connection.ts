@@ -34,7 +34,9 @@ export class DurableConnection implements OnModuleInit, OnApplicationShutdown {
       this.ownsDataSource = !options.dataSource;
     }
     // behind a transaction pooler a named statement may reach a server connection that never prepared it
-    this.db = new Db((this.dataSource.driver as unknown as { master: Pool }).master, !options.transactionPooler);
+    // a statement whose answer never comes (a dead connection) fails a second after statementTimeout
+    const clientTimeoutMs = options.statementTimeoutMs === undefined ? undefined : options.statementTimeoutMs + 1_000;
+    this.db = new Db((this.dataSource.driver as unknown as { master: Pool }).master, !options.transactionPooler, clientTimeoutMs);
     if (options.migrationsRun) {
       const applied = await runMigrations(this.dataSource, options.schema);
       if (applied.length) this.logger.log(`applied migrations ${applied.join(', ')} to schema "${options.schema}"`);
@@ -54,12 +56,17 @@ export class DurableConnection implements OnModuleInit, OnApplicationShutdown {
     return { ...(this.db.pool as unknown as { options: object }).options, ...this.sessionSettings() };
   }
 
-  /** The module's statement and lock timeouts and keep-alive, as pg connection settings (none behind a transaction pooler). */
+  /**
+   * The module's statement and lock timeouts and keep-alive, as pg connection settings (no session
+   * settings behind a transaction pooler); connecting takes no longer than a statement may.
+   */
   private sessionSettings(): Record<string, number | boolean> {
     const { statementTimeoutMs, lockTimeoutMs, keepAlive, transactionPooler } = this.options;
-    if (transactionPooler) return { keepAlive };
+    const connect: Record<string, number> = statementTimeoutMs === undefined ? {} : { connectionTimeoutMillis: statementTimeoutMs + 1_000 };
+    if (transactionPooler) return { keepAlive, ...connect };
     return {
       keepAlive,
+      ...connect,
       ...(statementTimeoutMs === undefined ? {} : { statement_timeout: statementTimeoutMs }),
       ...(lockTimeoutMs === undefined ? {} : { lock_timeout: lockTimeoutMs }),
     };

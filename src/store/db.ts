@@ -15,26 +15,36 @@ export class Db implements Queryable {
     readonly pool: Pool,
     /** Use named (prepared) statements for the hot path. */
     private readonly prepare = true,
+    /**
+     * Client-side bound of every statement, in ms (undefined: none): a statement whose answer never
+     * comes (a connection that died without a word) fails instead of hanging its caller for good;
+     * the pool then drops that connection.
+     */
+    private readonly timeoutMs?: number,
   ) {}
 
   async query<R extends QueryResultRow = QueryResultRow>(text: string, values?: unknown[], name?: string): Promise<R[]> {
-    const res = await this.pool.query<R>({ text, values, name: this.prepare ? name : undefined });
+    const res = await this.pool.query<R>({ text, values, name: this.prepare ? name : undefined, query_timeout: this.timeoutMs } as never);
     return res.rows;
   }
 
   /** Runs `fn` on one pooled connection inside BEGIN/COMMIT (ROLLBACK on error). */
   async tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
+    const q = clientQueryable(client, this.timeoutMs);
+    let broken: unknown;
     try {
-      await client.query('BEGIN');
-      const out = await fn(clientQueryable(client));
-      await client.query('COMMIT');
+      await q.query('BEGIN');
+      const out = await fn(q);
+      await q.query('COMMIT');
       return out;
     } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
+      broken = isReadTimeout(err) ? err : undefined;
+      if (!broken) await q.query('ROLLBACK').catch(() => undefined);
       throw err;
     } finally {
-      client.release();
+      // a connection whose statement timed out on this side is not given back to the pool
+      client.release(broken as Error | undefined);
     }
   }
 }
@@ -45,14 +55,19 @@ export function sqlState(err: unknown): string | undefined {
   return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && (err as { severity?: unknown }).severity !== undefined ? code : undefined;
 }
 
-/** A pg client as a {@link Queryable}. */
-export function clientQueryable(client: PoolClient | { query: PoolClient['query'] }): Queryable {
+/** A pg client as a {@link Queryable}; `timeoutMs`: the client-side bound of each statement (see {@link Db}). */
+export function clientQueryable(client: PoolClient | { query: PoolClient['query'] }, timeoutMs?: number): Queryable {
   return {
     async query<R extends QueryResultRow>(text: string, values?: unknown[]) {
-      const res = await (client as PoolClient).query<R>(text, values);
+      const res = await (client as PoolClient).query<R>({ text, values, query_timeout: timeoutMs } as never);
       return res.rows;
     },
   };
+}
+
+/** True for the error of a statement whose answer did not come within its client-side bound. */
+export function isReadTimeout(err: unknown): boolean {
+  return err instanceof Error && err.message === 'Query read timeout';
 }
 
 /** A TypeORM EntityManager (inside a transaction) as a {@link Queryable}. */

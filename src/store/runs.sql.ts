@@ -211,9 +211,9 @@ export function runsStatements(S: string): Record<string, string> {
          ORDER BY deadline_at LIMIT $2)
         UNION ALL
         (SELECT id FROM ${S}.runs
-         WHERE status = 'pending' AND timeout_ms IS NOT NULL AND deadline_at IS NULL
+         WHERE status IN ('pending', 'waiting') AND timeout_ms IS NOT NULL AND deadline_at IS NULL
            AND run_at < now() - $3 * interval '1 millisecond' AND run_at + timeout_ms * interval '1 millisecond' < now()
-           AND (step = 0 OR workflow = ANY($1::text[]))
+           AND coalesce(deps_left, 0) = 0 AND (step = 0 OR workflow = ANY($1::text[]))
          ORDER BY run_at LIMIT $2))
         AND status IN ('pending', 'waiting')
       RETURNING ${ENDED}`,

@@ -1,6 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import { Client } from 'pg';
-import { clientQueryable, type Queryable } from '../store/db';
+import { clientQueryable, isReadTimeout, type Queryable } from '../store/db';
 
 /** Longest wait between two reconnection attempts. */
 const MAX_RECONNECT_DELAY_MS = 10_000;
@@ -24,6 +24,8 @@ export class DedicatedConnection {
     private readonly logger: Logger,
     /** Runs on each new connection before it is used (e.g. LISTEN); `reconnected` after a loss. */
     private readonly onConnect: (client: Client, reconnected: boolean) => Promise<void> = async () => undefined,
+    /** Client-side bound of each statement (ms): past it the connection is dropped and made again. */
+    private readonly timeoutMs?: number,
   ) {}
 
   /** Connects; on failure logs and keeps trying in the background. Resolves once the first try ended. */
@@ -68,7 +70,18 @@ export class DedicatedConnection {
       }
     });
     this.client = client;
-    this.queryable = clientQueryable(client);
+    const q = clientQueryable(client, this.timeoutMs);
+    this.queryable = {
+      query: async (text, values) => {
+        try {
+          return await q.query(text, values);
+        } catch (err) {
+          // no answer in time (a connection that died without a word): drop it, a new one follows
+          if (isReadTimeout(err)) (client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+          throw err;
+        }
+      },
+    };
   }
 
   private retry(attempt: number): void {

@@ -35,6 +35,8 @@ export interface HeartbeatOptions {
   connectionConfig: () => object;
   /** Used while the heartbeat's own connection is down. */
   fallback: Queryable;
+  /** Behind a transaction pooler: no session settings (they would leak to other clients). */
+  transactionPooler: boolean;
 }
 
 /**
@@ -60,10 +62,18 @@ export class Heartbeat {
     private readonly options: HeartbeatOptions,
     private readonly logger: Logger,
   ) {
+    // a beat ends within half of nodeTimeout, however the server or the network behaves
     const timeoutMs = Math.max(100, Math.floor(options.nodeTimeoutMs / 3));
-    this.connection = new DedicatedConnection(`heartbeat:${options.nodeId}`, options.connectionConfig, logger, async (client) => {
-      await client.query(`SELECT set_config('statement_timeout', $1, false), set_config('lock_timeout', $1, false)`, [`${timeoutMs}ms`]);
-    });
+    this.connection = new DedicatedConnection(
+      `heartbeat:${options.nodeId}`,
+      options.connectionConfig,
+      logger,
+      async (client) => {
+        if (options.transactionPooler) return;
+        await client.query(`SELECT set_config('statement_timeout', $1, false), set_config('lock_timeout', $1, false)`, [`${timeoutMs}ms`]);
+      },
+      Math.max(200, Math.floor(options.nodeTimeoutMs / 2)),
+    );
   }
 
   /** Opens the connection and beats once (the node exists before it claims). */

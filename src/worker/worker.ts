@@ -106,21 +106,32 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     this.started = true;
     const config = () => this.connection.connectionConfig();
     const { nodeId } = options;
-    this.listener = new DedicatedConnection(`listener:${nodeId}`, config, this.logger, async (client, reconnected) => {
-      await client.query(`LISTEN "${this.runs.channel}"`);
-      client.on('notification', () => this.tick());
-      // runs started while it was down were only seen by polling
-      if (reconnected) this.tick();
-    });
+    if (options.transactionPooler) {
+      this.logger.log(`transactionPooler: no LISTEN behind a transaction pooler; new runs are found by polling every ${options.worker.pollIntervalMs}ms`);
+    } else {
+      this.listener = new DedicatedConnection(`listener:${nodeId}`, config, this.logger, async (client, reconnected) => {
+        await client.query(`LISTEN "${this.runs.channel}"`);
+        client.on('notification', () => this.tick());
+        // runs started while it was down were only seen by polling
+        if (reconnected) this.tick();
+      });
+    }
     this.heartbeat = new Heartbeat(
       this.nodes,
       this.heartbeatHost(),
-      { nodeId, heartbeatMs: options.heartbeatMs, nodeTimeoutMs: options.nodeTimeoutMs, connectionConfig: config, fallback: db },
+      {
+        nodeId,
+        heartbeatMs: options.heartbeatMs,
+        nodeTimeoutMs: options.nodeTimeoutMs,
+        connectionConfig: config,
+        fallback: db,
+        transactionPooler: options.transactionPooler,
+      },
       this.logger,
     );
     await this.heartbeat.start();
     // listening before the app's init resolves: a run started right after boot is claimed at once
-    await this.listener.open();
+    await this.listener?.open();
     // shutdown may have begun while this node was still booting (another bootstrap hook failed)
     if (this.stopping) return;
     this.timers.push(setInterval(() => this.tick(), options.worker.pollIntervalMs));

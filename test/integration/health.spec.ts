@@ -1,50 +1,15 @@
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import * as net from 'net';
+import type * as net from 'net';
 import * as path from 'path';
 import { AppModule } from '../../sample-app/src/app.module';
 import { DurableHealthIndicator } from '../../src';
-import { createApp, databaseUrl, DIST_ENTRY, freshSchema, ident, sql, waitFor } from '../support';
+import { createApp, databaseUrl, DIST_ENTRY, freshSchema, ident, PgProxy, sql, waitFor } from '../support';
 
 /**
  * The sample app's real `/health` endpoint (terminus + DurableHealthIndicator), up and down. The
  * app reaches Postgres through a TCP proxy the test can cut, to make the database unreachable.
  */
-
-/** A TCP proxy to Postgres that can refuse and drop connections (database down) and come back. */
-class PgProxy {
-  private server?: net.Server;
-  private readonly sockets = new Set<net.Socket>();
-  port = 0;
-
-  constructor(
-    private readonly host: string,
-    private readonly targetPort: number,
-  ) {}
-
-  async up(): Promise<void> {
-    this.server = net.createServer((client) => {
-      const upstream = net.connect(this.targetPort, this.host);
-      for (const s of [client, upstream]) {
-        this.sockets.add(s);
-        s.on('close', () => this.sockets.delete(s));
-        s.on('error', () => undefined);
-      }
-      client.pipe(upstream).pipe(client);
-      client.on('close', () => upstream.destroy());
-      upstream.on('close', () => client.destroy());
-    });
-    await new Promise<void>((resolve) => this.server!.listen(this.port, '127.0.0.1', resolve));
-    this.port = (this.server.address() as net.AddressInfo).port;
-  }
-
-  async down(): Promise<void> {
-    const server = this.server;
-    this.server = undefined;
-    for (const s of this.sockets) s.destroy();
-    await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
-  }
-}
 
 async function get(base: string, route: string) {
   const res = await fetch(`${base}${route}`);
@@ -65,11 +30,8 @@ describe('GET /health (sample app, DurableHealthIndicator)', () => {
     const target = new URL(databaseUrl());
     proxy = new PgProxy(target.hostname, Number(target.port || 5432));
     await proxy.up();
-    const viaProxy = new URL(databaseUrl());
-    viaProxy.hostname = '127.0.0.1';
-    viaProxy.port = String(proxy.port);
     const schema = freshSchema();
-    app = await NestFactory.create(AppModule.register({ databaseUrl: viaProxy.toString(), durableSchema: schema }), { logger: false });
+    app = await NestFactory.create(AppModule.register({ databaseUrl: proxy.url(databaseUrl()), durableSchema: schema }), { logger: false });
     await app.listen(0, '127.0.0.1');
     const base = `http://127.0.0.1:${(app.getHttpServer().address() as net.AddressInfo).port}`;
 

@@ -99,12 +99,14 @@ describe('migrations', () => {
   it('upgrading a schema with keyed history to the single key index keeps every holder and its key rule (DurableKeyIndex)', async () => {
     const schema = freshSchema();
     const S = `"${schema}"`;
-    const [keyIndex, ...earlier] = durableMigrations(schema).reverse();
+    const all = durableMigrations(schema);
+    const at = all.findIndex((M) => M.name.startsWith('DurableKeyIndex'));
+    const [keyIndex, earlier] = [all[at], all.slice(0, at)];
     const ds = new DataSource({ type: 'postgres', url: databaseUrl() });
     await ds.initialize();
     const runner = ds.createQueryRunner();
     try {
-      for (const M of earlier.reverse()) await new M().up(runner);
+      for (const M of earlier) await new M().up(runner);
       // history before the upgrade: per key one holder and older runs that let the key go
       const insert = (key: string, holds: boolean) =>
         sql(`insert into ${S}.runs (id, workflow, key, holds_key, status) values (gen_random_uuid(), 'migrations_echo', $1, $2, $3) returning id`, [

@@ -3,3 +3,4 @@ export * from './child';
 export * from './db';
 export * from './wait';
 export * from './phase';
+export * from './pg-proxy';

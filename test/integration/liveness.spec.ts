@@ -1,0 +1,189 @@
+/**
+ * The engine when things go wrong around it: a maintenance pass that outlasts nodeTimeout, a claim
+ * whose reply never came back, a connection that dies without a word, a shutdown in the middle of
+ * a one-attempt step, and a database outage under load across processes.
+ */
+import { Client } from 'pg';
+import { RunContext, Step, Workflow } from '../../src';
+import { createApp, databaseUrl, freshSchema, Gate, ident, PgProxy, spawnNode, sql, waitFor, waitForLockWait, type NodeProcess } from '../support';
+
+let gate = new Gate();
+const attempts: { runId: string; attempt: number }[] = [];
+
+@Workflow('live_once')
+class Once {
+  @Step({ retry: { attempts: 1 } })
+  async only(ctx: RunContext<{ hold?: boolean }>) {
+    attempts.push({ runId: ctx.runId, attempt: ctx.attempt });
+    if (ctx.input?.hold) await Promise.race([gate.wait(), new Promise((r) => ctx.signal.addEventListener('abort', r))]);
+    return { attempt: ctx.attempt };
+  }
+}
+
+@Workflow('live_long')
+class Long {
+  @Step({ retry: { attempts: 1 } })
+  async long(ctx: RunContext<{ ms: number }>) {
+    attempts.push({ runId: ctx.runId, attempt: ctx.attempt });
+    await new Promise((r) => setTimeout(r, ctx.input.ms));
+    return 'done';
+  }
+}
+
+/** The same workflow as test/fixtures/node.js runs, so that the test process can start it. */
+@Workflow('outage_step')
+class OutageStep {
+  @Step()
+  async work() {
+    return null;
+  }
+}
+
+const workflows = [Once, Long];
+
+async function heartbeatAgeMs(schema: string, nodeId: string): Promise<number> {
+  const [row] = await sql<{ age: number }>(`SELECT extract(epoch FROM now() - heartbeat_at) * 1000 AS age FROM ${ident(schema)}.nodes WHERE id = $1`, [nodeId]);
+  return row ? Number(row.age) : Infinity;
+}
+
+describe('liveness', () => {
+  beforeEach(() => {
+    gate = new Gate();
+    attempts.length = 0;
+  });
+  afterEach(() => gate.open());
+
+  it('a release at shutdown costs no attempt: a one-attempt step cut off by a deploy runs again elsewhere and completes', async () => {
+    const schema = freshSchema();
+    const a = await createApp({ schema, workflows, options: { shutdownTimeout: '200ms' } });
+    const { runId } = await a.durable.start('live_once', { hold: true });
+    await waitFor(() => attempts.length === 1, { message: 'the step runs on the first node' });
+    await a.close(); // the step is still running: released after 200 ms
+    gate.open();
+    const b = await createApp({ schema, workflows });
+    const run = await b.durable.waitForRun(runId, { timeout: 10_000 });
+    expect(run).toMatchObject({ status: 'completed', result: { attempt: 1 } });
+    expect(attempts.map((x) => x.attempt)).toEqual([1, 1]);
+  });
+
+  it('a maintenance pass blocked longer than nodeTimeout holds up no heartbeat: nothing is taken over or run twice', async () => {
+    const schema = freshSchema();
+    // the first node takes the maintenance lease; its pass will block on the flows' table
+    const leader = await createApp({ schema, workflows, options: { nodeId: 'leader' } });
+    await waitFor(async () => (await sql(`SELECT holder FROM ${ident(schema)}.leases`)).length === 1, { message: 'the lease is taken' });
+    const [{ holder }] = await sql<{ holder: string }>(`SELECT holder FROM ${ident(schema)}.leases`);
+    expect(holder).toBe('leader');
+    await createApp({ schema, workflows, options: { nodeId: 'other' } });
+    const locker = new Client({ connectionString: databaseUrl() });
+    await locker.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query(`LOCK TABLE ${ident(schema)}.flow_deps IN ACCESS EXCLUSIVE MODE`);
+      await waitForLockWait([`${ident(schema)}.flow_deps`], "the leader's maintenance pass waits for the lock");
+      const { runId } = await leader.durable.start('live_long', { ms: 2_500 }); // nodeTimeout is 1 s in the tests
+      // while the pass stays blocked (over twice nodeTimeout), every node keeps beating
+      let worst = 0;
+      await waitFor(
+        async () => {
+          worst = Math.max(worst, await heartbeatAgeMs(schema, 'leader'), await heartbeatAgeMs(schema, 'other'));
+          return (await leader.durable.getRun(runId))?.status === 'completed';
+        },
+        { timeout: 15_000, interval: 100, message: 'the long run completes' },
+      );
+      expect(worst).toBeLessThan(1_000);
+      expect(attempts.filter((x) => x.runId === runId)).toHaveLength(1);
+    } finally {
+      await locker.query('COMMIT');
+      await locker.end();
+    }
+  });
+
+  it('a claim whose reply never came back: its node finds the run it holds without running it and gives it back', async () => {
+    const schema = freshSchema();
+    const node = await createApp({ schema, workflows, options: { nodeId: 'n1' } });
+    const observer = await createApp({ schema, workflows, options: { worker: false } });
+    // what a claim leaves when its reply is lost: the run is the node's, the node does not know it
+    const { runId } = await observer.durable.start('live_once', {}, { runAt: new Date(Date.now() + 3_600_000) });
+    await sql(`UPDATE ${ident(schema)}.runs SET status = 'running', node_id = 'n1', epoch = epoch + 1, attempt = 1, run_at = now() WHERE id = $1`, [runId]);
+    const run = await node.durable.waitForRun(runId, { timeout: 10_000 });
+    // given back without the attempt that claim counted, then claimed and run once
+    expect(run).toMatchObject({ status: 'completed', result: { attempt: 1 } });
+    expect(attempts).toHaveLength(1);
+  });
+
+  it('a connection that dies without a word does not stop the node for good: the stuck statement fails and the node goes on', async () => {
+    const target = new URL(databaseUrl());
+    const proxy = new PgProxy(target.hostname, Number(target.port || 5432));
+    await proxy.up();
+    try {
+      const schema = freshSchema();
+      const node = await createApp({ schema, workflows, options: { url: proxy.url(databaseUrl()), statementTimeout: '500ms', nodeTimeout: '10s' } });
+      const observer = await createApp({ schema, workflows, options: { worker: false } });
+      const first = await observer.durable.start('live_once', {});
+      await node.durable.waitForRun(first.runId, { timeout: 10_000 });
+      // every connection of the node now leads nowhere, and new ones are never answered
+      proxy.silence();
+      const { runId } = await observer.durable.start('live_once', {});
+      await waitFor(async () => (await observer.durable.getRun(runId))?.status === 'pending', { message: 'the run waits' });
+      // long enough for the node's claims to be sent into the void
+      await waitFor(() => proxy.silentSockets() > 0, { message: 'the node tries to reach the database' });
+      proxy.speak();
+      const run = await observer.durable.waitForRun(runId, { timeout: 20_000 });
+      expect(run.status).toBe('completed');
+    } finally {
+      await proxy.down();
+    }
+  });
+
+  it('a database outage of twice nodeTimeout under load (3 processes): every run completes, none ran on two nodes at once', async () => {
+    const target = new URL(databaseUrl());
+    const proxy = new PgProxy(target.hostname, Number(target.port || 5432));
+    await proxy.up();
+    const nodes: NodeProcess[] = [];
+    try {
+      const schema = freshSchema();
+      const starter = await createApp({ schema, workflows: [OutageStep], options: { worker: false } });
+      const env = { DATABASE_URL: proxy.url(databaseUrl()), DURABLE_NODE_TIMEOUT: '2s', DURABLE_CONCURRENCY: '4', STEP_MS: '200' };
+      for (const id of ['o1', 'o2', 'o3']) nodes.push(await spawnNode({ schema, nodeId: id, env }));
+      const ids = (
+        await starter.durable.startMany(
+          'outage_step',
+          Array.from({ length: 120 }, () => ({})),
+        )
+      ).map((r) => (r as { runId: string }).runId);
+      const ended = () => nodes.flatMap((n) => n.linesMatching(/^END .* done$/)).length;
+      await waitFor(() => ended() >= 20, { timeout: 20_000, message: 'the nodes are busy' });
+      await proxy.down();
+      await new Promise((r) => setTimeout(r, 4_000)); // the outage itself: twice nodeTimeout, not a synchronisation
+      await proxy.up();
+      const runs = await Promise.all(ids.map((id) => starter.durable.waitForRun(id, { timeout: 60_000 })));
+      expect(runs.every((r) => r.status === 'completed')).toBe(true);
+      // per run, the executions' [begin, end] intervals (across the three processes) never overlap
+      const spans = new Map<string, { node: string; begin: number; end?: number }[]>();
+      for (const n of nodes) {
+        for (const line of n.lines) {
+          const [kind, id, at] = line.split(' ');
+          if (kind === 'BEGIN') spans.set(id, [...(spans.get(id) ?? []), { node: n.nodeId, begin: Number(at) }]);
+          if (kind === 'END') {
+            const open = spans.get(id)?.find((s) => s.node === n.nodeId && s.end === undefined);
+            if (open) open.end = Number(at);
+          }
+        }
+      }
+      const overlaps: string[] = [];
+      for (const [id, list] of spans) {
+        const sorted = [...list].sort((x, y) => x.begin - y.begin);
+        for (let i = 1; i < sorted.length; i++) {
+          const prev = sorted[i - 1];
+          if (prev.end === undefined || prev.end > sorted[i].begin) overlaps.push(`${id}: ${JSON.stringify(sorted)}`);
+        }
+      }
+      expect(overlaps).toEqual([]);
+      expect([...spans.keys()].sort()).toEqual([...ids].sort());
+    } finally {
+      for (const n of nodes) n.signal('SIGKILL');
+      await Promise.all(nodes.map((n) => n.exited));
+      await proxy.down();
+    }
+  }, 120_000);
+});
