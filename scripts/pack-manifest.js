@@ -1,5 +1,4 @@
 #!/usr/bin/env node
-/* eslint-disable */
 // npm pack / npm publish lifecycle for the library (`prepack` and `postpack` in package.json).
 //
 //   prepack   makes dist/ match src/ (builds when src or migrations are newer, removes compiled files

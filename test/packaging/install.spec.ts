@@ -62,7 +62,12 @@ function run(cmd: string, args: string[], opts: { cwd: string; env?: NodeJS.Proc
       clearTimeout(timer);
       const ran = { code, stdout, stderr };
       if ((code === 0 || opts.allowFailure) && !signal) resolve(ran);
-      else reject(new Error(`${cmd} ${args.join(' ')} (in ${opts.cwd}) ended with ${signal ?? `code ${code}`}\n--- stdout\n${stdout.slice(-6000)}\n--- stderr\n${stderr.slice(-6000)}`));
+      else
+        reject(
+          new Error(
+            `${cmd} ${args.join(' ')} (in ${opts.cwd}) ended with ${signal ?? `code ${code}`}\n--- stdout\n${stdout.slice(-6000)}\n--- stderr\n${stderr.slice(-6000)}`,
+          ),
+        );
     });
   });
 }
@@ -223,57 +228,56 @@ describe('packaging: the packed module in a fresh app', () => {
   });
 
   describe.each(PAIRS)('$name', (pair) => {
-    it(
-      "installs with docs/install.md's line, compiles against the packed types (skipLibCheck: false) and completes a keyed run started in a transaction",
-      async () => {
-        const app = path.join(scratch, pair.name);
-        mkdirSync(path.join(app, 'src'), { recursive: true });
-        writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: `packaging-${pair.name}`, version: '1.0.0', private: true, ...pair.manifest }, null, 2));
-        const npmInstall = ['install', '--no-audit', '--no-fund'];
-        await step('base install', () => run('npm', [...npmInstall, ...pair.base], { cwd: app }));
+    it("installs with docs/install.md's line, compiles against the packed types (skipLibCheck: false) and completes a keyed run started in a transaction", async () => {
+      const app = path.join(scratch, pair.name);
+      mkdirSync(path.join(app, 'src'), { recursive: true });
+      writeFileSync(
+        path.join(app, 'package.json'),
+        JSON.stringify({ name: `packaging-${pair.name}`, version: '1.0.0', private: true, ...pair.manifest }, null, 2),
+      );
+      const npmInstall = ['install', '--no-audit', '--no-fund'];
+      await step('base install', () => run('npm', [...npmInstall, ...pair.base], { cwd: app }));
 
-        // the line as docs/install.md (and, for the current majors, the README) writes it; the tarball for the name
-        const [npm, verb, pkg, ...rest] = docsInstallLine(pair.name).split(/\s+/);
-        expect([npm, verb, pkg]).toEqual(['npm', 'install', 'nestjs-durable']);
-        expect(rest.filter((a) => a.startsWith('-'))).toEqual([]);
-        await step('install line', () => run('npm', ['install', tarball, ...rest], { cwd: app }));
-        for (const [name, prefix] of Object.entries(pair.versions)) {
-          const version = name === 'class-validator' ? versionIn(app, 'nestjs-durable/node_modules/class-validator', 'class-validator') : versionIn(app, name);
-          expect({ name, version: version.slice(0, prefix.length) }).toEqual({ name, version: prefix });
-        }
+      // the line as docs/install.md (and, for the current majors, the README) writes it; the tarball for the name
+      const [npm, verb, pkg, ...rest] = docsInstallLine(pair.name).split(/\s+/);
+      expect([npm, verb, pkg]).toEqual(['npm', 'install', 'nestjs-durable']);
+      expect(rest.filter((a) => a.startsWith('-'))).toEqual([]);
+      await step('install line', () => run('npm', ['install', tarball, ...rest], { cwd: app }));
+      for (const [name, prefix] of Object.entries(pair.versions)) {
+        const version = name === 'class-validator' ? versionIn(app, 'nestjs-durable/node_modules/class-validator', 'class-validator') : versionIn(app, name);
+        expect({ name, version: version.slice(0, prefix.length) }).toEqual({ name, version: prefix });
+      }
 
-        copyFileSync(APP_SOURCE, path.join(app, 'src', 'main.ts'));
-        writeFileSync(path.join(app, 'tsconfig.json'), JSON.stringify({ compilerOptions: { ...compilerOptions, ...pair.build }, include: ['src'] }, null, 2));
-        writeFileSync(path.join(app, 'tsconfig.check.json'), JSON.stringify({ extends: './tsconfig.json', compilerOptions: pair.check }, null, 2));
-        const schema = freshSchema('pk');
-        const [, , { stdout, stderr }] = await Promise.all([
-          run('npm', ['ls', '--all'], { cwd: app, timeout: 60_000 }), // no missing or invalid (peer) dependency
-          step('tsc (check)', () => run(process.execPath, [TSC, '-p', 'tsconfig.check.json'], { cwd: app, timeout: 180_000 })),
-          step('tsc (build) and run', async () => {
-            await run(process.execPath, [TSC, '-p', 'tsconfig.json'], { cwd: app, timeout: 180_000 });
-            return run(process.execPath, ['dist/main.js'], {
-              cwd: app,
-              env: cleanEnv({ DATABASE_URL: databaseUrl(), DURABLE_SCHEMA: schema }),
-              timeout: 90_000,
-              allowFailure: true,
-            });
-          }),
-        ]);
-        const line = stdout.split('\n').find((l) => l.startsWith('RESULT '));
-        if (!line) throw new Error(`the app printed no RESULT line\n--- stdout\n${stdout}\n--- stderr\n${stderr}`);
-        expect(JSON.parse(line.slice('RESULT '.length))).toEqual({
-          outcome: 'created',
-          status: 'completed',
-          key: 'greet:world',
-          result: { greeting: 'hello, world' },
-          rolledBack: null, // the start in the rolled-back transaction left no run
-          node: process.version,
-          moduleSystem: pair.moduleSystem,
-        });
-        const runs = await sql(`select workflow, key, status from ${ident(schema)}.runs`);
-        expect(runs).toEqual([{ workflow: 'packaging_greet', key: 'greet:world', status: 'completed' }]);
-      },
-      360_000,
-    );
+      copyFileSync(APP_SOURCE, path.join(app, 'src', 'main.ts'));
+      writeFileSync(path.join(app, 'tsconfig.json'), JSON.stringify({ compilerOptions: { ...compilerOptions, ...pair.build }, include: ['src'] }, null, 2));
+      writeFileSync(path.join(app, 'tsconfig.check.json'), JSON.stringify({ extends: './tsconfig.json', compilerOptions: pair.check }, null, 2));
+      const schema = freshSchema('pk');
+      const [, , { stdout, stderr }] = await Promise.all([
+        run('npm', ['ls', '--all'], { cwd: app, timeout: 60_000 }), // no missing or invalid (peer) dependency
+        step('tsc (check)', () => run(process.execPath, [TSC, '-p', 'tsconfig.check.json'], { cwd: app, timeout: 180_000 })),
+        step('tsc (build) and run', async () => {
+          await run(process.execPath, [TSC, '-p', 'tsconfig.json'], { cwd: app, timeout: 180_000 });
+          return run(process.execPath, ['dist/main.js'], {
+            cwd: app,
+            env: cleanEnv({ DATABASE_URL: databaseUrl(), DURABLE_SCHEMA: schema }),
+            timeout: 90_000,
+            allowFailure: true,
+          });
+        }),
+      ]);
+      const line = stdout.split('\n').find((l) => l.startsWith('RESULT '));
+      if (!line) throw new Error(`the app printed no RESULT line\n--- stdout\n${stdout}\n--- stderr\n${stderr}`);
+      expect(JSON.parse(line.slice('RESULT '.length))).toEqual({
+        outcome: 'created',
+        status: 'completed',
+        key: 'greet:world',
+        result: { greeting: 'hello, world' },
+        rolledBack: null, // the start in the rolled-back transaction left no run
+        node: process.version,
+        moduleSystem: pair.moduleSystem,
+      });
+      const runs = await sql(`select workflow, key, status from ${ident(schema)}.runs`);
+      expect(runs).toEqual([{ workflow: 'packaging_greet', key: 'greet:world', status: 'completed' }]);
+    }, 360_000);
   });
 });

@@ -52,9 +52,7 @@ async function main(): Promise<void> {
   const durable = app.get(DurableService);
   const dataSource = app.get(DataSource);
 
-  const started = await dataSource.transaction((manager) =>
-    durable.start(GreetWorkflow, { name: ' world ' }, { key: 'greet:world', manager }),
-  );
+  const started = await dataSource.transaction((manager) => durable.start(GreetWorkflow, { name: ' world ' }, { key: 'greet:world', manager }));
   let rolledBackRunId: string | undefined;
   await dataSource
     .transaction(async (manager) => {
