@@ -2,13 +2,14 @@
 // DataSource through @nestjs/typeorm, handed to DurableModule.forRootAsync. Compiled by
 // test/packaging/install.spec.ts (strict, skipLibCheck: false) as an ES module app or a CommonJS
 // one, then run with node: it starts a keyed run inside a transaction that commits and one inside
-// a transaction that rolls back, waits for the first, and prints one `RESULT <json>` line.
+// a transaction that rolls back, waits for the first, asks the health indicator (terminus need not be
+// installed), and prints one `RESULT <json>` line.
 import 'reflect-metadata';
 import { Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { DurableModule, DurableService, Step, Workflow, type RunContext, type RunInfo } from 'nestjs-durable';
+import { DurableHealthIndicator, DurableModule, DurableService, Step, Workflow, type RunContext, type RunInfo } from 'nestjs-durable';
 
 const env = process.env;
 
@@ -65,9 +66,10 @@ async function main(): Promise<void> {
 
   const done: RunInfo = await durable.waitForRun(started.runId, { timeout: '30s' });
   const rolledBack = rolledBackRunId === undefined ? 'not started' : await durable.getRun(rolledBackRunId);
+  const health = (await app.get(DurableHealthIndicator).isHealthy('durable')).durable.status;
   const nodeVersions = { node: process.version, moduleSystem: typeof require === 'function' ? 'commonjs' : 'esm' };
   process.stdout.write(
-    `RESULT ${JSON.stringify({ outcome: started.outcome, status: done.status, key: done.key, result: done.result, rolledBack, ...nodeVersions })}\n`,
+    `RESULT ${JSON.stringify({ outcome: started.outcome, status: done.status, key: done.key, result: done.result, rolledBack, health, ...nodeVersions })}\n`,
   );
   await app.close();
 }
