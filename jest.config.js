@@ -21,7 +21,12 @@ module.exports = {
     // isolatedModules so ts-jest transpiles per file (fast); `npx tsc --noEmit -p tsconfig.json`
     // type-checks src and test together.
     '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/test/tsconfig.json' }],
+    // NestJS 12 and its packages ship ES modules only: Jest (below Node 24.9) can require them only
+    // transformed to CommonJS. Files Node would load as CommonJS pass through untouched.
+    '^.+\\.m?js$': '<rootDir>/test/support/esm-to-cjs.transform.js',
   },
+  // node_modules too (Jest skips transforming them by default), for the ESM-only packages.
+  transformIgnorePatterns: [],
   moduleFileExtensions: ['ts', 'js', 'json'],
   globalSetup: '<rootDir>/test/global-setup.js',
   globalTeardown: '<rootDir>/test/global-teardown.js',

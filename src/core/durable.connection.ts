@@ -1,9 +1,9 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
-import type { Pool } from 'pg';
-import { DataSource } from 'typeorm';
+import type { DataSource } from 'typeorm';
 import { WorkflowExplorer } from '../definition/workflow.explorer';
 import type { ResolvedOptions } from '../options/resolve-options';
 import { Db } from '../store/db';
+import { createDataSource, pgPoolOf } from '../store/typeorm-adapter';
 import { runMigrations } from '../store/migrator';
 import { LOG_CONTEXT, RESOLVED_OPTIONS } from './durable.constants';
 
@@ -28,7 +28,7 @@ export class DurableConnection implements OnModuleInit, OnApplicationShutdown {
   async onModuleInit(): Promise<void> {
     this.explorer.explore();
     const { options } = this;
-    this.dataSource = options.dataSource ?? new DataSource({ type: 'postgres', url: options.url, entities: [], extra: this.sessionSettings() });
+    this.dataSource = options.dataSource ?? createDataSource(options.url, this.sessionSettings());
     if (!this.dataSource.isInitialized) {
       await this.dataSource.initialize();
       this.ownsDataSource = !options.dataSource;
@@ -36,7 +36,7 @@ export class DurableConnection implements OnModuleInit, OnApplicationShutdown {
     // behind a transaction pooler a named statement may reach a server connection that never prepared it
     // a statement whose answer never comes (a dead connection) fails a second after statementTimeout
     const clientTimeoutMs = options.statementTimeoutMs === undefined ? undefined : options.statementTimeoutMs + 1_000;
-    this.db = new Db((this.dataSource.driver as unknown as { master: Pool }).master, !options.transactionPooler, clientTimeoutMs);
+    this.db = new Db(pgPoolOf(this.dataSource), !options.transactionPooler, clientTimeoutMs);
     if (options.migrationsRun) {
       const applied = await runMigrations(this.dataSource, options.schema);
       if (applied.length) this.logger.log(`applied migrations ${applied.join(', ')} to schema "${options.schema}"`);

@@ -1,5 +1,4 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { HealthIndicatorResult } from '@nestjs/terminus';
 import { toMs, type Duration } from '../domain/duration';
 import { DurableConnection } from '../core/durable.connection';
 import { RESOLVED_OPTIONS } from '../core/durable.constants';
@@ -7,11 +6,17 @@ import type { ResolvedOptions } from '../options/resolve-options';
 import { RunsStore } from '../store/runs.store';
 import { Worker } from '../worker/worker';
 
+/**
+ * The shape of terminus' `HealthIndicatorResult`, declared here: `@nestjs/terminus` is an optional peer,
+ * and the shipped declarations must compile in an app that does not install it.
+ */
+type HealthIndicatorResult = Record<string, { status: 'up' | 'down'; [detail: string]: unknown }>;
+
 /** How long the database may take to answer the health query. */
 const DB_TIMEOUT_MS = 2_000;
 
 /**
- * Terminus indicator (`@nestjs/terminus` is an optional peer: its types only are used here, and a
+ * Terminus indicator (`@nestjs/terminus` is an optional peer: its result shape only is used here, and a
  * `'down'` result is returned, as terminus' own indicators do, rather than thrown): down when the database does not answer in time, when this node's worker loop
  * has not ticked within 3 poll intervals, or when the oldest due pending run waits longer than
  * `maxLag`. Details carry the node id, pending count and lag.

@@ -1,0 +1,288 @@
+/**
+ * The package as a user gets it: `npm pack`, then for each supported pair a fresh app in a temporary
+ * folder installs the tarball with the install line of docs/install.md (the README's line for the
+ * current majors), compiles a TypeScript consumer against the packed types with `strict` and
+ * `skipLibCheck: false`, boots it with node and sees a keyed run started inside a TypeORM
+ * transaction complete. Uses the npm registry and npm's own cache (shared with the repository's
+ * installs); about 1–2 minutes.
+ */
+import { spawn } from 'child_process';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'fs';
+import { tmpdir } from 'os';
+import * as path from 'path';
+import { databaseUrl, freshSchema, ident, sql } from '../support/db';
+
+const ROOT = path.resolve(__dirname, '..', '..');
+const TSC = require.resolve('typescript/bin/tsc', { paths: [ROOT] });
+const APP_SOURCE = path.join(__dirname, 'app', 'main.ts');
+const KEEP = process.env.DURABLE_TEST_KEEP_PACKAGING === '1';
+const LOGS = process.env.DURABLE_TEST_LOGS === '1';
+
+/** Runs `fn`, logging how long it took with DURABLE_TEST_LOGS=1. */
+async function step<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  const t0 = Date.now();
+  try {
+    return await fn();
+  } finally {
+    if (LOGS) process.stderr.write(`[packaging] ${what}: ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
+  }
+}
+
+interface Ran {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** The environment without what `npm test` sets for its script (npm_package_*, npm_lifecycle_*, local prefix…), keeping npm's cache. */
+function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (/^npm_/i.test(k) && !/^npm_config_(cache|registry|userconfig)$/i.test(k)) continue;
+    if (k === 'INIT_CWD') continue;
+    env[k] = v;
+  }
+  return { ...env, ...extra };
+}
+
+/** Runs a command to its end (killed at `timeout` ms); rejects with its output when it fails. */
+function run(cmd: string, args: string[], opts: { cwd: string; env?: NodeJS.ProcessEnv; timeout?: number; allowFailure?: boolean }): Promise<Ran> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env ?? cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
+    child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+    const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeout ?? 240_000);
+    child.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      const ran = { code, stdout, stderr };
+      if ((code === 0 || opts.allowFailure) && !signal) resolve(ran);
+      else
+        reject(
+          new Error(
+            `${cmd} ${args.join(' ')} (in ${opts.cwd}) ended with ${signal ?? `code ${code}`}\n--- stdout\n${stdout.slice(-6000)}\n--- stderr\n${stderr.slice(-6000)}`,
+          ),
+        );
+    });
+  });
+}
+
+/** The `npm install …` line that follows `<!-- packaging-test: name -->` in docs/install.md. */
+function docsInstallLine(name: string): string {
+  const docs = readFileSync(path.join(ROOT, 'docs', 'install.md'), 'utf8');
+  const m = new RegExp(`<!-- packaging-test: ${name} -->\\s*\`\`\`sh\\n(npm install nestjs-durable [^\\n]+)\\n\`\`\``).exec(docs);
+  if (!m) throw new Error(`docs/install.md has no install line marked "packaging-test: ${name}"`);
+  return m[1].trim();
+}
+
+function walk(dir: string, out: string[] = []): string[] {
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) walk(p, out);
+    else out.push(p);
+  }
+  return out;
+}
+
+function versionIn(app: string, ...candidates: string[]): string {
+  for (const c of candidates) {
+    const manifest = path.join(app, 'node_modules', c, 'package.json');
+    if (existsSync(manifest)) return JSON.parse(readFileSync(manifest, 'utf8')).version;
+  }
+  throw new Error(`none of ${candidates.join(', ')} is installed in ${app}`);
+}
+
+interface Pair {
+  name: 'nest12-esm' | 'nest11-cjs';
+  /** What the app has before it adds the module (a `nest new` app of that Nest major). */
+  base: string[];
+  manifest: Record<string, unknown>;
+  /** tsconfig of the build (emitted and run), then of a second, type-only check. */
+  build: Record<string, unknown>;
+  check: Record<string, unknown>;
+  moduleSystem: 'esm' | 'commonjs';
+  /** Version prefixes the install must end with; null: not installed (an optional peer the app does not use). */
+  versions: Record<string, string | null>;
+}
+
+const compilerOptions = {
+  target: 'ES2022',
+  strict: true,
+  skipLibCheck: false,
+  experimentalDecorators: true,
+  emitDecoratorMetadata: true,
+  types: ['node'],
+  rootDir: 'src',
+  outDir: 'dist',
+};
+
+const PAIRS: Pair[] = [
+  {
+    name: 'nest12-esm',
+    base: ['@nestjs/common@12', '@nestjs/core@12', 'reflect-metadata@0.2', 'rxjs@7', '@types/node@20'],
+    manifest: { type: 'module' },
+    build: { module: 'nodenext', moduleResolution: 'nodenext' },
+    check: { module: 'preserve', moduleResolution: 'bundler', noEmit: true },
+    moduleSystem: 'esm',
+    versions: {
+      '@nestjs/core': '12.',
+      '@nestjs/schedule': null,
+      '@nestjs/terminus': null,
+      '@nestjs/typeorm': '12.',
+      typeorm: '1.',
+      'class-validator': '0.15.',
+    },
+  },
+  {
+    name: 'nest11-cjs',
+    base: [
+      '@nestjs/common@11',
+      '@nestjs/core@11',
+      '@nestjs/schedule@6',
+      '@nestjs/terminus@11',
+      'class-validator@0.14',
+      'class-transformer@0.5',
+      'reflect-metadata@0.2',
+      'rxjs@7',
+      '@types/node@20',
+    ],
+    manifest: {},
+    build: { module: 'node16', moduleResolution: 'node16' },
+    check: { module: 'commonjs', moduleResolution: 'node10', noEmit: true },
+    moduleSystem: 'commonjs',
+    versions: {
+      '@nestjs/core': '11.',
+      '@nestjs/schedule': '6.',
+      '@nestjs/terminus': '11.',
+      '@nestjs/typeorm': '11.',
+      typeorm: '0.3.',
+      'class-validator': '0.14.',
+    },
+  },
+];
+
+describe('packaging: the packed module in a fresh app', () => {
+  let scratch: string;
+  let tarball: string;
+  let packed: string;
+
+  beforeAll(async () => {
+    scratch = mkdtempSync(path.join(tmpdir(), 'nestjs-durable-packaging-'));
+    const { stdout } = await step('npm pack', () => run('npm', ['pack', '--json', '--pack-destination', scratch], { cwd: ROOT, timeout: 180_000 }));
+    const [info] = JSON.parse(stdout.slice(stdout.indexOf('['))) as { filename: string }[];
+    tarball = path.join(scratch, info.filename);
+    packed = path.join(scratch, 'packed');
+    mkdirSync(packed);
+    await run('tar', ['-xzf', tarball, '-C', packed], { cwd: scratch });
+    packed = path.join(packed, 'package');
+  }, 240_000);
+
+  afterAll(() => {
+    if (scratch && !KEEP) rmSync(scratch, { recursive: true, force: true });
+  });
+
+  it('ships a package.json without scripts, workspaces or devDependencies, and its types through exports', () => {
+    const shipped = JSON.parse(readFileSync(path.join(packed, 'package.json'), 'utf8'));
+    const source = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
+    expect(shipped.scripts).toBeUndefined();
+    expect(shipped.workspaces).toBeUndefined();
+    expect(shipped.devDependencies).toBeUndefined();
+    expect(shipped.peerDependencies).toEqual(source.peerDependencies);
+    expect(shipped.dependencies).toEqual(source.dependencies);
+    expect(shipped.engines).toEqual(source.engines);
+    expect(shipped.exports['.']).toEqual({ types: './dist/src/index.d.ts', default: './dist/src/index.js' });
+    for (const f of [shipped.main, shipped.types, shipped.exports['.'].types, shipped.exports['.'].default]) {
+      expect(existsSync(path.join(packed, f))).toBe(true);
+    }
+    // the working tree's package.json is back as it was
+    expect(source.scripts.prepack).toBeDefined();
+    expect(existsSync(path.join(ROOT, '.pack', 'package.json'))).toBe(false);
+  });
+
+  it('ships only the library, and every source map names files that are in the package', () => {
+    const files = walk(packed).map((f) => path.relative(packed, f));
+    expect(files.filter((f) => /^(test|bench|sample-app|scripts|compat)\//.test(f))).toEqual([]);
+    expect(files.filter((f) => f.startsWith('dist/') && !/^dist\/(src|migrations)\//.test(f))).toEqual([]);
+    const maps = files.filter((f) => f.endsWith('.js.map'));
+    expect(maps.length).toBeGreaterThan(10);
+    const missing: string[] = [];
+    for (const map of maps) {
+      const { sources } = JSON.parse(readFileSync(path.join(packed, map), 'utf8')) as { sources: string[] };
+      for (const s of sources) if (!existsSync(path.join(packed, path.dirname(map), s))) missing.push(`${map} -> ${s}`);
+    }
+    for (const js of files.filter((f) => f.endsWith('.js'))) {
+      const m = /\/\/# sourceMappingURL=(\S+)\s*$/.exec(readFileSync(path.join(packed, js), 'utf8'));
+      if (m && !existsSync(path.join(packed, path.dirname(js), m[1]))) missing.push(`${js} -> ${m[1]}`);
+    }
+    expect(missing).toEqual([]);
+  });
+
+  it("the README's install line is the one docs/install.md gives for the current majors", () => {
+    const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    expect(readme).toContain(docsInstallLine('nest12-esm'));
+  });
+
+  describe.each(PAIRS)('$name', (pair) => {
+    it("installs with docs/install.md's line, compiles against the packed types (skipLibCheck: false) and completes a keyed run started in a transaction", async () => {
+      const app = path.join(scratch, pair.name);
+      mkdirSync(path.join(app, 'src'), { recursive: true });
+      writeFileSync(
+        path.join(app, 'package.json'),
+        JSON.stringify({ name: `packaging-${pair.name}`, version: '1.0.0', private: true, ...pair.manifest }, null, 2),
+      );
+      const npmInstall = ['install', '--no-audit', '--no-fund'];
+      await step('base install', () => run('npm', [...npmInstall, ...pair.base], { cwd: app }));
+
+      // the line as docs/install.md (and, for the current majors, the README) writes it; the tarball for the name
+      const [npm, verb, pkg, ...rest] = docsInstallLine(pair.name).split(/\s+/);
+      expect([npm, verb, pkg]).toEqual(['npm', 'install', 'nestjs-durable']);
+      expect(rest.filter((a) => a.startsWith('-'))).toEqual([]);
+      await step('install line', () => run('npm', ['install', tarball, ...rest], { cwd: app }));
+      for (const [name, prefix] of Object.entries(pair.versions)) {
+        if (prefix === null) {
+          expect({ name, installed: existsSync(path.join(app, 'node_modules', name)) }).toEqual({ name, installed: false });
+          continue;
+        }
+        const version = name === 'class-validator' ? versionIn(app, 'nestjs-durable/node_modules/class-validator', 'class-validator') : versionIn(app, name);
+        expect({ name, version: version.slice(0, prefix.length) }).toEqual({ name, version: prefix });
+      }
+
+      copyFileSync(APP_SOURCE, path.join(app, 'src', 'main.ts'));
+      writeFileSync(path.join(app, 'tsconfig.json'), JSON.stringify({ compilerOptions: { ...compilerOptions, ...pair.build }, include: ['src'] }, null, 2));
+      writeFileSync(path.join(app, 'tsconfig.check.json'), JSON.stringify({ extends: './tsconfig.json', compilerOptions: pair.check }, null, 2));
+      const schema = freshSchema('pk');
+      const [, , { stdout, stderr }] = await Promise.all([
+        run('npm', ['ls', '--all'], { cwd: app, timeout: 180_000 }), // no missing or invalid (peer) dependency
+        step('tsc (check)', () => run(process.execPath, [TSC, '-p', 'tsconfig.check.json'], { cwd: app, timeout: 360_000 })),
+        step('tsc (build) and run', async () => {
+          await run(process.execPath, [TSC, '-p', 'tsconfig.json'], { cwd: app, timeout: 360_000 });
+          return run(process.execPath, ['dist/main.js'], {
+            cwd: app,
+            env: cleanEnv({ DATABASE_URL: databaseUrl(), DURABLE_SCHEMA: schema }),
+            timeout: 90_000,
+            allowFailure: true,
+          });
+        }),
+      ]);
+      const line = stdout.split('\n').find((l) => l.startsWith('RESULT '));
+      if (!line) throw new Error(`the app printed no RESULT line\n--- stdout\n${stdout}\n--- stderr\n${stderr}`);
+      expect(JSON.parse(line.slice('RESULT '.length))).toEqual({
+        outcome: 'created',
+        status: 'completed',
+        key: 'greet:world',
+        result: { greeting: 'hello, world' },
+        rolledBack: null, // the start in the rolled-back transaction left no run
+        health: 'up',
+        node: process.version,
+        moduleSystem: pair.moduleSystem,
+      });
+      const runs = await sql(`select workflow, key, status from ${ident(schema)}.runs`);
+      expect(runs).toEqual([{ workflow: 'packaging_greet', key: 'greet:world', status: 'completed' }]);
+    }, 900_000); // ~1 min each on an idle 2-core machine; far more when it is shared
+  });
+});
