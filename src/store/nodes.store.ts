@@ -54,7 +54,9 @@ export class NodesStore {
         ), strays AS (
           UPDATE ${S}.runs r SET status = CASE WHEN r.status = 'compensating' THEN 'compensating' ELSE 'pending' END,
             node_id = NULL, run_at = now(), attempt = greatest(r.attempt - 1, 0)
-          WHERE $6 AND r.node_id = $1 AND r.status IN ('running', 'compensating') AND r.id <> ALL ($3::uuid[])
+          -- each status in its own term: the partial indexes runs_running and runs_compensating answer them
+          WHERE $6 AND ((r.status = 'running' AND r.node_id = $1) OR (r.status = 'compensating' AND r.node_id = $1))
+            AND r.id <> ALL ($3::uuid[])
           RETURNING r.id
         )
         SELECT (SELECT fresh FROM hb) AS fresh, EXISTS (SELECT 1 FROM lease) AS leader,

@@ -146,7 +146,8 @@ export function runsStatements(S: string): Record<string, string> {
         started_at = coalesce(r.started_at, now()),
         deadline_at = coalesce(r.deadline_at, r.run_at + r.timeout_ms * interval '1 millisecond'),
         wake_at = NULL, wait_kind = NULL, wait_name = NULL
-      FROM c WHERE r.id = c.id
+      -- the ids again as an array: the runs are read by primary key whatever the planner thinks c holds
+      FROM c WHERE r.id = c.id AND r.id = ANY (ARRAY(SELECT id FROM c))
       RETURNING r.flow_id, r.flow_name, r.name, r.deps, r.id, r.workflow, r.key, r.input, r.context, r.step, r.attempt, r.epoch, r.deadline_at,
         r.parent_id, r.trace, r.created_at, r.run_at, r.status, r.comp_step, r.error,
         -- the step's recorded waits, for runs woken by their timer (others look them up if they wait again)

@@ -1,0 +1,210 @@
+/**
+ * The engine's bounds and costs: durations past what a timer can wait, times taken from the
+ * database's clock, big batches of starts, a worker that reads only its own workflows' backlog, a
+ * timeout sweep and an idle node that read no history.
+ */
+import { Client } from 'pg';
+import { DurableValidationError, RunContext, Step, Workflow } from '../../src';
+import { runsStatements } from '../../src/store/runs.sql';
+import { createApp, databaseUrl, freshSchema, ident, sql, waitFor } from '../support';
+
+@Workflow('bounds_sleeper')
+class Sleeper {
+  @Step()
+  async nap(ctx: RunContext) {
+    await ctx.sleep('40d');
+  }
+}
+
+@Workflow('bounds_backoff')
+class Backoff {
+  @Step({ retry: { attempts: 2, initialDelay: '30d', maxDelay: '60d' } })
+  async fail() {
+    throw new Error('not yet');
+  }
+}
+
+@Workflow('bounds_plain')
+class Plain {
+  @Step()
+  async s() {
+    return 1;
+  }
+}
+
+@Workflow('bounds_other')
+class Other {
+  @Step()
+  async s() {
+    return 2;
+  }
+}
+
+@Workflow('bounds_timed', { timeout: '1h' })
+class Timed {
+  @Step()
+  async s() {
+    return 3;
+  }
+}
+
+@Workflow('bounds_debounced', { debounce: { period: '10s', timeout: '2s' } })
+class Debounced {
+  @Step()
+  async s() {
+    return 4;
+  }
+}
+
+/** Seconds between two timestamps of a run, as the database computes them. */
+async function secondsBetween(schema: string, runId: string, later: string, earlier: string): Promise<number> {
+  const [row] = await sql<{ s: string }>(`SELECT extract(epoch FROM ${later} - ${earlier})::text AS s FROM ${ident(schema)}.runs WHERE id = $1`, [runId]);
+  return Number(row.s);
+}
+
+/** The plan of a statement of the runs store on `schema`, run (and rolled back) with `params` (SQL literals). */
+async function plan(schema: string, statement: string, types: string, params: string[]): Promise<string> {
+  const client = new Client({ connectionString: databaseUrl() });
+  await client.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query(`PREPARE probe (${types}) AS ${runsStatements(ident(schema))[statement]}`);
+    const rows = await client.query(`EXPLAIN (ANALYZE, COSTS false, TIMING false) EXECUTE probe (${params.join(', ')})`);
+    return rows.rows.map((r) => r['QUERY PLAN']).join('\n');
+  } finally {
+    await client.query('ROLLBACK').catch(() => undefined);
+    await client.end();
+  }
+}
+
+describe('engine bounds', () => {
+  it('a duration the module times in memory past 2^31-1 ms is refused at startup, naming the option', async () => {
+    @Workflow('bounds_long_timeout', { timeout: '25d' })
+    class LongTimeout {
+      @Step()
+      async s() {
+        return 1;
+      }
+    }
+    @Workflow('bounds_long_step')
+    class LongStep {
+      @Step({ timeout: '30d' })
+      async s() {
+        return 1;
+      }
+    }
+    await expect(createApp({ workflows: [LongTimeout] })).rejects.toThrow(/bounds_long_timeout.*timeout must be at most 2147483647ms/);
+    await expect(createApp({ workflows: [LongStep] })).rejects.toThrow(/bounds_long_step.*timeout must be at most 2147483647ms/);
+    await expect(createApp({ workflows: [LongStep] })).rejects.toBeInstanceOf(DurableValidationError);
+    await expect(createApp({ workflows: [Plain], options: { heartbeatInterval: '30d' } })).rejects.toThrow(/heartbeatInterval.*at most 2147483647ms/);
+  });
+
+  it('longer durations kept as times in the database work: a 40-day sleep, a 30-day retry back-off', async () => {
+    const t = await createApp({ workflows: [Sleeper, Backoff] });
+    const sleeper = await t.durable.start('bounds_sleeper');
+    const backoff = await t.durable.start('bounds_backoff');
+    await waitFor(async () => (await t.durable.getRun(sleeper.runId))?.status === 'waiting', { message: 'asleep' });
+    await waitFor(async () => (await t.durable.getRun(backoff.runId))?.error !== null, { message: 'the first attempt failed' });
+    expect((await t.durable.getRun(backoff.runId))!.status).toBe('pending');
+    const day = 86_400;
+    expect(await secondsBetween(t.schema, sleeper.runId, 'wake_at', 'now()')).toBeGreaterThan(39.99 * day);
+    expect(await secondsBetween(t.schema, backoff.runId, 'run_at', 'now()')).toBeGreaterThan(29.99 * day);
+  });
+
+  it("a delay and a debounce limit count from the database's clock; a debounced run is due no later than its limit", async () => {
+    const t = await createApp({ workflows: [Plain, Debounced], options: { worker: false } });
+    const delayed = await t.durable.start('bounds_plain', {}, { delay: '90s' });
+    // created_at and run_at come from the same statement's now()
+    expect(await secondsBetween(t.schema, delayed.runId, 'run_at', 'created_at')).toBe(90);
+    const debounced = await t.durable.start('bounds_debounced', {}, { key: 'k' });
+    expect(await secondsBetween(t.schema, debounced.runId, 'run_at', 'created_at')).toBe(2);
+    expect(await secondsBetween(t.schema, debounced.runId, 'debounce_until', 'created_at')).toBe(2);
+  });
+
+  it('startMany of 2,500 items is written in batches and answers every item in order', async () => {
+    const t = await createApp({ workflows: [Plain], options: { worker: false } });
+    const sameAt = [0, 1_200, 2_400]; // one in each statement of 1,000
+    const items = Array.from({ length: 2_500 }, (_, i) => ({ input: { i }, key: sameAt.includes(i) ? 'same' : `k${i}` }));
+    const results = await t.durable.startMany('bounds_plain', items);
+    expect(results).toHaveLength(2_500);
+    // the first item of the key creates its run, the later ones (later statements) find it
+    const same = sameAt.map((i) => results[i]);
+    expect(same.map((r) => ('outcome' in r ? r.outcome : 'error'))).toEqual(['created', 'useExisting', 'useExisting']);
+    expect(same.map((r) => ('runId' in r ? r.runId : ''))).toEqual(Array(3).fill((same[0] as { runId: string }).runId));
+    const created = results.filter((r) => 'outcome' in r && r.outcome === 'created');
+    expect(created).toHaveLength(2_498);
+    const [row] = await sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${ident(t.schema)}.runs`);
+    expect(row.n).toBe(2_498);
+  });
+
+  it("a worker claims through its own workflows' index range: another workflow's backlog is never read", async () => {
+    const t = await createApp({ workflows: [Plain, Other], options: { worker: false } });
+    await t.durable.startMany(
+      'bounds_other',
+      Array.from({ length: 5_000 }, () => ({})),
+    );
+    await t.durable.startMany(
+      'bounds_plain',
+      Array.from({ length: 3 }, () => ({})),
+    );
+    await sql(`INSERT INTO ${ident(t.schema)}.nodes (id) VALUES ('probe')`);
+    await sql(`ANALYZE ${ident(t.schema)}.runs`);
+    const text = await plan(t.schema, 'claim', 'text, int, text[], int', ["'probe'", '100', "ARRAY['bounds_plain']", '60000']);
+    expect(text).toMatch(/Index Scan using runs_pending on runs[\s\S]*Index Cond: \(\(workflow = f\.workflow\)/);
+    // only the 3 runs of bounds_plain are read from runs_pending, none of the 5,000 others
+    expect(text).toMatch(/Index Scan using runs_pending on runs \S* ?\(actual rows=3 loops=1\)/);
+    expect(text).not.toMatch(/Seq Scan on runs/);
+  });
+
+  it('the timeout sweep reads only runs whose deadline may have passed, through indexes, whatever the history', async () => {
+    const t = await createApp({ workflows: [Timed, Plain], options: { worker: false } });
+    const S = ident(t.schema);
+    // a history of 20,000 finished runs with a timeout, and a few going ones
+    await sql(`
+      INSERT INTO ${S}.runs (id, workflow, status, timeout_ms, run_at, finished_at)
+      SELECT gen_random_uuid(), 'bounds_timed', 'completed', 3600000, now() - interval '2 days', now() - interval '1 day'
+      FROM generate_series(1, 20000)`);
+    await t.durable.startMany(
+      'bounds_timed',
+      Array.from({ length: 5 }, () => ({})),
+    );
+    await sql(`ANALYZE ${S}.runs`);
+    const text = await plan(t.schema, 'timeouts', 'text[], int, int', ["ARRAY['bounds_timed']", '1000', '3600000']);
+    expect(text).toMatch(/runs_deadline/);
+    expect(text).toMatch(/runs_timeout_unclaimed/);
+    expect(text).not.toMatch(/Seq Scan on runs/);
+  });
+
+  it('an idle worker node reads no history: no sequential scan of runs over several heartbeats and maintenance passes', async () => {
+    const schema = freshSchema();
+    const setup = await createApp({ schema, workflows: [Plain], options: { worker: false } });
+    await sql(`
+      INSERT INTO ${ident(schema)}.runs (id, workflow, status, run_at, started_at, finished_at)
+      SELECT gen_random_uuid(), 'bounds_plain', 'completed', now() - interval '1 hour', now() - interval '1 hour', now() - interval '1 hour'
+      FROM generate_series(1, 20000)`);
+    await sql(`ANALYZE ${ident(schema)}.runs`);
+    await setup.close();
+    const scans = async () => {
+      await sql('SELECT pg_stat_force_next_flush()').catch(() => undefined); // PostgreSQL 15+
+      const [row] = await sql<{ n: string }>(
+        `SELECT coalesce(seq_tup_read, 0)::text AS n FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = 'runs'`,
+        [schema],
+      );
+      return Number(row?.n ?? 0);
+    };
+    await createApp({ schema, workflows: [Plain], options: { nodeId: 'idle' } });
+    await waitFor(async () => (await sql(`SELECT 1 FROM ${ident(schema)}.leases WHERE holder = 'idle'`)).length === 1, {
+      message: 'the node leads maintenance',
+    });
+    const before = await scans();
+    // several heartbeats (200 ms) and maintenance passes
+    await waitFor(
+      async () => {
+        const [row] = await sql<{ beats: number }>(`SELECT extract(epoch FROM now() - started_at) AS beats FROM ${ident(schema)}.nodes LIMIT 1`);
+        return Number(row?.beats ?? 0) > 2;
+      },
+      { message: 'two seconds of heartbeats' },
+    );
+    expect((await scans()) - before).toBe(0);
+  });
+});
