@@ -1,11 +1,11 @@
 'use strict';
 // nestjs-durable vs graphile-worker vs pg-boss, on one Postgres, in one run. See bench/README.md.
-const { fork } = require('child_process');
 const fs = require('fs');
 const path = require('path');
 const { resolveUrl, stopEmbedded, envFacts } = require('./lib/db');
 const { METRICS, GROUP_OF, sizes, sizesFor, reps, fmt, boxMs, enqueueBoxMs, startsBoxMs } = require('./lib/scenarios');
 const { summarize, log, scale } = require('./lib/util');
+const { runChildRetrying, snapshotLibrary } = require('./lib/fork');
 
 const ALL_VARIANTS = ['ours', 'graphile', 'graphile-default', 'pgboss', 'raw'];
 const LABEL = {
@@ -51,30 +51,6 @@ function selectedMetrics() {
   return ALL_METRICS.filter((m) => out.has(m));
 }
 
-function runChild(url, variant, group, wanted) {
-  return new Promise((resolve) => {
-    const child = fork(path.join(__dirname, 'lib', 'child.js'), [variant, group, wanted.join(',')], {
-      env: { ...process.env, BENCH_URL: url },
-      execArgv: ['--enable-source-maps', ...(process.env.BENCH_CHILD_NODE_ARGS || '').split(' ').filter(Boolean)],
-    });
-    let msg = null;
-    const kill = setTimeout(
-      () => {
-        log(`  ${variant} ${group}: child timeout, killing`);
-        child.kill('SIGKILL');
-      },
-      Number(process.env.BENCH_CHILD_TIMEOUT_MS || 300000),
-    );
-    child.on('message', (m) => {
-      msg = m;
-    });
-    child.on('exit', (code) => {
-      clearTimeout(kill);
-      resolve(msg || { ok: false, variant, group, error: `child exited with code ${code} before reporting` });
-    });
-  });
-}
-
 function cell(s, metric) {
   if (!s) return 'n/a';
   const d = METRICS[metric].unit === 'ms' ? (x) => x.toFixed(2) : fmt;
@@ -84,31 +60,6 @@ function ratio(a, b) {
   if (!a || !b || !b.median) return '';
   const r = a.median / b.median;
   return `${r >= 10 ? r.toFixed(0) : r.toFixed(2)}×`;
-}
-
-/** Copy the built library so every child of this run uses the same build; record which commit it is. */
-function snapshotLibrary() {
-  const root = path.resolve(__dirname, '..');
-  const dist = path.join(root, 'dist');
-  let commit = 'unknown';
-  try {
-    const { execSync } = require('child_process');
-    commit = execSync('git rev-parse --short HEAD', { cwd: root }).toString().trim();
-    const dirty = execSync('git status --porcelain -- src migrations', { cwd: root }).toString().trim();
-    if (dirty) commit += ' (+ uncommitted changes in src/ or migrations/)';
-  } catch {
-    /* not a git checkout */
-  }
-  if (process.env.BENCH_NO_SNAPSHOT || !fs.existsSync(path.join(dist, 'src', 'index.js')))
-    return {
-      commit,
-      built: fs.existsSync(path.join(dist, 'src', 'index.js')) ? fs.statSync(path.join(dist, 'src', 'index.js')).mtime.toISOString() : 'not built',
-    };
-  const snap = path.join(__dirname, '.lib-snapshot');
-  fs.rmSync(snap, { recursive: true, force: true });
-  fs.cpSync(dist, path.join(snap, 'dist'), { recursive: true });
-  process.env.BENCH_OURS_LIB = path.join(snap, 'dist', 'src', 'index.js');
-  return { commit, built: fs.statSync(path.join(dist, 'src', 'index.js')).mtime.toISOString() };
 }
 
 async function main() {
@@ -133,12 +84,7 @@ async function main() {
       if (!wanted.length) continue;
       log(`${group} — ${LABEL[variant]} (${wanted.join(', ')})`);
       const c0 = Date.now();
-      let r = await runChild(url, variant, group, wanted);
-      if (!r.ok && /too many clients|ECONNREFUSED|ECONNRESET|terminat|Cannot find module|not built|SyntaxError/i.test(r.error || '')) {
-        log(`  retrying once in 5 s (${r.error})`);
-        await new Promise((res) => setTimeout(res, 5000));
-        r = await runChild(url, variant, group, wanted);
-      }
+      const r = await runChildRetrying(url, variant, group, wanted);
       (timings[variant] = timings[variant] || {})[group] = Math.round((Date.now() - c0) / 1000);
       info[variant] = info[variant] || { errors: [] };
       if (r.describe) info[variant].describe = r.describe;

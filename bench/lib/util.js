@@ -163,5 +163,24 @@ async function boxedCalls(n, callers, boxMs, one) {
 }
 
 const timeoutMs = () => Number(process.env.BENCH_TIMEOUT_MS || 180000);
+/** Handlers running at once per worker process, the same for every system that has the setting (nestjs-durable's default: 10). */
+const workerConcurrency = () => Number(process.env.BENCH_CONCURRENCY || 10);
 
-module.exports = { now, sleep, scale, scaled, log, percentile, summarize, median, until, Counter, Signal, timeoutMs, boxedDrain, batchedUntil, boxedCalls };
+module.exports = {
+  now,
+  sleep,
+  scale,
+  scaled,
+  log,
+  percentile,
+  summarize,
+  median,
+  until,
+  Counter,
+  Signal,
+  timeoutMs,
+  boxedDrain,
+  batchedUntil,
+  boxedCalls,
+  workerConcurrency,
+};

@@ -4,14 +4,14 @@
 //   graphile-default  out of the box: each worker fetches one job and completes it in its own statement
 const { run, makeWorkerUtils, Logger } = require('graphile-worker');
 const { withClient, truncateSchema, analyzeSchema } = require('../lib/db');
-const { now, sleep, until, Counter, Signal, timeoutMs, boxedDrain, batchedUntil, boxedCalls } = require('../lib/util');
+const { now, sleep, until, Counter, Signal, timeoutMs, boxedDrain, batchedUntil, boxedCalls, workerConcurrency } = require('../lib/util');
 
 const SCHEMA = 'bench_graphile';
 const logger = new Logger(() => () => {});
 
 function create(url, variant) {
   const batched = variant === 'graphile';
-  const concurrency = Number(process.env.BENCH_GRAPHILE_CONCURRENCY || 10);
+  const concurrency = workerConcurrency();
   const localQueueSize = Number(process.env.BENCH_GRAPHILE_LOCAL_QUEUE || 1000);
   const preset = batched ? { worker: { localQueue: { size: localQueueSize }, completeJobBatchDelay: 0, failJobBatchDelay: 0 } } : { worker: {} };
   const describe = batched

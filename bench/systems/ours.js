@@ -2,7 +2,7 @@
 // nestjs-durable (this repository, built to dist/ by `npm run build` at the root).
 require('reflect-metadata');
 const { withClient, truncateSchema, analyzeSchema } = require('../lib/db');
-const { now, sleep, until, Counter, Signal, timeoutMs, boxedDrain, batchedUntil, boxedCalls } = require('../lib/util');
+const { now, sleep, until, Counter, Signal, timeoutMs, boxedDrain, batchedUntil, boxedCalls, workerConcurrency } = require('../lib/util');
 
 const SCHEMA = process.env.BENCH_OURS_SCHEMA || 'bench_durable';
 
@@ -57,7 +57,7 @@ function create(url) {
   const { NestFactory } = require('@nestjs/core');
   const { DurableModule, DurableService } = lib;
   const { BenchNoop, BenchFive } = defineWorkflows(lib);
-  const concurrency = Number(process.env.BENCH_OURS_CONCURRENCY || 500);
+  const concurrency = workerConcurrency();
   const describe = `worker concurrency ${concurrency}, pollInterval 1s, startMany batches as given`;
 
   async function makeApp(worker) {
