@@ -31,7 +31,7 @@ export class Execution implements ExecutionHandle {
   readonly claimedAt = Date.now();
   private started = false;
   /** Aborted when the run is lost: a wait for a slot ends. */
-  private readonly losing = new AbortController();
+  private readonly losing = new AbortScope();
   /** Resolves once {@link run} has ended (the run finished, waits, or was lost). */
   readonly done: Promise<void>;
   private ended!: () => void;
@@ -152,7 +152,7 @@ export class Execution implements ExecutionHandle {
    */
   private async inSlot<T>(continuing: boolean, fn: () => Promise<T>): Promise<T> {
     try {
-      await this.slots.acquire(continuing, this.losing.signal);
+      await this.slots.acquire(continuing, this.losing);
       this.started = true;
     } catch (err) {
       this.lose(err as Error); // lost while it waited, or the node is shutting down: released unstarted

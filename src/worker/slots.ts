@@ -1,3 +1,5 @@
+import type { AbortScope } from './abort.scope';
+
 /**
  * The worker's slots: at most `size` steps (user code) run at once on a node. A step takes a slot
  * before its body runs and gives it back as soon as the body settled, so checkpoints and completions
@@ -28,30 +30,30 @@ export class Slots {
 
   /**
    * Resolves once a slot is this caller's; `continuing`: a run between two steps (served first).
-   * Rejects with the signal's reason when `cancel` aborts first (the waiter leaves the queue).
+   * Rejects with the scope's reason when `cancel` aborts first (the waiter leaves the queue).
    */
-  acquire(continuing = false, cancel?: AbortSignal): Promise<void> {
+  acquire(continuing = false, cancel?: AbortScope): Promise<void> {
     if (this.closedBy) return Promise.reject(this.closedBy);
-    if (cancel?.aborted) return Promise.reject(cancel.reason);
+    if (cancel?.reason) return Promise.reject(cancel.reason);
     if (this.busy < this.size && this.waiting === 0) return Promise.resolve(this.take());
     const queue = continuing ? this.continuing : this.waiters;
     return new Promise((resolve, reject) => {
-      const onCancel = () => {
+      const onCancel = (reason: Error) => {
         const i = queue.indexOf(waiter);
         if (i >= 0) queue.splice(i, 1);
-        reject(cancel!.reason);
+        reject(reason);
       };
       const waiter: Waiter = {
         resolve: () => {
-          cancel?.removeEventListener('abort', onCancel);
+          cancel?.listeners.delete(onCancel);
           resolve(this.take());
         },
         reject: (reason) => {
-          cancel?.removeEventListener('abort', onCancel);
+          cancel?.listeners.delete(onCancel);
           reject(reason);
         },
       };
-      cancel?.addEventListener('abort', onCancel, { once: true });
+      cancel?.listeners.add(onCancel);
       queue.push(waiter);
     });
   }
