@@ -40,7 +40,8 @@ function create(url, variant) {
     concurrency,
     pollInterval: 1000,
     noHandleSignals: true,
-    maxPoolSize: concurrency + 2,
+    // a connection per handler, up to 50 (the local server allows 100 in all)
+    maxPoolSize: Math.min(concurrency + 2, 50),
     taskList,
     logger,
     preset,
