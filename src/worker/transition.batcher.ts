@@ -22,7 +22,9 @@ const MAX_IN_FLIGHT = 2;
  * Group commit of run transitions (checkpoints, completions, failures, retries) across runs: while a
  * statement is in flight, new transitions queue and go out together in the next one. One run waits
  * for at most one round trip; many runs share it. A failed write is retried with backoff until it
- * succeeds (each transition is conditioned on its lease epoch, so a retry never writes twice).
+ * succeeds (each transition is conditioned on its lease epoch, so a retry never writes twice); a
+ * batch cut off by a statement or lock timeout is written in halves, and a value Postgres refuses
+ * fails only its own run.
  */
 export class TransitionBatcher {
   private readonly group = new GroupCommit<Pending>((batch) => this.write(batch), MAX_BATCH, MAX_IN_FLIGHT);
@@ -65,6 +67,13 @@ export class TransitionBatcher {
         return;
       } catch (err) {
         if (isDataException(err)) return this.isolate(batch, err);
+        // a batch cut off by a timeout: its halves are tried on their own (one slow row holds up fewer)
+        if (isTimeout(err) && batch.length > 1 && !this.givenUp) {
+          const half = batch.length >> 1;
+          this.logger.warn(`writing ${batch.length} run transition(s) timed out (${(err as Error).message}); writing them in two halves`);
+          await Promise.all([this.write(batch.slice(0, half)), this.write(batch.slice(half))]);
+          return;
+        }
         if (this.givenUp) {
           for (const p of batch) p.resolve(false);
           return;
@@ -102,7 +111,17 @@ export class TransitionBatcher {
   }
 }
 
-/** Postgres SQLSTATE class 22 (data exception): retrying the same values cannot succeed. */
+/**
+ * Postgres SQLSTATE class 22 (data exception) or 54 (program limit exceeded, e.g. a batch's jsonb
+ * over 255 MB): retrying the same values together cannot succeed.
+ */
 function isDataException(err: unknown): boolean {
-  return sqlState(err)?.startsWith('22') === true;
+  const state = sqlState(err);
+  return state?.startsWith('22') === true || state?.startsWith('54') === true;
+}
+
+/** A statement cancelled by `statement_timeout` (57014) or that gave up waiting for a lock (55P03). */
+function isTimeout(err: unknown): boolean {
+  const state = sqlState(err);
+  return state === '57014' || state === '55P03';
 }

@@ -111,6 +111,38 @@ describe('liveness', () => {
     expect(attempts).toHaveLength(1);
   });
 
+  it('a batch of transitions cut off by a lock timeout is written in halves: the runs whose rows are free complete while one row stays locked', async () => {
+    const schema = freshSchema();
+    const node = await createApp({ schema, workflows, concurrency: 16, options: { lockTimeout: '300ms' } });
+    const ids = [];
+    for (let i = 0; i < 16; i++) ids.push((await node.durable.start('live_once', { hold: true })).runId);
+    await waitFor(() => attempts.length === 16, { message: 'every step runs' });
+    // another transaction holds one run's row: its transition waits for the lock until lockTimeout
+    const blocker = new Client({ connectionString: databaseUrl() });
+    await blocker.connect();
+    try {
+      await blocker.query('BEGIN');
+      // the last to finish: its transition goes out in a batch with others (the first go out alone)
+      const locked = ids[ids.length - 1];
+      await blocker.query(`SELECT 1 FROM ${ident(schema)}.runs WHERE id = $1 FOR UPDATE`, [locked]);
+      gate.open();
+      const others = ids.filter((id) => id !== locked);
+      await waitFor(
+        async () => {
+          const rows = await sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${ident(schema)}.runs WHERE id = ANY($1) AND status = 'completed'`, [others]);
+          return rows[0].n === others.length;
+        },
+        { timeout: 30_000, message: 'the runs whose rows are free complete' },
+      );
+      expect((await node.durable.getRun(locked))?.status).toBe('running');
+    } finally {
+      await blocker.query('ROLLBACK');
+      await blocker.end();
+    }
+    expect(await node.durable.waitForRun(ids[ids.length - 1], { timeout: 30_000 })).toMatchObject({ status: 'completed', result: { attempt: 1 } });
+    expect(attempts).toHaveLength(16);
+  });
+
   it('a connection that dies without a word does not stop the node for good: the stuck statement fails and the node goes on', async () => {
     const target = new URL(databaseUrl());
     const proxy = new PgProxy(target.hostname, Number(target.port || 5432));
