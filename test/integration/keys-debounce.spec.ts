@@ -104,8 +104,9 @@ describe('debounce', () => {
     });
 
     it('timeout caps the wait from the first start; without timeout the wait keeps moving', async () => {
-      const first = await dbNow();
       const a = await t.durable.start('db_index', { n: 0 }, { key: 'cap' });
+      // the limit counts from the first start's statement, on the database's clock (its created_at)
+      const first = (await t.durable.getRun(a.runId))!.createdAt.getTime();
       const open = await t.durable.start('db_open', { n: 0 }, { key: 'open' });
       const openFirst = await runAt(t.schema, open.runId);
       for (let i = 1; i <= 6; i++) {
@@ -113,12 +114,10 @@ describe('debounce', () => {
         expect((await t.durable.start('db_index', { n: i }, { key: 'cap' })).outcome).toBe('debounced');
         expect((await t.durable.start('db_open', { n: i }, { key: 'open' })).outcome).toBe('debounced');
         const due = await runAt(t.schema, a.runId);
-        expect(due - first).toBeLessThanOrEqual(1500 + 100); // never past first start + timeout
+        expect(due - first).toBeLessThanOrEqual(1500); // never past first start + timeout
       }
-      // after 1.8 s of saves, the capped run is due at first + timeout
-      const due = await runAt(t.schema, a.runId);
-      expect(due - first).toBeGreaterThanOrEqual(1400);
-      expect(due - first).toBeLessThanOrEqual(1600);
+      // after 1.8 s of saves (more than timeout − period), the capped run is due at first + timeout
+      expect((await runAt(t.schema, a.runId)) - first).toBe(1500);
       // the uncapped one is due a period after the last save: later than its first due time by the saves' span
       expect((await runAt(t.schema, open.runId)) - openFirst).toBeGreaterThanOrEqual(1500);
       expect((await t.durable.getRun(a.runId))!.input).toEqual({ n: 6 });
@@ -153,14 +152,16 @@ describe('debounce', () => {
 
     it('a burst becomes one run with the last input, run a period after the last start', async () => {
       const a = await t.durable.start('db_short', { n: 1 }, { key: 'b1' });
+      let beforeLast = 0;
       for (let i = 2; i <= 4; i++) {
+        // the database's clock just before the last start: its window of 400 ms begins after this
+        if (i === 4) beforeLast = await dbNow();
         expect(await t.durable.start('db_short', { n: i }, { key: 'b1' })).toEqual({ runId: a.runId, outcome: 'debounced' });
       }
-      const last = await dbNow();
       const done = await t.durable.waitForRun(a.runId, { timeout: 10_000 });
       expect(done.status).toBe('completed');
       expect(ranWith[a.runId]).toEqual([{ n: 4 }]);
-      expect(done.startedAt!.getTime() - last).toBeGreaterThanOrEqual(350);
+      expect(done.startedAt!.getTime() - beforeLast).toBeGreaterThanOrEqual(400);
       expect(await countRuns(t.schema, 'key = $1', ['b1'])).toBe(1);
     });
 
