@@ -44,6 +44,7 @@ import { Worker } from './worker/worker';
     DurableService,
     DurableHealthIndicator,
   ],
-  exports: [DurableService, DurableHealthIndicator],
+  // the internals the dashboard (nestjs-durable/dashboard) reads and acts through
+  exports: [DurableService, DurableHealthIndicator, ...coreProviders, DurableConnection, WorkflowRegistry, RunAdmin, RunEvents, Scheduler],
 })
 export class DurableModule extends DurableConfigurableModule {}

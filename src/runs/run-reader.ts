@@ -20,8 +20,8 @@ export interface ListRunsOptions {
   status?: RunStatus | RunStatus[];
   flowId?: string;
   parentId?: string;
-  /** Only runs `waiting` for this: `'input'` lists the runs waiting for someone's input. */
-  waitingFor?: WaitKind;
+  /** Only runs `waiting` for this: `'input'` lists the runs waiting for someone's input, `'deps'` flow nodes waiting for their deps. */
+  waitingFor?: WaitKind | 'deps';
   /** At most this many (default 50, max 1000). */
   limit?: number;
   /** The `id` of the last run of the previous page (the same as `before`). */

@@ -2,7 +2,7 @@ import type { Queryable } from './db';
 import { holdsKey, indexedWorkflows } from './sql';
 
 /** Kinds of activity event the module records. */
-export type ActivityKind = 'key_duplicate' | 'key_handed_off' | 'key_released' | 'key_retaken';
+export type ActivityKind = 'key_duplicate' | 'key_handed_off' | 'key_released' | 'key_retaken' | 'dashboard_action';
 
 /** A transaction as the rows it wrote carry it: its start time (`now()`, as text) and its id (their `xmin`). */
 export interface TxMark {
@@ -150,7 +150,7 @@ export class ActivityStore {
   }
 
   /** Appends one event (in the caller's transaction when `q` is one). */
-  async record(q: Queryable, kind: ActivityKind, runId: string, workflow: string, key: string | null, details: object): Promise<void> {
+  async record(q: Queryable, kind: ActivityKind, runId: string, workflow: string | null, key: string | null, details: object): Promise<void> {
     await q.query(this.sql.record, [kind, runId, workflow, key, JSON.stringify({ workflow, key, ...details })]);
   }
 

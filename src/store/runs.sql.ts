@@ -37,7 +37,7 @@ const RUN_FILTERS = `($1::text IS NULL OR r.workflow = $1)
         AND ($3::text[] IS NULL OR r.status = ANY($3))
         AND ($4::text IS NULL OR r.flow_id = $4)
         AND ($5::uuid IS NULL OR r.parent_id = $5)
-        AND ($6::text IS NULL OR (r.status = 'waiting' AND r.wait_kind = $6))
+        AND ($6::text IS NULL OR (r.status = 'waiting' AND (r.wait_kind = $6 OR ($6 = 'deps' AND r.deps_left > 0))))
         AND ($7::uuid IS NULL OR r.id < $7)`;
 
 /** `listRuns`: the filters, $9 a run id the runs are newer than, at most $8, by id `order` (newest first: DESC). */
