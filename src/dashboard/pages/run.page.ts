@@ -96,7 +96,7 @@ function keyPanel(ctx: PageContext, d: RunPageData): SafeHtml {
   );
   return markup`<section class="key-panel" id="key-panel">
     <h2>Key</h2>
-    <dl>
+    <dl class="facts">
       <dt>key</dt>
       <dd class="mono">${run.key}</dd>
       <dt>holder</dt>
