@@ -6,12 +6,14 @@ import { DurableFlows1733040003000 } from './1733040003000-durable-flows';
 import { DurableSchedules1733040004000 } from './1733040004000-durable-schedules';
 import { DurableKeyIndex1733040005000 } from './1733040005000-durable-key-index';
 import { DurableEngine1733040006000 } from './1733040006000-durable-engine';
+import { DurableHistory1733040007000 } from './1733040007000-durable-history';
 
 export { DurableInit1733040000000, DurableKeys1733040001000, DurableWaits1733040002000 };
 export { DurableFlows1733040003000 };
 export { DurableSchedules1733040004000 };
 export { DurableKeyIndex1733040005000 };
 export { DurableEngine1733040006000 };
+export { DurableHistory1733040007000 };
 
 /** The module's migration classes in order, for schema `durable` (TypeORM `migrations: [...]`). */
 export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[] = [
@@ -22,6 +24,7 @@ export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[]
   DurableSchedules1733040004000,
   DurableKeyIndex1733040005000,
   DurableEngine1733040006000,
+  DurableHistory1733040007000,
 ];
 
 /**

@@ -9,6 +9,7 @@ import { FlowMaintenance } from './flows/flow.maintenance';
 import { FlowsEngine } from './flows/flows.engine';
 import { DurableHealthIndicator } from './health/durable.health';
 import { DurableConfigurableModule } from './options/durable.module-definition';
+import { ClusterReader } from './runs/cluster-reader';
 import { KeyInsights } from './runs/key-insights';
 import { RunAdmin } from './runs/run-admin';
 import { RunEvents } from './runs/run-events';
@@ -34,6 +35,7 @@ import { Worker } from './worker/worker';
     RunAdmin,
     RunEvents,
     KeyInsights,
+    ClusterReader,
     FlowsEngine,
     FlowMaintenance,
     Scheduler,
@@ -42,6 +44,7 @@ import { Worker } from './worker/worker';
     DurableService,
     DurableHealthIndicator,
   ],
-  exports: [DurableService, DurableHealthIndicator],
+  // the internals the dashboard (nestjs-durable/dashboard) reads and acts through
+  exports: [DurableService, DurableHealthIndicator, ...coreProviders, DurableConnection, WorkflowRegistry, RunAdmin, RunEvents, Scheduler],
 })
 export class DurableModule extends DurableConfigurableModule {}

@@ -8,10 +8,11 @@ import type { FlowBuilder, FlowOptions } from './flows/flow.builder';
 import type { FlowGraph } from './flows/flow.graph';
 import { FlowsEngine, type AppendFlowOptions, type StartFlowResult } from './flows/flows.engine';
 import type { SendEventOutcome } from './runs/event-delivery';
-import { KeyInsights, type ActivityEvent, type KeyInfo, type KeyStats, type ListActivityOptions } from './runs/key-insights';
+import { ClusterReader, type NodeInfo, type WorkflowInfo } from './runs/cluster-reader';
+import { KeyInsights, type ActivityEvent, type KeyInfo, type KeyStats, type ListActivityOptions, type ListKeysOptions } from './runs/key-insights';
 import { RunAdmin } from './runs/run-admin';
 import { RunEvents } from './runs/run-events';
-import { RunReader, type ListRunsOptions } from './runs/run-reader';
+import { RunReader, type CountRunsFilter, type ListRunsOptions, type StepAttempt } from './runs/run-reader';
 import { Starter, type StartManyItem, type StartManyResult, type StartOptions } from './runs/starter';
 import { Scheduler, type ScheduleInfo } from './schedules/scheduler';
 import { Maintenance } from './worker/maintenance';
@@ -31,6 +32,7 @@ export class DurableService {
     private readonly flows: FlowsEngine,
     private readonly scheduler: Scheduler,
     private readonly maintenance: Maintenance,
+    private readonly cluster: ClusterReader,
   ) {}
 
   /** Starts a run of `workflow` (see docs/keys.md for keys and `onDuplicate`). */
@@ -53,9 +55,32 @@ export class DurableService {
     return this.reader.waitFor(runId, options);
   }
 
-  /** Runs matching the filters, newest first; page with `cursor: lastRun.id`. */
+  /**
+   * Runs matching the filters, newest first; the next page with `before: lastRun.id` (or
+   * `cursor`), the previous one with `after: firstRun.id`.
+   */
   listRuns(options?: ListRunsOptions): Promise<RunInfo[]> {
     return this.reader.list(options);
+  }
+
+  /** How many runs match, counting at most `cap` (default 10 000) from an index: `capped` when there are more. */
+  countRuns(filter?: CountRunsFilter, options?: { cap?: number }): Promise<{ count: number; capped: boolean }> {
+    return this.reader.count(filter, options);
+  }
+
+  /** Every attempt of every step of a run, in the order they ended (`RunNotFoundError` if there is no such run). */
+  getRunHistory(runId: string): Promise<StepAttempt[]> {
+    return this.reader.historyOf(runId);
+  }
+
+  /** The workflows registered on this node, with their options, steps and runs per status (bounded counts). */
+  listWorkflows(): Promise<WorkflowInfo[]> {
+    return this.cluster.workflows();
+  }
+
+  /** The nodes that heartbeat into this schema: alive or not, their running runs and slots. */
+  listNodes(): Promise<NodeInfo[]> {
+    return this.cluster.nodeList();
   }
 
   /**
@@ -107,8 +132,11 @@ export class DurableService {
     return this.insights.listActivity(options);
   }
 
-  /** Keys of a workflow with their holder, runs per key and re-adds in the last day. */
-  listKeys(options: { workflow: WorkflowRef; search?: string; limit?: number; cursor?: string }): Promise<KeyInfo[]> {
+  /**
+   * Keys with their holder, runs per key and re-adds in the last day: of a workflow by key, or of
+   * every workflow newest first; page with `cursor: last.cursor`.
+   */
+  listKeys(options: ListKeysOptions = {}): Promise<KeyInfo[]> {
     return this.insights.listKeys(options);
   }
 

@@ -1,6 +1,8 @@
 export { DurableModule } from './durable.module';
 export { DurableService } from './durable.service';
-export type { ListRunsOptions } from './runs/run-reader';
+export type { ListRunsOptions, CountRunsFilter, StepAttempt } from './runs/run-reader';
+export type { WorkflowInfo, NodeInfo } from './runs/cluster-reader';
+export type { StepAttemptStatus } from './store/runs.types';
 export { Workflow, type WorkflowMetadata } from './definition/workflow.decorator';
 export { Step, type StepMetadata } from './definition/step.decorator';
 export type { RunContext } from './worker/run-context';
@@ -24,6 +26,6 @@ export { FlowGraph, type FlowGraphNode, type FlowGraphEdge } from './flows/flow.
 export type { FlowContext, FlowReadOptions } from './flows/flow-context';
 export type { OnFlowCancelled, FlowCancelReason } from './flows/on-flow-cancelled.interface';
 export type { StartFlowResult, AppendFlowOptions } from './flows/flows.engine';
-export type { ActivityEvent, KeyInfo, KeyStats, ListActivityOptions } from './runs/key-insights';
+export type { ActivityEvent, KeyInfo, KeyStats, ListActivityOptions, ListKeysOptions } from './runs/key-insights';
 export * from './errors';
 export * from '../migrations';

@@ -3,6 +3,7 @@ import { APP_FILTER } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DurableModule, type Duration } from 'nestjs-durable';
+import { DurableDashboardModule } from 'nestjs-durable/dashboard';
 import { DataSource } from 'typeorm';
 import { Article } from './articles/article.entity';
 import { ArticlesModule } from './articles/articles.module';
@@ -52,6 +53,13 @@ export class AppModule implements NestModule {
         }),
         // Nest's scheduler: the durable schedules' cron jobs show up in its SchedulerRegistry.
         ScheduleModule.forRoot(),
+        // The dashboard at /durable, read-write; each action is recorded with its actor. A real app
+        // passes `guards` (its auth guard) and takes the actor from its authenticated user.
+        DurableDashboardModule.forRoot({
+          path: 'durable',
+          readOnly: false,
+          actor: (req) => headerOf(req, 'x-user') ?? 'sample-app visitor',
+        }),
         ArticlesModule.register({ catchUpTimeout: options.catchUpTimeout }),
         EtlModule,
         MaintenanceModule,
@@ -61,4 +69,10 @@ export class AppModule implements NestModule {
       providers: [{ provide: APP_FILTER, useClass: DurableErrorFilter }],
     };
   }
+}
+
+/** A request header's value (the dashboard's `actor` gets the platform's request). */
+function headerOf(req: unknown, name: string): string | undefined {
+  const value = (req as { headers?: Record<string, string | string[] | undefined> }).headers?.[name];
+  return Array.isArray(value) ? value[0] : value;
 }

@@ -50,6 +50,7 @@ async function bootstrap(): Promise<void> {
     const port = Number(process.env.PORT ?? 3000);
     await app.listen(port);
     logger.log(`Listening on http://localhost:${port}`);
+    logger.log(`Dashboard: http://localhost:${port}/durable`);
   } catch (error) {
     await app?.close().catch(() => undefined);
     await database?.stop().catch(() => undefined);

@@ -13,7 +13,10 @@ export type DurableErrorCode =
   | 'child_failed'
   | 'not_cancellable'
   | 'serialization_failure'
-  | 'schedule_not_found';
+  | 'schedule_not_found'
+  | 'missing_dependency'
+  | 'not_available'
+  | 'usage';
 
 /** Base class of every error this package throws on purpose. */
 export abstract class DurableError extends Error {

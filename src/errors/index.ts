@@ -14,3 +14,6 @@ export * from './child-failed.error';
 export * from './not-cancellable.error';
 export * from './schedule-not-found.error';
 export * from './serialization.error';
+export * from './missing-dependency.error';
+export * from './not-available.error';
+export * from './usage.error';

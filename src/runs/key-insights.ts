@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DurableConnection } from '../core/durable.connection';
 import { WorkflowRegistry } from '../definition/workflow.registry';
 import { ActivityStore } from '../store/activity.store';
-import { assertValid, uuidProblem } from '../domain/validation';
+import { assertValid, problem, uuidProblem } from '../domain/validation';
 import type { RunStatus } from '../domain/run-info';
 import type { WorkflowRef } from '../definition/workflow-metadata';
 
@@ -26,6 +26,19 @@ export interface KeyInfo {
   runs: number;
   /** Starts that found the key held in the last 24 hours. */
   readdsLastDay: number;
+  /** Pass it as `cursor` for the next page. */
+  cursor: string;
+}
+
+/** Filters of `listKeys`. */
+export interface ListKeysOptions {
+  /** Without it: the keys of every workflow, newest first (by their newest run). */
+  workflow?: WorkflowRef;
+  /** A part of the key. */
+  search?: string;
+  limit?: number;
+  /** The `cursor` of the last key of the previous page. */
+  cursor?: string;
 }
 
 /** Key statistics of a workflow, over the activity kept (`retention.activity`). */
@@ -46,6 +59,8 @@ export interface ListActivityOptions {
   runId?: string;
   since?: Date;
   limit?: number;
+  /** The `id` of the last event of the previous page: the events older than it. */
+  cursor?: string;
 }
 
 const clampLimit = (n: number | undefined, def: number) => Math.min(Math.max(1, Math.floor(n ?? def)), 1000);
@@ -61,29 +76,40 @@ export class KeyInsights {
 
   /** Activity events, newest first. */
   async listActivity(o: ListActivityOptions = {}): Promise<ActivityEvent[]> {
-    assertValid('listActivity', [uuidProblem(o.runId, 'runId')]);
+    assertValid('listActivity', [
+      uuidProblem(o.runId, 'runId'),
+      o.cursor === undefined || /^[0-9]{1,18}$/.test(o.cursor)
+        ? undefined
+        : problem('cursor', o.cursor, 'isActivityId', 'cursor must be the id of an activity event'),
+    ]);
     const rows = await this.activity.list(this.connection.db, {
       kinds: o.kinds,
       workflow: o.workflow === undefined ? undefined : this.registry.nameOf(o.workflow),
       key: o.key,
       runId: o.runId,
       since: o.since,
+      cursor: o.cursor,
       limit: clampLimit(o.limit, 100),
     });
     return rows.map((r) => ({ id: r.id, kind: r.kind, runId: r.run_id, at: r.at, details: r.details }));
   }
 
-  /** Keys of a workflow ordered by key; page with `cursor: last.key`. */
-  async listKeys(o: { workflow: WorkflowRef; search?: string; limit?: number; cursor?: string }): Promise<KeyInfo[]> {
-    const workflow = this.registry.nameOf(o.workflow);
+  /**
+   * Keys of a workflow ordered by key, or of every workflow newest first; page with
+   * `cursor: last.cursor`.
+   */
+  async listKeys(o: ListKeysOptions): Promise<KeyInfo[]> {
+    const workflow = o.workflow === undefined ? null : this.registry.nameOf(o.workflow);
+    if (workflow === null) assertValid('listKeys', [uuidProblem(o.cursor, 'cursor')]);
     const rows = await this.activity.keys(this.connection.db, workflow, o.search ?? null, o.cursor ?? null, clampLimit(o.limit, 50));
     return rows.map((r) => ({
-      workflow,
+      workflow: workflow ?? r.workflow!,
       key: r.key,
       holderId: r.holder_id,
       holderStatus: r.holder_status as RunStatus | null,
       runs: r.runs,
       readdsLastDay: r.readds_last_day,
+      cursor: workflow === null ? r.last_id! : r.key,
     }));
   }
 

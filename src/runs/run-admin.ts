@@ -1,6 +1,15 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { KeyContendedError, KeyTakenError, NoKeyError, NotCancellableError, NotFailedError, NotFinishedError, RunNotFoundError } from '../errors';
-import { DEFAULT_REUSE, decideStart } from '../domain/keys.policy';
+import {
+  KeyContendedError,
+  KeyTakenError,
+  NoKeyError,
+  NotCancellableError,
+  NotFailedError,
+  NotFinishedError,
+  RunNotFoundError,
+  UnknownWorkflowError,
+} from '../errors';
+import { decideStart } from '../domain/keys.policy';
 import { isFinished, type StartResult } from '../domain/run-info';
 import { isUuid } from '../domain/uuid';
 import { assertValid, nameProblem } from '../domain/validation';
@@ -76,9 +85,11 @@ export class RunAdmin {
       if (!row) throw new RunNotFoundError(runId);
       if (row.status !== 'failed') throw new NotFailedError(runId, row.status);
       if (row.key !== null && !row.holds_key) {
+        // taking the key back follows the workflow's reuse rule, which only its definition holds
+        const def = registry.find(row.workflow);
+        if (!def) throw new UnknownWorkflowError(row.workflow, `retrying run ${runId}, whose key a newer run took, by the workflow's reuse rule`);
         const holder = await runs.lockHolder(q, row.workflow, row.key);
-        const reuse = registry.find(row.workflow)?.reuse ?? DEFAULT_REUSE;
-        const decision = decideStart(reuse, 'error', holder && { status: holder.status, pickedUp: holder.picked_up });
+        const decision = decideStart(def.reuse, 'error', holder && { status: holder.status, pickedUp: holder.picked_up });
         if (decision.action !== 'create') throw new KeyTakenError(holder!.id);
         if (holder) await runs.dropKey(q, holder.id);
         await runs.takeKey(q, runId);

@@ -9,7 +9,9 @@ import type { WorkflowRef } from '../definition/workflow-metadata';
 import { WorkflowRegistry } from '../definition/workflow.registry';
 import { DurableConnection } from '../core/durable.connection';
 import { toRunInfo } from '../store/run-row';
+import { HistoryStore } from '../store/history.store';
 import { RunsStore } from '../store/runs.store';
+import type { RunFilter, StepAttemptStatus } from '../store/runs.types';
 
 /** Filters of {@link DurableService.listRuns}. */
 export interface ListRunsOptions {
@@ -18,13 +20,39 @@ export interface ListRunsOptions {
   status?: RunStatus | RunStatus[];
   flowId?: string;
   parentId?: string;
-  /** Only runs `waiting` for this: `'input'` lists the runs waiting for someone's input. */
-  waitingFor?: WaitKind;
+  /** Only runs `waiting` for this: `'input'` lists the runs waiting for someone's input, `'deps'` flow nodes waiting for their deps. */
+  waitingFor?: WaitKind | 'deps';
   /** At most this many (default 50, max 1000). */
   limit?: number;
-  /** The `id` of the last run of the previous page. */
+  /** The `id` of the last run of the previous page (the same as `before`). */
   cursor?: string;
+  /** Only runs older than this run id: the next page, newest first. */
+  before?: string;
+  /** Only the runs just newer than this run id: the previous page (still newest first). */
+  after?: string;
 }
+
+/** Filters of {@link DurableService.countRuns}. */
+export type CountRunsFilter = Pick<ListRunsOptions, 'workflow' | 'status' | 'key' | 'flowId'>;
+
+/** One attempt of a step, as {@link DurableService.getRunHistory} lists it. */
+export interface StepAttempt {
+  /** Index of the step. */
+  step: number;
+  /** Its name (null when the workflow is not registered on this node). */
+  name: string | null;
+  attempt: number;
+  startedAt: Date;
+  finishedAt: Date;
+  status: StepAttemptStatus;
+  /** The failure of a failed attempt. */
+  error?: unknown;
+  /** The node that ran it. */
+  nodeId: string | null;
+}
+
+/** Most attempts `getRunHistory` returns. */
+const HISTORY_LIMIT = 1000;
 
 /** How often `waitForRun` looks at the run. */
 const WAIT_POLL_MS = 25;
@@ -36,6 +64,7 @@ export class RunReader {
     private readonly connection: DurableConnection,
     private readonly registry: WorkflowRegistry,
     private readonly runs: RunsStore,
+    private readonly history: HistoryStore,
   ) {}
 
   /** The run (with its `children`), or null. */
@@ -58,21 +87,60 @@ export class RunReader {
     }
   }
 
-  /** Runs matching the filters, newest first; page with `cursor: lastRun.id`. */
+  /**
+   * Runs matching the filters, newest first; the next page with `before: lastRun.id` (or `cursor`),
+   * the previous one with `after: firstRun.id`.
+   */
   async list(options: ListRunsOptions = {}): Promise<RunInfo[]> {
     const limit = Math.min(Math.max(1, Math.floor(options.limit ?? 50)), 1000);
-    assertValid('listRuns', [uuidProblem(options.cursor, 'cursor'), uuidProblem(options.parentId, 'parentId')]);
-    const status = options.status === undefined ? undefined : ([] as RunStatus[]).concat(options.status);
+    assertValid('listRuns', [
+      uuidProblem(options.cursor, 'cursor'),
+      uuidProblem(options.before, 'before'),
+      uuidProblem(options.after, 'after'),
+      uuidProblem(options.parentId, 'parentId'),
+    ]);
     const rows = await this.runs.list(this.connection.db, {
-      workflow: options.workflow === undefined ? undefined : this.registry.nameOf(options.workflow),
-      key: options.key,
-      status,
-      flowId: options.flowId,
+      ...this.filter(options),
       parentId: options.parentId,
       waitingFor: options.waitingFor,
-      cursor: options.cursor,
+      before: options.before ?? options.cursor,
+      after: options.after,
       limit,
     });
     return rows.map((r) => toRunInfo(r, this.registry.stepName));
+  }
+
+  /** How many runs match (at most `cap`, default 10 000: `capped` when there may be more). */
+  async count(filter: CountRunsFilter = {}, options: { cap?: number } = {}): Promise<{ count: number; capped: boolean }> {
+    const cap = Math.min(Math.max(1, Math.floor(options.cap ?? 10_000)), 1_000_000);
+    const n = await this.runs.count(this.connection.db, this.filter(filter), cap + 1);
+    return { count: Math.min(n, cap), capped: n > cap };
+  }
+
+  /** Every attempt of every step of the run (the first 1000), in the order they ended. */
+  async historyOf(runId: string): Promise<StepAttempt[]> {
+    const run = await this.get(runId);
+    if (!run) throw new RunNotFoundError(runId);
+    const rows = await this.history.list(this.connection.db, runId, HISTORY_LIMIT);
+    return rows.map((r) => ({
+      step: r.step,
+      name: this.registry.stepName(run.workflow, r.step),
+      attempt: r.attempt,
+      startedAt: r.started_at,
+      finishedAt: r.finished_at,
+      status: r.status,
+      ...(r.error ? { error: r.error } : {}),
+      nodeId: r.node_id,
+    }));
+  }
+
+  /** The store's filter of workflow, key, status and flow. */
+  private filter(o: CountRunsFilter): Omit<RunFilter, 'limit'> {
+    return {
+      workflow: o.workflow === undefined ? undefined : this.registry.nameOf(o.workflow),
+      key: o.key,
+      status: o.status === undefined ? undefined : ([] as RunStatus[]).concat(o.status),
+      flowId: o.flowId,
+    };
   }
 }

@@ -43,3 +43,12 @@ export function nextOf(time: CronTime): Date | null {
     return null;
   }
 }
+
+/** The first tick of `cron` (in `timezone`) after `from`, or null when there is none. */
+export function nextTickAfter(cron: string, timezone: string, from: Date): Date | null {
+  try {
+    return new CronTime(cron, timezone).getNextDateFrom(from, timezone).toJSDate();
+  } catch {
+    return null;
+  }
+}

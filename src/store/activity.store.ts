@@ -2,7 +2,7 @@ import type { Queryable } from './db';
 import { holdsKey, indexedWorkflows } from './sql';
 
 /** Kinds of activity event the module records. */
-export type ActivityKind = 'key_duplicate' | 'key_handed_off' | 'key_released' | 'key_retaken';
+export type ActivityKind = 'key_duplicate' | 'key_handed_off' | 'key_released' | 'key_retaken' | 'dashboard_action';
 
 /** A transaction as the rows it wrote carry it: its start time (`now()`, as text) and its id (their `xmin`). */
 export interface TxMark {
@@ -19,6 +19,20 @@ export interface ActivityRow {
   details: Record<string, unknown>;
 }
 
+/** A key as `ActivityStore.keys` reads it (`workflow` and `last_id`, its newest run: across workflows only). */
+export interface KeyRow {
+  workflow?: string;
+  key: string;
+  last_id?: string;
+  runs: number;
+  holder_id: string | null;
+  holder_status: string | null;
+  readds_last_day: number;
+}
+
+/** How many of the newest keyed runs a page of keys across workflows reads, per key asked for. */
+const KEYS_WINDOW = 20;
+
 /** Filters of `listActivity`. */
 export interface ActivityFilter {
   kinds?: string[];
@@ -26,12 +40,18 @@ export interface ActivityFilter {
   key?: string;
   runId?: string;
   since?: Date;
+  /** Only events older than this one (its id), in the log's order. */
+  cursor?: string;
   limit: number;
 }
 
-/** The filters of `listActivity` other than workflow and key, on alias `a` ($1 kinds, $4 run, $5 since). */
-const otherFilters = (a: string): string =>
-  `($1::text[] IS NULL OR ${a}.kind = ANY($1)) AND ($4::uuid IS NULL OR ${a}.run_id = $4) AND ($5::timestamptz IS NULL OR ${a}.at >= $5)`;
+/**
+ * The filters of `listActivity` other than workflow and key, on alias `a` ($1 kinds, $4 run, $5
+ * since, $7 an event the events are older than, in the log's order) of the table `T`.
+ */
+const otherFilters = (a: string, T: string): string =>
+  `($1::text[] IS NULL OR ${a}.kind = ANY($1)) AND ($4::uuid IS NULL OR ${a}.run_id = $4) AND ($5::timestamptz IS NULL OR ${a}.at >= $5)
+   AND ($7::bigint IS NULL OR (${a}.at, ${a}.id) < (SELECT c.at, c.id FROM ${T} c WHERE c.id = $7))`;
 
 /** Statements on the `activity` log and the key statistics read from it. */
 export class ActivityStore {
@@ -49,7 +69,7 @@ export class ActivityStore {
       // listByKey), by the log's own order (activity_at, or the filters' indexes)
       list: `
         SELECT a.id::text, a.kind, a.run_id, a.at, a.details FROM ${S}.activity a
-        WHERE $3::text IS NULL AND ($2::text IS NULL OR workflow = $2) AND ${otherFilters('a')}
+        WHERE $3::text IS NULL AND ($2::text IS NULL OR workflow = $2) AND ${otherFilters('a', `${S}.activity`)}
         -- newest first: by time, then a.id (the number; the output column id is its text)
         ORDER BY a.at DESC, a.id DESC LIMIT $6`,
       // a key's events: its newest of each workflow (of $2, or of every workflow) read from
@@ -61,7 +81,7 @@ export class ActivityStore {
         FROM unnest(CASE WHEN $2::text IS NULL THEN ${indexedWorkflows(`${S}.activity`, 'workflow')} ELSE ARRAY[$2::text] END) w (workflow)
         CROSS JOIN LATERAL (
           SELECT * FROM ${S}.activity a
-          WHERE a.workflow = w.workflow AND a.key >= $3 AND a.key <= $3 AND ${otherFilters('a')}
+          WHERE a.workflow = w.workflow AND a.key >= $3 AND a.key <= $3 AND ${otherFilters('a', `${S}.activity`)}
           ORDER BY a.key DESC, a.at DESC, a.id DESC LIMIT $6
         ) a
         ORDER BY a.at DESC, a.id DESC LIMIT $6`,
@@ -78,6 +98,28 @@ export class ActivityStore {
           AND ($2::text IS NULL OR strpos(r.key, $2) > 0)
           AND ($3::text IS NULL OR r.key > $3)
         GROUP BY r.key ORDER BY r.key LIMIT $4`,
+      // keys of every workflow, newest first (by their newest run): the keys of the newest keyed
+      // runs older than the run $3 (a bounded window of the primary key, read backwards), without
+      // the keys that have a run from $3 on (shown on an earlier page)
+      keysAll: `
+        SELECT x.workflow, x.key, x.last_id, h.id AS holder_id, h.status AS holder_status,
+          (SELECT count(*) FROM ${S}.runs r WHERE r.workflow = x.workflow AND r.key = x.key)::int AS runs,
+          (SELECT count(*) FROM ${S}.activity a
+            WHERE a.workflow = x.workflow AND a.key = x.key AND a.kind = 'key_duplicate' AND a.at > now() - interval '1 day')::int
+            AS readds_last_day
+        FROM (
+          SELECT workflow, key, max(id::text)::uuid AS last_id FROM (
+            SELECT workflow, key, id FROM ${S}.runs
+            WHERE key IS NOT NULL AND ($2::text IS NULL OR strpos(key, $2) > 0) AND ($3::uuid IS NULL OR id < $3)
+            ORDER BY id DESC LIMIT $4 * ${KEYS_WINDOW}) recent
+          GROUP BY workflow, key
+        ) x
+        LEFT JOIN LATERAL (
+          SELECT r.id, r.status FROM ${S}.runs r WHERE r.workflow = x.workflow AND r.key = x.key AND ${holdsKey('r')} LIMIT 1
+        ) h ON true
+        WHERE $1::text IS NULL AND ($3::uuid IS NULL OR NOT EXISTS (
+          SELECT 1 FROM ${S}.runs n WHERE n.workflow = x.workflow AND n.key = x.key AND n.id >= $3))
+        ORDER BY x.last_id DESC LIMIT $4`,
       stats: `
         SELECT
           (SELECT count(*) FROM ${S}.runs r WHERE workflow = $1 AND key IS NOT NULL AND ${holdsKey('r')})::int AS keys_held,
@@ -108,7 +150,7 @@ export class ActivityStore {
   }
 
   /** Appends one event (in the caller's transaction when `q` is one). */
-  async record(q: Queryable, kind: ActivityKind, runId: string, workflow: string, key: string | null, details: object): Promise<void> {
+  async record(q: Queryable, kind: ActivityKind, runId: string, workflow: string | null, key: string | null, details: object): Promise<void> {
     await q.query(this.sql.record, [kind, runId, workflow, key, JSON.stringify({ workflow, key, ...details })]);
   }
 
@@ -120,17 +162,15 @@ export class ActivityStore {
   /** Events matching `f`, newest first. */
   list(q: Queryable, f: ActivityFilter): Promise<ActivityRow[]> {
     const text = f.key === undefined ? this.sql.list : this.sql.listByKey;
-    return q.query<ActivityRow>(text, [f.kinds ?? null, f.workflow ?? null, f.key ?? null, f.runId ?? null, f.since ?? null, f.limit]);
+    return q.query<ActivityRow>(text, [f.kinds ?? null, f.workflow ?? null, f.key ?? null, f.runId ?? null, f.since ?? null, f.limit, f.cursor ?? null]);
   }
 
-  /** Keys of `workflow` (substring `search`), ordered by key, after `cursor` (a key). */
-  keys(q: Queryable, workflow: string, search: string | null, cursor: string | null, limit: number) {
-    return q.query<{ key: string; runs: number; holder_id: string | null; holder_status: string | null; readds_last_day: number }>(this.sql.keys, [
-      workflow,
-      search,
-      cursor,
-      limit,
-    ]);
+  /**
+   * Keys (substring `search`): of `workflow` ordered by key, after `cursor` (a key); or, with
+   * `workflow` null, of every workflow, newest first, older than `cursor` (a run id: `last_id`).
+   */
+  keys(q: Queryable, workflow: string | null, search: string | null, cursor: string | null, limit: number): Promise<KeyRow[]> {
+    return q.query<KeyRow>(workflow === null ? this.sql.keysAll : this.sql.keys, [workflow, search, cursor, limit]);
   }
 
   /** The key statistics of `workflow`, over the activity kept. */

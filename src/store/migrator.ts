@@ -1,5 +1,13 @@
-import type { DataSource, MigrationInterface } from 'typeorm';
+import type { DataSource, MigrationInterface, QueryRunner } from 'typeorm';
 import { durableMigrations } from '../../migrations';
+
+/** The schema and its `migrations` table, made when missing. */
+const bookkeeping = (schema: string): string[] => [
+  `CREATE SCHEMA IF NOT EXISTS "${schema}"`,
+  `CREATE TABLE IF NOT EXISTS "${schema}".migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`,
+];
+const appliedSql = (schema: string) => `SELECT name FROM "${schema}".migrations`;
+const recordSql = (schema: string) => `INSERT INTO "${schema}".migrations (name) VALUES ($1)`;
 
 /**
  * Applies the module's pending migrations in one transaction. A transaction-scoped advisory lock
@@ -12,15 +20,14 @@ export async function runMigrations(dataSource: DataSource, schema: string): Pro
   try {
     await runner.startTransaction();
     await runner.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`nestjs-durable:migrate:${schema}`]);
-    await runner.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
-    await runner.query(`CREATE TABLE IF NOT EXISTS "${schema}".migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
-    const done = new Set<string>(((await runner.query(`SELECT name FROM "${schema}".migrations`)) as { name: string }[]).map((r) => r.name));
+    for (const statement of bookkeeping(schema)) await runner.query(statement);
+    const done = new Set<string>(((await runner.query(appliedSql(schema))) as { name: string }[]).map((r) => r.name));
     for (const Migration of durableMigrations(schema)) {
       const migration: MigrationInterface = new Migration();
       const name = migration.name ?? Migration.name;
       if (done.has(name)) continue;
       await migration.up(runner);
-      await runner.query(`INSERT INTO "${schema}".migrations (name) VALUES ($1)`, [name]);
+      await runner.query(recordSql(schema), [name]);
       applied.push(name);
     }
     await runner.commitTransaction();
@@ -31,4 +38,32 @@ export async function runMigrations(dataSource: DataSource, schema: string): Pro
   } finally {
     await runner.release();
   }
+}
+
+/** One pending migration and the statements it would run. */
+export interface PendingMigration {
+  name: string;
+  statements: string[];
+}
+
+/**
+ * The module's migrations not yet applied to `schema`, each with the statements it would run,
+ * without writing anything: the applied ones are read (when the schema has them), and each
+ * pending migration runs against a runner that only records its statements.
+ */
+export async function pendingMigrations(dataSource: DataSource, schema: string): Promise<PendingMigration[]> {
+  const [{ exists }] = (await dataSource.query(`SELECT to_regclass($1) IS NOT NULL AS exists`, [`"${schema}".migrations`])) as { exists: boolean }[];
+  const done = new Set<string>(exists ? ((await dataSource.query(appliedSql(schema))) as { name: string }[]).map((r) => r.name) : []);
+  const pending: PendingMigration[] = exists ? [] : [{ name: 'schema', statements: bookkeeping(schema) }];
+  for (const Migration of durableMigrations(schema)) {
+    const migration: MigrationInterface = new Migration();
+    const name = migration.name ?? Migration.name;
+    if (done.has(name)) continue;
+    const statements: string[] = [];
+    const recorder = { query: async (text: string) => void statements.push(text.trim()) } as unknown as QueryRunner;
+    await migration.up(recorder);
+    statements.push(recordSql(schema).replace('$1', `'${name}'`));
+    pending.push({ name, statements });
+  }
+  return pending;
 }

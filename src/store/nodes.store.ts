@@ -25,6 +25,17 @@ export interface BeatResult {
   strays: number;
 }
 
+/** A `nodes` row as `list` reads it. */
+export interface NodeRow {
+  id: string;
+  started_at: Date;
+  heartbeat_at: Date;
+  /** What the node said in its last heartbeat (`concurrency`, `workflows`, …). */
+  info: { concurrency?: number; workflows?: string[] };
+  alive: boolean;
+  running: number;
+}
+
 /** Statements on the `nodes` and `leases` tables (one heartbeat row per live node, the maintenance lease). */
 export class NodesStore {
   private readonly sql: Record<string, string>;
@@ -74,6 +85,11 @@ export class NodesStore {
         )
         SELECT (SELECT count(*) FROM dead)::int AS nodes, (SELECT count(*) FROM orphans)::int AS runs`,
       remove: `DELETE FROM ${S}.nodes WHERE id = $1`,
+      // alive: heard from within $1 ms; running: its runs, through the partial index runs_running
+      list: `
+        SELECT n.id, n.started_at, n.heartbeat_at, n.info, n.heartbeat_at > now() - $1 * interval '1 millisecond' AS alive,
+          (SELECT count(*) FROM ${S}.runs r WHERE r.status = 'running' AND r.node_id = n.id)::int AS running
+        FROM ${S}.nodes n ORDER BY n.id LIMIT $2`,
     };
   }
 
@@ -99,6 +115,11 @@ export class NodesStore {
   async recoverDead(q: Queryable, timeoutMs: number): Promise<{ nodes: number; runs: number }> {
     const [row] = await q.query<{ nodes: number; runs: number }>(this.sql.recover, [timeoutMs]);
     return row;
+  }
+
+  /** The first `limit` nodes by id; `alive` when heard from within `timeoutMs`. */
+  list(q: Queryable, timeoutMs: number, limit: number): Promise<NodeRow[]> {
+    return q.query<NodeRow>(this.sql.list, [timeoutMs, limit]);
   }
 
   /** Removes this node's row (clean shutdown). */

@@ -26,6 +26,29 @@ export const ANALYZED_TABLES = ['activity', 'runs'] as const;
 /** One of {@link ANALYZED_TABLES}. */
 export type AnalyzedTable = (typeof ANALYZED_TABLES)[number];
 
+/**
+ * The filters of `listRuns` and `countRuns` on alias `r`: $1 workflow, $2 key, $3 statuses, $4 flow,
+ * $5 parent, $6 wait kind; $7 a run id the runs are older than.
+ */
+const RUN_FILTERS = `($1::text IS NULL OR r.workflow = $1)
+        AND ($2::text IS NULL OR r.key = $2)
+        -- a key without a workflow: through runs_key, one workflow at a time
+        AND ($2::text IS NULL OR $1::text IS NOT NULL OR r.workflow = ANY(%WORKFLOWS%))
+        AND ($3::text[] IS NULL OR r.status = ANY($3))
+        AND ($4::text IS NULL OR r.flow_id = $4)
+        AND ($5::uuid IS NULL OR r.parent_id = $5)
+        AND ($6::text IS NULL OR (r.status = 'waiting' AND (r.wait_kind = $6 OR ($6 = 'deps' AND r.deps_left > 0))))
+        AND ($7::uuid IS NULL OR r.id < $7)`;
+
+/** `listRuns`: the filters, $9 a run id the runs are newer than, at most $8, by id `order` (newest first: DESC). */
+const listRuns = (S: string, order: 'ASC' | 'DESC'): string => `
+      SELECT ${runColumns(S, 'r')} FROM ${S}.runs r
+      WHERE ${runFilters(S)} AND ($9::uuid IS NULL OR r.id > $9)
+      ORDER BY r.id ${order} LIMIT $8`;
+
+/** {@link RUN_FILTERS} for schema `S`. */
+const runFilters = (S: string): string => RUN_FILTERS.replace('%WORKFLOWS%', indexedWorkflows(`${S}.runs`, 'key'));
+
 /** Every statement on the `runs` table, by name; `S` is the validated, quoted schema. */
 export function runsStatements(S: string): Record<string, string> {
   // The runs of $1 (JSON array) whose key is free, and one wake-up for the workers ($2) if any is due.
@@ -106,18 +129,16 @@ export function runsStatements(S: string): Record<string, string> {
     takeKey: `UPDATE ${S}.runs SET holds_key = true WHERE id = $1 AND NOT holds_key RETURNING id`,
     get: `SELECT ${runColumns(S, 'r')}, ARRAY(SELECT c.id FROM ${S}.runs c WHERE c.parent_id = $1 ORDER BY c.id) AS children FROM ${S}.runs r WHERE id = $1`,
     getForUpdate: `SELECT * FROM ${S}.runs WHERE id = $1 FOR UPDATE`,
-    list: `
-      SELECT ${runColumns(S, 'r')} FROM ${S}.runs r
-      WHERE ($1::text IS NULL OR workflow = $1)
-        AND ($2::text IS NULL OR key = $2)
-        -- a key without a workflow: through runs_key, one workflow at a time
-        AND ($2::text IS NULL OR $1::text IS NOT NULL OR workflow = ANY(${indexedWorkflows(`${S}.runs`, 'key')}))
-        AND ($3::text[] IS NULL OR status = ANY($3))
-        AND ($4::text IS NULL OR flow_id = $4)
-        AND ($5::uuid IS NULL OR parent_id = $5)
-        AND ($6::uuid IS NULL OR id < $6)
-        AND ($8::text IS NULL OR (status = 'waiting' AND wait_kind = $8))
-      ORDER BY id DESC LIMIT $7`,
+    list: listRuns(S, 'DESC'),
+    // the page after a cursor read upwards (the caller reverses it)
+    listAfter: listRuns(S, 'ASC'),
+    // at most $8 runs matching the filters: read from an index, never the whole history
+    count: `SELECT count(*)::int AS n FROM (SELECT 1 FROM ${S}.runs r WHERE ${runFilters(S)} LIMIT $8) x`,
+    // runs per (workflow, status) of $1 × $2, each at most $3, through runs_workflow_status
+    countByStatus: `
+      SELECT w.workflow, st.status, (SELECT count(*)::int FROM (
+        SELECT 1 FROM ${S}.runs r WHERE r.workflow = w.workflow AND r.status = st.status LIMIT $3) x) AS n
+      FROM unnest($1::text[]) w (workflow) CROSS JOIN unnest($2::text[]) st (status)`,
     // Only while the node's own heartbeat is fresh ($4: nodeTimeout): a node declared dead, or one
     // that cannot heartbeat, claims nothing. w: waiting runs whose timer ended (sleep, wait timeout,
     // workflow deadline) and released compensating runs whose retry delay passed; p: due pending
@@ -155,6 +176,7 @@ export function runsStatements(S: string): Record<string, string> {
            'due', w.until IS NOT NULL AND w.until <= now(), 'children', w.children, 'timed_out', w.timed_out))
          FROM ${S}.waits w WHERE w.run_id = r.id AND w.step = r.step) END AS waits`,
     transition: `
+      WITH u AS (
       UPDATE ${S}.runs r SET
         status = CASE WHEN (v.status = 'waiting' AND (v.wait_kind || ':' || coalesce(v.wait_name, '')) = ANY(r.inbox)) THEN 'pending' ELSE v.status END,
         step = coalesce(v.step, r.step),
@@ -177,12 +199,22 @@ export function runsStatements(S: string): Record<string, string> {
         comp_step = coalesce(v.comp_step, r.comp_step)
       FROM jsonb_to_recordset($1::jsonb) AS v(id uuid, epoch integer, status text, step integer, attempt integer,
         context jsonb, result jsonb, results jsonb, error jsonb, delay_ms bigint, final boolean,
-        wait_kind text, wait_name text, wake_at timestamptz, comp_step integer, release boolean)
+        wait_kind text, wait_name text, wake_at timestamptz, comp_step integer, release boolean,
+        tried_step integer, tried_attempt integer, tried_status text, tried_from timestamptz, tried_to timestamptz)
       WHERE r.id = v.id AND r.epoch = v.epoch AND r.status IN ('running', 'compensating')
       RETURNING r.id,
         -- a key holder's final status: the key trigger may have handed its key over in this transaction
         CASE WHEN v.final AND r.holds_key THEN now()::text END AS tx_at,
-        CASE WHEN v.final AND r.holds_key THEN (txid_current() % 4294967296)::text END AS tx_xid`,
+        CASE WHEN v.final AND r.holds_key THEN (txid_current() % 4294967296)::text END AS tx_xid,
+        v.tried_step, v.tried_attempt, v.tried_status, v.tried_from, v.tried_to, v.error
+      ), tried AS (
+        -- the attempt whose outcome this is (getRunHistory), only for the runs the execution still owned
+        INSERT INTO ${S}.step_attempts (run_id, step, attempt, status, started_at, finished_at, error, node_id)
+        SELECT id, tried_step, tried_attempt, tried_status, tried_from, tried_to,
+          CASE WHEN tried_status = 'failed' THEN error END, $2
+        FROM u WHERE tried_status IS NOT NULL
+      )
+      SELECT id, tx_at, tx_xid FROM u`,
     cancel: `
       UPDATE ${S}.runs SET status = 'cancelled', cancel_reason = $2, error = $3, finished_at = now()
       WHERE id = $1 AND status IN ('pending', 'running', 'waiting')
@@ -226,7 +258,9 @@ export function runsStatements(S: string): Record<string, string> {
             AND (c.parent_id IS NULL OR NOT EXISTS (
               SELECT 1 FROM ${S}.runs p WHERE p.id = c.parent_id AND p.finished_at IS NULL))
           LIMIT $2)
-        RETURNING 1
+        RETURNING id
+      ), h AS (
+        DELETE FROM ${S}.step_attempts WHERE run_id IN (SELECT id FROM d)
       ) SELECT count(*)::int AS n FROM d`,
     wake: `SELECT pg_notify($1, '')`,
     // the tables whose rows changed since their last ANALYZE (autovacuum's or anyone's) exceed a

@@ -169,18 +169,25 @@ export class RunsStore {
     return row;
   }
 
-  /** Runs matching `f`, newest first, after `cursor` (a run id). */
-  list(q: Queryable, f: RunFilter): Promise<RunRow[]> {
-    return q.query<RunRow>(this.sql.list, [
-      f.workflow ?? null,
-      f.key ?? null,
-      f.status ?? null,
-      f.flowId ?? null,
-      f.parentId ?? null,
-      f.cursor ?? null,
-      f.limit,
-      f.waitingFor ?? null,
-    ]);
+  /**
+   * Runs matching `f`, newest first: older than `before` (a run id), or the `limit` runs just newer
+   * than `after`.
+   */
+  async list(q: Queryable, f: RunFilter): Promise<RunRow[]> {
+    const up = f.after !== undefined && f.before === undefined;
+    const rows = await q.query<RunRow>(up ? this.sql.listAfter : this.sql.list, [...filterParams(f), f.limit, f.after ?? null]);
+    return up ? rows.reverse() : rows;
+  }
+
+  /** How many runs match `f`, counting at most `cap`. */
+  async count(q: Queryable, f: Omit<RunFilter, 'limit'>, cap: number): Promise<number> {
+    const [row] = await q.query<{ n: number }>(this.sql.count, [...filterParams(f), cap]);
+    return row.n;
+  }
+
+  /** Runs of each of `workflows` in each of `statuses`, each figure at most `cap`. */
+  countByStatus(q: Queryable, workflows: string[], statuses: readonly RunStatus[], cap: number) {
+    return q.query<{ workflow: string; status: RunStatus; n: number }>(this.sql.countByStatus, [workflows, statuses, cap]);
   }
 
   /** Claims up to `limit` due runs for `nodeId` (SKIP LOCKED), bumping each one's lease epoch. */
@@ -189,11 +196,16 @@ export class RunsStore {
   }
 
   /**
-   * Applies many transitions in one statement: `owned`, the ids whose execution still owned them;
+   * Applies many transitions of node `nodeId` in one statement (with the step attempts they end);
+   * `owned`, the ids whose execution still owned them;
    * `tx`, set when one of them was a key holder that ended (its key may have been handed over).
    */
-  async transition(q: Queryable, ts: Transition[]): Promise<{ owned: Set<string>; tx: TxMark | null }> {
-    const rows = await q.query<{ id: string; tx_at: string | null; tx_xid: string | null }>(this.sql.transition, [JSON.stringify(ts)], 'durable_transition');
+  async transition(q: Queryable, ts: Transition[], nodeId: string): Promise<{ owned: Set<string>; tx: TxMark | null }> {
+    const rows = await q.query<{ id: string; tx_at: string | null; tx_xid: string | null }>(
+      this.sql.transition,
+      [JSON.stringify(ts), nodeId],
+      'durable_transition',
+    );
     const ended = rows.find((r) => r.tx_at !== null);
     return { owned: new Set(rows.map((r) => r.id)), tx: ended ? { at: ended.tx_at!, xid: ended.tx_xid! } : null };
   }
@@ -265,4 +277,9 @@ interface EndedRow {
 function endedRuns(rows: EndedRow[]): EndedRuns {
   const keyed = rows.find((r) => r.holds_key);
   return { ids: rows.map((r) => r.id), tx: keyed ? { at: keyed.tx_at, xid: keyed.tx_xid } : null };
+}
+
+/** The parameters $1–$7 of the run filters (see `RUN_FILTERS` in runs.sql.ts). */
+function filterParams(f: Omit<RunFilter, 'limit'>): unknown[] {
+  return [f.workflow ?? null, f.key ?? null, f.status ?? null, f.flowId ?? null, f.parentId ?? null, f.waitingFor ?? null, f.before ?? null];
 }

@@ -91,7 +91,16 @@ export interface Transition {
   comp_step?: number;
   /** Give the run up (node_id = NULL) while keeping its status (a compensation retry waits for its delay). */
   release?: boolean;
+  /** The step attempt whose outcome this is (recorded for `getRunHistory`): step index, attempt, outcome, its times (ISO). */
+  tried_step?: number;
+  tried_attempt?: number;
+  tried_status?: StepAttemptStatus;
+  tried_from?: string;
+  tried_to?: string;
 }
+
+/** How a step attempt ended: its step completed, it failed, or a wait suspended it. */
+export type StepAttemptStatus = 'completed' | 'failed' | 'suspended';
 
 /** The runs one statement ended (`cancel`, the timeout sweep). */
 export interface EndedRuns {
@@ -110,7 +119,10 @@ export interface RunFilter {
   status?: RunStatus[];
   flowId?: string;
   parentId?: string;
-  cursor?: string;
+  /** Only runs older than this run id. */
+  before?: string;
+  /** Only runs newer than this run id. */
+  after?: string;
   limit: number;
   /** Only `waiting` runs that wait for this (`sleep`, `event`, `input`, `children`). */
   waitingFor?: string;

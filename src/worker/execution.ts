@@ -1,6 +1,6 @@
 import { CancelledError, ChildFailedError, TimeoutError } from '../errors';
 import type { StepDefinition, WorkflowDefinition } from '../definition/workflow-definition';
-import type { ClaimedRow, Transition } from '../store/runs.types';
+import type { ClaimedRow, StepAttemptStatus, Transition } from '../store/runs.types';
 import type { RunServices } from './run-services';
 import { serializeError, type StoredError } from '../domain/serialize-error';
 import { backoffDelay } from '../domain/retry.policy';
@@ -30,6 +30,8 @@ export class Execution implements ExecutionHandle {
   /** When it was claimed (local time), and whether a step of it has taken a slot yet. */
   readonly claimedAt = Date.now();
   private started = false;
+  /** When the step attempt in progress began (ISO, local time), for its `getRunHistory` record. */
+  private attemptFrom = '';
   /** Aborted when the run is lost: a wait for a slot ends. */
   private readonly losing = new AbortScope();
   /** Resolves once {@link run} has ended (the run finished, waits, or was lost). */
@@ -120,12 +122,13 @@ export class Execution implements ExecutionHandle {
         value = await this.inSlot(index > this.row.step, () => stepSpan(this.row, step.name, attempt, () => this.attempt(step, attempt, working)));
       } catch (err) {
         if (this.lost) return;
-        if (isSuspension(err)) return this.suspend(err, attempt);
-        if (this.timedOut) return this.finishFailed(new TimeoutError(`workflow "${this.workflow}" timed out`), index);
+        if (isSuspension(err)) return this.suspend(err, index, attempt);
+        if (this.timedOut) return this.finishFailed(new TimeoutError(`workflow "${this.workflow}" timed out`), index, attempt);
         // a failed child or a timed-out wait fails every attempt the same way: no retries
         if (attempt < step.retry.attempts && !isFinalError(err)) {
           const delay = backoffDelay(step.retry, attempt);
-          await this.write({ status: 'pending', attempt, error: serializeError(err, { step: step.name, attempt }), delay_ms: delay });
+          const error = serializeError(err, { step: step.name, attempt });
+          await this.write({ status: 'pending', attempt, error, delay_ms: delay, ...this.tried(index, attempt, 'failed') });
           this.onRetryScheduled(delay);
           return;
         }
@@ -134,9 +137,10 @@ export class Execution implements ExecutionHandle {
       if (this.lost) return;
       const last = index === steps.length - 1;
       const results = { [step.name]: value ?? null };
+      const tried = this.tried(index, attempt, 'completed');
       const owned = last
-        ? await this.write({ status: 'completed', step: index + 1, context: working, result: value ?? null, results, error: null, final: true })
-        : await this.write({ status: 'running', step: index + 1, attempt: 1, context: working, results, error: null });
+        ? await this.write({ status: 'completed', step: index + 1, context: working, result: value ?? null, results, error: null, final: true, ...tried })
+        : await this.write({ status: 'running', step: index + 1, attempt: 1, context: working, results, error: null, ...tried });
       if (!owned) return;
       context = working;
       this.context = working;
@@ -169,6 +173,7 @@ export class Execution implements ExecutionHandle {
   /** One attempt of a step, bounded by the step timeout; rejects on failure, abort or timeout. */
   private async attempt(step: StepDefinition, attempt: number, working: Record<string, unknown>): Promise<unknown> {
     const scope = this.scope; // the attempt's, whatever replaces it later
+    this.attemptFrom = new Date().toISOString();
     if (scope.reason) throw scope.reason;
     // a step with a timeout gets a signal of its own that also follows the run's; others share the run's
     const own = step.timeoutMs === undefined ? undefined : new AbortController();
@@ -215,9 +220,10 @@ export class Execution implements ExecutionHandle {
     const step = this.def.steps[index]?.name;
     const child = err instanceof ChildFailedError ? { childId: err.childId, childStatus: err.childStatus, childError: err.childError } : {};
     const error = serializeError(err, { step, attempt, ...child });
+    const tried = attempt === undefined ? {} : this.tried(index, attempt, 'failed');
     const first = this.lastCompensable(index - 1);
-    if (first < 0) return this.write({ status: 'failed', error, final: true });
-    if (!(await this.write({ status: 'compensating', error, comp_step: first, attempt: 0 }))) return false;
+    if (first < 0) return this.write({ status: 'failed', error, final: true, ...tried });
+    if (!(await this.write({ status: 'compensating', error, comp_step: first, attempt: 0, ...tried }))) return false;
     this.endDeadline();
     return this.compensate(first, 1, error);
   }
@@ -234,8 +240,9 @@ export class Execution implements ExecutionHandle {
   }
 
   /** A wait is not satisfied: the run waits (holding no slot); the step runs again when it is. */
-  private async suspend(s: Suspension, attempt: number): Promise<void> {
+  private async suspend(s: Suspension, index: number, attempt: number): Promise<void> {
     const owned = await this.write({
+      ...this.tried(index, attempt, 'suspended'),
       status: 'waiting',
       attempt: attempt - 1, // the claim that resumes it counts this attempt again
       error: null,
@@ -298,6 +305,11 @@ export class Execution implements ExecutionHandle {
       attempt = 1;
     }
     return this.write({ status: 'compensated', error, final: true });
+  }
+
+  /** The fields that record step `index`'s attempt `attempt`, which ends now with `status`. */
+  private tried(index: number, attempt: number, status: StepAttemptStatus): Partial<Transition> {
+    return { tried_step: index, tried_attempt: attempt, tried_status: status, tried_from: this.attemptFrom, tried_to: new Date().toISOString() };
   }
 
   private async write(t: Omit<Transition, 'id' | 'epoch'>): Promise<boolean> {

@@ -34,6 +34,8 @@ export class TransitionBatcher {
   constructor(
     private readonly q: Queryable,
     private readonly runs: RunsStore,
+    /** The node whose executions these are (recorded with each step attempt). */
+    private readonly nodeId: string,
     private readonly logger: Logger,
     /** Called (and awaited) after a batch in which key holders ended: counts the key's hand-offs. */
     private readonly holdersEnded: (tx: TxMark) => Promise<void>,
@@ -61,6 +63,7 @@ export class TransitionBatcher {
         const { owned, tx } = await this.runs.transition(
           this.q,
           batch.map((p) => p.t),
+          this.nodeId,
         );
         if (tx) await this.holdersEnded(tx);
         for (const p of batch) p.resolve(owned.has(p.t.id));

@@ -94,7 +94,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     const { db, dataSource } = this.connection;
     const { waits, events, memos, flows } = this;
     this.services = { db, dataSource, registry, runs, logger, waits, events, memos, flows };
-    this.batcher = new TransitionBatcher(db, runs, logger, (tx) => countKeyHandoffs(this.activity, logger, db, tx));
+    this.batcher = new TransitionBatcher(db, runs, options.nodeId, logger, (tx) => countKeyHandoffs(this.activity, logger, db, tx));
     if (options.worker === false) return;
     this.slots = new Slots(options.worker.concurrency);
     this.prefetch = options.worker.prefetch;

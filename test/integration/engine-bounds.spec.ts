@@ -6,6 +6,7 @@
 import { Client } from 'pg';
 import { DurableValidationError, RunContext, Step, Workflow } from '../../src';
 import { runsStatements } from '../../src/store/runs.sql';
+import { DurableTestEnv } from '../../src/testing';
 import { createApp, databaseUrl, freshSchema, ident, sql, waitFor } from '../support';
 
 @Workflow('bounds_sleeper')
@@ -100,15 +101,27 @@ describe('engine bounds', () => {
   });
 
   it('longer durations kept as times in the database work: a 40-day sleep, a 30-day retry back-off', async () => {
-    const t = await createApp({ workflows: [Sleeper, Backoff] });
-    const sleeper = await t.durable.start('bounds_sleeper');
-    const backoff = await t.durable.start('bounds_backoff');
-    await waitFor(async () => (await t.durable.getRun(sleeper.runId))?.status === 'waiting', { message: 'asleep' });
-    await waitFor(async () => (await t.durable.getRun(backoff.runId))?.error !== null, { message: 'the first attempt failed' });
-    expect((await t.durable.getRun(backoff.runId))!.status).toBe('pending');
-    const day = 86_400;
-    expect(await secondsBetween(t.schema, sleeper.runId, 'wake_at', 'now()')).toBeGreaterThan(39.99 * day);
-    expect(await secondsBetween(t.schema, backoff.runId, 'run_at', 'now()')).toBeGreaterThan(29.99 * day);
+    const env = await DurableTestEnv.create({ providers: [Sleeper, Backoff] });
+    try {
+      const sleeper = await env.durable.start('bounds_sleeper');
+      const backoff = await env.durable.start('bounds_backoff');
+      await env.runUntilIdle();
+      expect(await env.durable.getRun(sleeper.runId)).toMatchObject({ status: 'waiting' });
+      expect(await env.durable.getRun(backoff.runId)).toMatchObject({ status: 'pending', error: expect.objectContaining({ message: 'not yet' }) });
+      const day = 86_400;
+      expect(await secondsBetween(env.schema, sleeper.runId, 'wake_at', 'now()')).toBeGreaterThan(39.99 * day);
+      expect(await secondsBetween(env.schema, backoff.runId, 'run_at', 'now()')).toBeGreaterThan(29.99 * day);
+      // and they end when that time has passed (moved by the testing kit): the second attempt runs
+      await env.skipTime('30d');
+      await env.runUntilIdle();
+      expect(await env.durable.getRun(backoff.runId)).toMatchObject({ status: 'failed', attempt: 2 });
+      expect(await env.durable.getRun(sleeper.runId)).toMatchObject({ status: 'waiting' });
+      await env.skipTime('10d');
+      await env.runUntilIdle();
+      expect(await env.durable.getRun(sleeper.runId)).toMatchObject({ status: 'completed' });
+    } finally {
+      await env.close();
+    }
   });
 
   it("a delay and a debounce limit count from the database's clock; a debounced run is due no later than its limit", async () => {

@@ -1,4 +1,4 @@
-import { DynamicModule, LoggerService, Provider, Type } from '@nestjs/common';
+import { DynamicModule, INestApplication, LoggerService, Provider, Type } from '@nestjs/common';
 import { Test, TestingModule } from '@nestjs/testing';
 import { DurableModule, DurableService } from '../../src';
 import { databaseUrl, freshSchema } from './db';
@@ -23,6 +23,8 @@ export interface AppSpec {
   async?: boolean | { imports?: Array<Type<unknown> | DynamicModule>; inject?: unknown[]; useFactory?: (...args: unknown[]) => unknown };
   /** Replaces the DurableModule import entirely (for option-validation tests). */
   durableModule?: DynamicModule;
+  /** Serve HTTP: the Nest application is set up by this (global prefix, global guards, …) before init; see `TestApp.server`. */
+  http?: (app: INestApplication) => void;
 }
 
 export interface TestApp {
@@ -32,6 +34,8 @@ export interface TestApp {
   options: AnyOptions;
   get<T>(token: Type<T> | string | symbol): T;
   close(): Promise<void>;
+  /** The HTTP server, with `spec.http` (for supertest). */
+  server?: ReturnType<INestApplication['getHttpServer']>;
 }
 
 const openApps: { app: TestApp; scope: 'test' | 'file' }[] = [];
@@ -92,6 +96,7 @@ export async function createApp(spec: AppSpec = {}): Promise<TestApp> {
   } else durableModule = DurableModule.forRoot(options as never);
 
   let moduleRef: TestingModule | undefined;
+  let nest: INestApplication | undefined;
   try {
     moduleRef = await Test.createTestingModule({
       imports: [durableModule, ...(spec.imports ?? [])],
@@ -99,9 +104,14 @@ export async function createApp(spec: AppSpec = {}): Promise<TestApp> {
     })
       .setLogger(new TestLogger())
       .compile();
-    await moduleRef.init();
+    if (spec.http) {
+      nest = moduleRef.createNestApplication({ logger: new TestLogger() });
+      spec.http(nest);
+      await nest.init();
+    } else await moduleRef.init();
   } catch (err) {
-    if (moduleRef) await moduleRef.close().catch(() => undefined);
+    if (nest) await nest.close().catch(() => undefined);
+    else if (moduleRef) await moduleRef.close().catch(() => undefined);
     throw err;
   }
   const app = moduleRef;
@@ -112,9 +122,10 @@ export async function createApp(spec: AppSpec = {}): Promise<TestApp> {
     schema,
     options,
     get: (token) => app.get(token as never),
+    server: nest?.getHttpServer(),
     close: () => {
       if (!closed) {
-        closed = app.close();
+        closed = nest ? nest.close() : app.close();
         const i = openApps.findIndex((o) => o.app === testApp);
         if (i >= 0) openApps.splice(i, 1);
       }

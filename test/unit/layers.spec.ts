@@ -8,7 +8,7 @@ import { dirname, join, relative, resolve } from 'node:path';
  */
 const SRC = resolve(__dirname, '../../src');
 
-/** Layer of each folder of src/ (files at the top of src/ are the module itself: the top layer). */
+/** Layer of each folder of src/ (files at the top of src/ are the module itself). */
 export const LAYERS: Record<string, number> = {
   errors: 0,
   domain: 1,
@@ -23,10 +23,12 @@ export const LAYERS: Record<string, number> = {
   worker: 8,
   health: 9,
   nest: 9,
-  dashboard: 10,
-  testing: 10,
-  cli: 10,
   '.': 11,
+  // the optional entry points build on the module itself (DurableModule, DurableService); the
+  // package root never imports them
+  dashboard: 12,
+  testing: 12,
+  cli: 12,
 };
 
 function sourceFiles(dir: string): string[] {

@@ -1,0 +1,60 @@
+import type { INestApplicationContext } from '@nestjs/common';
+import type { DataSource } from 'typeorm';
+import type { Db } from '../store/db';
+import { OverviewStore } from '../store/overview.store';
+import type { RunsStore } from '../store/runs.store';
+import type { DurableService } from '../durable.service';
+
+/** Where the CLI connects: a database URL and the module's schema. */
+export interface CliTarget {
+  url: string;
+  schema: string;
+}
+
+/**
+ * The CLI's way into a database: the module itself (no worker, no migrations, no workflows), so
+ * every command goes through `DurableService` and applies its rules; or, for `migrate`, a bare
+ * DataSource. Made on first use, closed by {@link close}. Nest, TypeORM and the module are loaded
+ * then too: help and usage errors answer without waiting for them.
+ */
+export class CliConnection {
+  private app?: INestApplicationContext;
+  private bare?: DataSource;
+
+  constructor(readonly target: CliTarget) {}
+
+  /** `DurableService` on the target schema. */
+  async durable(): Promise<DurableService> {
+    const { DurableService } = await import('../durable.service');
+    return (await this.context()).get(DurableService);
+  }
+
+  /** The module's connection, its runs store and the overview reads on the target schema. */
+  async overview(): Promise<{ db: Db; runs: RunsStore; store: OverviewStore }> {
+    const app = await this.context();
+    const [{ DurableConnection }, { RunsStore }] = await Promise.all([import('../core/durable.connection'), import('../store/runs.store')]);
+    const { db } = app.get(DurableConnection, { strict: false });
+    return { db, runs: app.get(RunsStore, { strict: false }), store: new OverviewStore(this.target.schema) };
+  }
+
+  /** A DataSource of its own (for migrations: the module would apply them when it starts). */
+  async dataSource(): Promise<DataSource> {
+    const { createDataSource } = await import('../store/typeorm-adapter');
+    this.bare ??= await createDataSource(this.target.url).initialize();
+    return this.bare;
+  }
+
+  async close(): Promise<void> {
+    await this.app?.close();
+    if (this.bare?.isInitialized) await this.bare.destroy();
+  }
+
+  private async context(): Promise<INestApplicationContext> {
+    const [{ NestFactory }, { DurableModule }] = await Promise.all([import('@nestjs/core'), import('../durable.module')]);
+    this.app ??= await NestFactory.createApplicationContext(
+      DurableModule.forRoot({ url: this.target.url, schema: this.target.schema, worker: false, migrationsRun: false }),
+      { logger: false, abortOnError: false },
+    );
+    return this.app;
+  }
+}

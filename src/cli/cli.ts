@@ -1,0 +1,133 @@
+import { UsageError } from '../errors';
+import { parseArgs, stringOption, type ParsedArgs } from './args';
+import { CliConnection } from './cli-connection';
+import type { Command } from './command';
+import { overviewCommands } from './overview.commands';
+import { runsCommands } from './runs.commands';
+
+/** Every command, in the order the help lists them. */
+export const COMMANDS: Command[] = [overviewCommands[0], ...runsCommands, ...overviewCommands.slice(1)];
+
+/** Where the CLI writes, and its environment. */
+export interface CliIo {
+  stdout(text: string): void;
+  stderr(text: string): void;
+  env: NodeJS.ProcessEnv;
+}
+
+const GLOBAL_OPTIONS: Record<string, string> = {
+  '--url <url>': 'the database (default: DATABASE_URL)',
+  '--schema <name>': 'the module’s schema (default: durable)',
+  '--json': 'print one JSON document for scripts instead of tables',
+  '--help': 'this help',
+};
+
+/** Exit codes: done, refused or failed, bad usage. */
+export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
+
+const usageOf = (c: Command) => `nestjs-durable ${c.name}${c.args.map((a) => ` ${a}`).join('')}`;
+
+function optionLines(options: Record<string, string>): string[] {
+  const width = Math.max(...Object.keys(options).map((o) => o.length));
+  return Object.entries(options).map(([o, what]) => `  ${o.padEnd(width)}  ${what}`);
+}
+
+/** The help of one command, or of the whole CLI. */
+export function helpText(command?: Command): string {
+  if (command) {
+    return [`usage: ${usageOf(command)} [options]`, '', command.summary, '', 'options:', ...optionLines({ ...command.options, ...GLOBAL_OPTIONS })].join('\n');
+  }
+  const width = Math.max(...COMMANDS.map((c) => usageOf(c).length));
+  return [
+    'usage: nestjs-durable <command> [options]',
+    '',
+    'commands:',
+    ...COMMANDS.map((c) => `  ${usageOf(c).padEnd(width)}  ${c.summary}`),
+    '',
+    'options of every command:',
+    ...optionLines(GLOBAL_OPTIONS),
+    '',
+    'nestjs-durable <command> --help shows the options of a command.',
+    'Exit status: 0 done, 1 refused or failed, 2 bad usage.',
+  ].join('\n');
+}
+
+/** The command named by the first words of the line, and its arguments. */
+function findCommand(parsed: ParsedArgs): { command: Command; args: string[] } | undefined {
+  for (const command of COMMANDS) {
+    const words = command.name.split(' ');
+    if (words.every((w, i) => parsed.words[i] === w)) return { command, args: parsed.words.slice(words.length) };
+  }
+  return undefined;
+}
+
+/** Refuses arguments and options the command does not take. */
+function checkUsage(command: Command, args: string[], parsed: ParsedArgs): void {
+  const required = command.args.filter((a) => a.startsWith('<')).length;
+  if (args.length < required || args.length > command.args.length) {
+    throw new UsageError(
+      `${command.name} takes ${command.args.join(' ') || 'no arguments'}, got ${args.length ? args.map((a) => JSON.stringify(a)).join(' ') : 'none'}`,
+    );
+  }
+  const known = new Set([...Object.keys(command.options), ...Object.keys(GLOBAL_OPTIONS)].map((o) => o.split(' ')[0].slice(2)));
+  for (const name of parsed.options.keys()) if (!known.has(name)) throw new UsageError(`${command.name} has no option --${name}`);
+}
+
+/** Postgres' code for a table that does not exist. */
+const UNDEFINED_TABLE = '42P01';
+
+/**
+ * One line naming the error's code: `error <code>: <message>` (a durable error's code, else
+ * Postgres' SQLSTATE or Node's error code).
+ */
+function errorLine(err: unknown): string {
+  const code = (err as { code?: unknown } | null)?.code;
+  let message = err instanceof Error ? err.message : String(err);
+  if (code === UNDEFINED_TABLE) message += ' (is the schema migrated? see nestjs-durable migrate --help)';
+  return `error ${typeof code === 'string' || typeof code === 'number' ? code : 'failed'}: ${message.replace(/\s*\n\s*/g, ' ')}`;
+}
+
+/** Runs one command line; resolves with the exit code. */
+export async function runCli(argv: string[], io: CliIo): Promise<number> {
+  let parsed: ParsedArgs;
+  let found: ReturnType<typeof findCommand>;
+  try {
+    parsed = parseArgs(argv);
+    found = findCommand(parsed);
+    if (!found) {
+      if (parsed.words.length === 0 && parsed.options.has('help')) {
+        io.stdout(helpText());
+        return EXIT.ok;
+      }
+      throw new UsageError(
+        parsed.words.length
+          ? `unknown command "${parsed.words.join(' ')}" (nestjs-durable --help lists them)`
+          : 'no command given (nestjs-durable --help lists them)',
+      );
+    }
+    if (parsed.options.has('help')) {
+      io.stdout(helpText(found.command));
+      return EXIT.ok;
+    }
+    checkUsage(found.command, found.args, parsed);
+  } catch (err) {
+    io.stderr(errorLine(err));
+    return EXIT.usage;
+  }
+  const url = stringOption(parsed, 'url') ?? io.env.DATABASE_URL;
+  if (!url) {
+    io.stderr(errorLine(new UsageError('no database: give --url postgres://… or set DATABASE_URL')));
+    return EXIT.usage;
+  }
+  const connection = new CliConnection({ url, schema: stringOption(parsed, 'schema') ?? 'durable' });
+  try {
+    const out = await found.command.run({ args: found.args, parsed, connection });
+    io.stdout(parsed.options.has('json') ? JSON.stringify(out.json, null, 2) : out.text);
+    return EXIT.ok;
+  } catch (err) {
+    io.stderr(errorLine(err));
+    return err instanceof UsageError ? EXIT.usage : EXIT.failed;
+  } finally {
+    await connection.close().catch(() => undefined);
+  }
+}

@@ -1,0 +1,184 @@
+import { NotAvailableError, UsageError } from '../errors';
+import { pendingMigrations, runMigrations } from '../store/migrator';
+import type { StatusCount } from '../store/overview.store';
+import { countOption, stringOption } from './args';
+import type { Command, CommandContext } from './command';
+import { table } from './table';
+
+/** The window of "finished lately" in `status` and `workflows list`. */
+const RECENT_MS = 3_600_000;
+const GOING = ['pending', 'running', 'waiting', 'compensating'];
+
+/** Counts as `{ workflow: { status: count } }`. */
+function byWorkflow(...lists: StatusCount[][]): Map<string, Record<string, number>> {
+  const out = new Map<string, Record<string, number>>();
+  for (const c of lists.flat()) out.set(c.workflow, { ...out.get(c.workflow), [c.status]: c.count });
+  return out;
+}
+
+/** Going runs and runs finished in the last hour, per workflow and status. */
+async function counts(ctx: CommandContext) {
+  const { db, store } = await ctx.connection.overview();
+  const [going, finished] = await Promise.all([store.going(db), store.finished(db, RECENT_MS)]);
+  return { going, finished };
+}
+
+/**
+ * A count table: one row per workflow, a column per going status, one per final status seen in
+ * the last hour, then the `extra` columns.
+ */
+function countsTable(
+  counts: Map<string, Record<string, number>>,
+  finished: StatusCount[],
+  extra?: { column: string; of: (workflow: string) => unknown },
+): string {
+  const finals = [...new Set(finished.map((c) => c.status))].sort();
+  const statuses = [...GOING, ...finals];
+  const rows = [...counts].map(([workflow, n]) => [workflow, ...statuses.map((st) => n[st] ?? 0), ...(extra ? [extra.of(workflow)] : [])]);
+  const columns = ['WORKFLOW', ...GOING.map((st) => st.toUpperCase()), ...finals.map((st) => `${st.toUpperCase()} (1H)`), ...(extra ? [extra.column] : [])];
+  return table(columns, rows, 'no runs going or finished in the last hour');
+}
+
+const pauseCommand = (verb: 'pause' | 'resume'): Command => ({
+  name: `workflows ${verb}`,
+  args: ['<name>'],
+  options: {},
+  summary: `${verb}s claiming a workflow's runs (not available: queue controls do not exist in this version)`,
+  run() {
+    return Promise.reject(new NotAvailableError(`workflows ${verb}: pausing and resuming workflows (queue controls) is not available in this version`));
+  },
+});
+
+/** `status`, `workflows …`, `keys list`, `activity` and `migrate`. */
+export const overviewCommands: Command[] = [
+  {
+    name: 'status',
+    args: [],
+    options: {},
+    summary: 'runs going per workflow and status, runs finished in the last hour, the backlog and the nodes',
+    async run(ctx) {
+      const { going, finished } = await counts(ctx);
+      const { db, runs, store } = await ctx.connection.overview();
+      const [backlog, nodes] = await Promise.all([runs.backlog(db), store.nodes(db)]);
+      const nodeList = nodes.map((n) => ({
+        nodeId: n.id,
+        startedAt: n.started_at,
+        lastSeenAt: n.heartbeat_at,
+        silentMs: Math.round(n.silent_ms),
+        info: n.info,
+      }));
+      const json = {
+        schema: ctx.connection.target.schema,
+        going,
+        finishedLastHour: finished,
+        backlog: { due: backlog.pending, lagMs: Math.round(backlog.lagMs) },
+        nodes: nodeList,
+      };
+      const text = [
+        `schema ${json.schema}: ${backlog.pending} run(s) due, the oldest waiting ${json.backlog.lagMs} ms`,
+        '',
+        countsTable(byWorkflow(going, finished), finished),
+        '',
+        table(
+          ['NODE', 'STARTED', 'LAST SEEN', 'SILENT (S)'],
+          nodeList.map((n) => [n.nodeId, n.startedAt, n.lastSeenAt, (n.silentMs / 1000).toFixed(1)]),
+          'no nodes',
+        ),
+      ].join('\n');
+      return { json, text };
+    },
+  },
+  {
+    name: 'workflows list',
+    args: [],
+    options: {},
+    summary: 'workflows with runs going or finished in the last hour, or a schedule (definitions live in the app, not the database)',
+    async run(ctx) {
+      const { going, finished } = await counts(ctx);
+      const schedules = await (await ctx.connection.durable()).listSchedules();
+      const names = byWorkflow(going, finished);
+      for (const s of schedules) if (!names.has(s.workflow)) names.set(s.workflow, {});
+      const scheduleNames = (workflow: string) => schedules.filter((sc) => sc.workflow === workflow).map((sc) => sc.name);
+      const json = [...names].map(([workflow, n]) => ({ workflow, counts: n, schedules: scheduleNames(workflow) }));
+      const text = countsTable(names, finished, { column: 'SCHEDULES', of: (w) => scheduleNames(w).join(', ') });
+      return { json, text: json.length ? text : 'no workflows with runs or schedules' };
+    },
+  },
+  pauseCommand('pause'),
+  pauseCommand('resume'),
+  {
+    name: 'keys list',
+    args: [],
+    options: {
+      '--workflow <name>': 'the workflow whose keys to list (required)',
+      '--search <text>': 'only keys starting with this text',
+      '--limit <n>': 'at most this many (default 50, at most 1000)',
+    },
+    summary: 'keys of a workflow with their holder, runs and re-adds in the last day',
+    async run(ctx) {
+      const workflow = stringOption(ctx.parsed, 'workflow');
+      if (!workflow) throw new UsageError('keys list needs --workflow <name> (listing the keys of every workflow at once is not available in this version)');
+      const limit = countOption(ctx.parsed, 'limit', 1000);
+      const keys = await (await ctx.connection.durable()).listKeys({ workflow, search: stringOption(ctx.parsed, 'search'), limit });
+      const text = table(
+        ['KEY', 'HOLDER', 'HOLDER STATUS', 'RUNS', 'RE-ADDS (1D)'],
+        keys.map((k) => [k.key, k.holderId, k.holderStatus, k.runs, k.readdsLastDay]),
+        'no keys',
+      );
+      return { json: keys, text };
+    },
+  },
+  {
+    name: 'activity',
+    args: [],
+    options: {
+      '--key <key>': 'only events of this key',
+      '--kind <kind>': 'only events of this kind (key_duplicate, key_handed_off, key_released, key_retaken, …)',
+      '--workflow <name>': 'only events of this workflow',
+      '--run <id>': 'only events of this run',
+      '--limit <n>': 'at most this many, newest first (default 100, at most 1000)',
+    },
+    summary: 'the activity log (key duplicates, hand-offs, releases, retakes), newest first',
+    async run(ctx) {
+      const kind = stringOption(ctx.parsed, 'kind');
+      const limit = countOption(ctx.parsed, 'limit', 1000);
+      const events = await (
+        await ctx.connection.durable()
+      ).listActivity({
+        key: stringOption(ctx.parsed, 'key'),
+        kinds: kind === undefined ? undefined : [kind],
+        workflow: stringOption(ctx.parsed, 'workflow'),
+        runId: stringOption(ctx.parsed, 'run'),
+        limit,
+      });
+      const text = table(
+        ['AT', 'KIND', 'RUN', 'WORKFLOW', 'KEY', 'DETAILS'],
+        events.map((e) => {
+          const { workflow, key, ...rest } = e.details;
+          return [e.at, e.kind, e.runId, workflow, key, rest];
+        }),
+        'no activity',
+      );
+      return { json: events, text };
+    },
+  },
+  {
+    name: 'migrate',
+    args: [],
+    options: { '--print-sql': 'print the statements of the pending migrations instead of applying them (writes nothing)' },
+    summary: 'applies the module’s pending migrations to the schema',
+    async run(ctx) {
+      const { schema } = ctx.connection.target;
+      const dataSource = await ctx.connection.dataSource();
+      if (ctx.parsed.options.has('print-sql')) {
+        const pending = await pendingMigrations(dataSource, schema);
+        const text = pending.length
+          ? pending.map((m) => `-- ${m.name}\n${m.statements.map((st) => `${st};`).join('\n\n')}`).join('\n\n')
+          : `-- schema ${schema} is up to date`;
+        return { json: { schema, pending }, text };
+      }
+      const applied = await runMigrations(dataSource, schema);
+      return { json: { schema, applied }, text: applied.length ? `applied to ${schema}: ${applied.join(', ')}` : `schema ${schema} is up to date` };
+    },
+  },
+];

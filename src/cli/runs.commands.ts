@@ -1,0 +1,151 @@
+import { userInfo } from 'os';
+import { RunNotFoundError, UsageError } from '../errors';
+import { FINISHED_STATUSES, GOING_STATUSES, type RunInfo, type RunStatus } from '../domain/run-info';
+import { countOption, jsonArgument, stringOption } from './args';
+import type { Command, CommandContext, Output } from './command';
+import { fields, table } from './table';
+
+const STATUSES: readonly RunStatus[] = [...GOING_STATUSES, ...FINISHED_STATUSES];
+
+/** The step's name, or its position when the definition is not registered here (`#0` is the first). */
+const stepOf = (run: RunInfo): string => run.step ?? `#${run.stepIndex}`;
+
+/** The runs as a table. */
+function runsTable(runs: RunInfo[]): string {
+  return table(
+    ['ID', 'WORKFLOW', 'STATUS', 'KEY', 'STEP', 'ATTEMPT', 'CREATED'],
+    runs.map((r) => [r.id, r.workflow, r.status, r.key, stepOf(r), r.attempt, r.createdAt]),
+    'no runs',
+  );
+}
+
+/** The run `id`, or `RunNotFoundError`. */
+async function getRun(ctx: CommandContext, id: string): Promise<RunInfo> {
+  const run = await (await ctx.connection.durable()).getRun(id);
+  if (!run) throw new RunNotFoundError(id);
+  return run;
+}
+
+/** What an action on a run prints: the run's status after it. */
+async function after(ctx: CommandContext, id: string, done: string, extra: Record<string, unknown> = {}): Promise<Output> {
+  const run = await getRun(ctx, id);
+  return { json: { runId: id, ...extra, status: run.status }, text: `${done}: run ${id} is ${run.status}` };
+}
+
+/** `runs …`: list, show, cancel, retry, release the key of, and send input or events to runs. */
+export const runsCommands: Command[] = [
+  {
+    name: 'runs list',
+    args: [],
+    options: {
+      '--workflow <name>': 'only runs of this workflow',
+      '--status <status>': `only runs in this status (${STATUSES.join(', ')})`,
+      '--key <key>': 'only runs with this key',
+      '--limit <n>': 'at most this many, newest first (default 50, at most 1000)',
+    },
+    summary: 'runs, newest first',
+    async run(ctx) {
+      const status = stringOption(ctx.parsed, 'status');
+      if (status !== undefined && !STATUSES.includes(status as RunStatus)) {
+        throw new UsageError(`--status must be one of ${STATUSES.join(', ')}, got ${JSON.stringify(status)}`);
+      }
+      const limit = countOption(ctx.parsed, 'limit', 1000);
+      const runs = await (
+        await ctx.connection.durable()
+      ).listRuns({
+        workflow: stringOption(ctx.parsed, 'workflow'),
+        key: stringOption(ctx.parsed, 'key'),
+        status: status as RunStatus | undefined,
+        limit,
+      });
+      return { json: runs, text: runsTable(runs) };
+    },
+  },
+  {
+    name: 'runs get',
+    args: ['<id>'],
+    options: {},
+    summary: 'one run: status, step, input, context, result, error, key',
+    async run(ctx) {
+      const run = await getRun(ctx, ctx.args[0]);
+      const text = fields([
+        ['id', run.id],
+        ['workflow', run.workflow],
+        ['status', run.status],
+        ['key', run.key],
+        ['holds key', run.holdsKey],
+        ['step', stepOf(run)],
+        ['attempt', run.attempt],
+        ['input', run.input],
+        ['context', run.context],
+        ['result', run.result],
+        ['error', run.error],
+        ['re-adds', run.readds],
+        ['runs after', run.runsAfterId],
+        ['flow', run.flowId],
+        ['created', run.createdAt],
+        ['started', run.startedAt],
+        ['finished', run.finishedAt],
+      ]);
+      return { json: run, text };
+    },
+  },
+  {
+    name: 'runs cancel',
+    args: ['<id>'],
+    options: { '--reason <text>': 'recorded as the cancel reason' },
+    summary: 'cancels a run that is still going (a finished run is left as it is)',
+    async run(ctx) {
+      const [id] = ctx.args;
+      await (await ctx.connection.durable()).cancel(id, { reason: stringOption(ctx.parsed, 'reason') });
+      return after(ctx, id, 'cancel');
+    },
+  },
+  {
+    name: 'runs retry',
+    args: ['<id>'],
+    options: {},
+    summary: 'resumes a failed run at its failed step, under its workflow’s key rules',
+    async run(ctx) {
+      const [id] = ctx.args;
+      await (await ctx.connection.durable()).retry(id);
+      return after(ctx, id, 'retried');
+    },
+  },
+  {
+    name: 'runs release-key',
+    args: ['<id>'],
+    options: { '--by <who>': 'recorded in the key_released event (default cli:<user>)' },
+    summary: 'lets a finished run’s key go, so the item can be processed again',
+    async run(ctx) {
+      const [id] = ctx.args;
+      const by = stringOption(ctx.parsed, 'by') ?? `cli:${userInfo().username}`;
+      await (await ctx.connection.durable()).releaseKey(id, { by });
+      return after(ctx, id, 'key released', { releasedBy: by });
+    },
+  },
+  {
+    name: 'runs provide-input',
+    args: ['<id>', '<name>', '<json>'],
+    options: {},
+    summary: 'provides the value a run waits for with ctx.waitForInput(name)',
+    async run(ctx) {
+      const [id, name, json] = ctx.args;
+      const value = jsonArgument(json, '<json>');
+      await (await ctx.connection.durable()).provideInput(id, name, value);
+      return after(ctx, id, `input "${name}" provided`, { name });
+    },
+  },
+  {
+    name: 'runs send-event',
+    args: ['<id>', '<name>', '[<json>]'],
+    options: { '--buffer': 'keep the event for a later waitForEvent when the run is not waiting for it' },
+    summary: 'sends an event to a run (delivered, kept or dropped)',
+    async run(ctx) {
+      const [id, name, json] = ctx.args;
+      const payload = json === undefined ? undefined : jsonArgument(json, '<json>');
+      const outcome = await (await ctx.connection.durable()).sendEvent(id, name, payload, { buffer: ctx.parsed.options.has('buffer') });
+      return after(ctx, id, `event "${name}" ${outcome}`, { name, outcome });
+    },
+  },
+];

@@ -1,0 +1,162 @@
+import { Body, Controller, HttpStatus, Param, Post, Req, Res, UseGuards, UseInterceptors } from '@nestjs/common';
+import { DurableConnection } from '../core/durable.connection';
+import { DurableValidationError, RunNotFoundError } from '../errors';
+import { RunAdmin } from '../runs/run-admin';
+import { RunEvents } from '../runs/run-events';
+import { Scheduler } from '../schedules/scheduler';
+import { ActivityStore } from '../store/activity.store';
+import { DashboardContext, type HtmlResponse } from './dashboard.context';
+import { DashboardGuard } from './dashboard.guard';
+import { DashboardHeaders } from './dashboard.headers';
+import { DashboardReads } from './dashboard-reads';
+import type { DashboardAction } from './dashboard.options';
+import { errorPage } from './pages/lists.page';
+
+/** A request as the actions read it (Express or Fastify). */
+export interface ActionRequest {
+  headers: Record<string, string | string[] | undefined>;
+}
+
+type Redirecting = HtmlResponse & { redirect(status: number, url: string): unknown };
+
+/** The run actions by their URL segment. */
+const RUN_ACTIONS: Record<string, DashboardAction> = {
+  cancel: 'cancel',
+  retry: 'retry',
+  rerun: 'rerun',
+  'release-key': 'releaseKey',
+  'provide-input': 'provideInput',
+  'send-event': 'sendEvent',
+};
+
+const header = (req: ActionRequest, name: string): string | undefined => {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+};
+
+/**
+ * Why a POST from another site (or one that does not say where it comes from) is refused: a
+ * browser sends `Sec-Fetch-Site` or `Origin` with every form it posts.
+ */
+export function crossOrigin(req: ActionRequest): string | undefined {
+  const site = header(req, 'sec-fetch-site');
+  if (site !== undefined) return site === 'same-origin' ? undefined : `a request from another site (${site}) is refused`;
+  const origin = header(req, 'origin');
+  if (origin === undefined) return 'a request that does not say where it comes from (no Origin) is refused';
+  try {
+    return new URL(origin).host === header(req, 'host') ? undefined : 'a request from another origin is refused';
+  } catch {
+    return 'a request from another origin is refused';
+  }
+}
+
+/** A JSON text from a form field, or a `DurableValidationError` naming the field. */
+function parseJson(text: unknown, field: string): unknown {
+  if (text === undefined || text === '') return null;
+  try {
+    return JSON.parse(String(text));
+  } catch {
+    throw new DurableValidationError(`${field} is not JSON: ${String(text).slice(0, 80)}`);
+  }
+}
+
+/**
+ * The dashboard's actions (POST): refused with 403 while read-only, from another origin, or when
+ * `authorize` says no; each one done is recorded in the activity log (`dashboard_action`) with its
+ * actor, then the browser is sent back to the page of the run.
+ */
+@Controller()
+@UseGuards(DashboardGuard)
+@UseInterceptors(DashboardHeaders)
+export class ActionsController {
+  constructor(
+    private readonly context: DashboardContext,
+    private readonly reads: DashboardReads,
+    private readonly admin: RunAdmin,
+    private readonly events: RunEvents,
+    private readonly scheduler: Scheduler,
+    private readonly activity: ActivityStore,
+    private readonly connection: DurableConnection,
+  ) {}
+
+  @Post('runs/:id/:action')
+  async runAction(
+    @Req() req: ActionRequest,
+    @Res() res: Redirecting,
+    @Param('id') id: string,
+    @Param('action') slug: string,
+    @Body() body: Record<string, unknown> = {},
+  ) {
+    const action = Object.prototype.hasOwnProperty.call(RUN_ACTIONS, slug) ? RUN_ACTIONS[slug] : undefined;
+    if (!action) return this.refuse(res, HttpStatus.NOT_FOUND, `there is no action "${slug}"`);
+    const refused = await this.refusal(req, action);
+    if (refused) return this.refuse(res, HttpStatus.FORBIDDEN, refused);
+    let target = '';
+    const answer = await this.context.render(async (ctx) => {
+      const run = await this.reads.readers.runs.get(id);
+      if (!run) throw new RunNotFoundError(id);
+      const details: Record<string, unknown> = { action };
+      let shownId = id;
+      if (action === 'cancel') await this.admin.cancel(id, { reason: 'cancelled from the dashboard' });
+      else if (action === 'retry') await this.admin.retry(id);
+      else if (action === 'rerun') shownId = details.newRunId = (await this.admin.rerun(id)).runId;
+      else if (action === 'releaseKey') await this.admin.releaseKey(id, { by: (await this.actorOf(req)) ?? 'dashboard' });
+      else if (action === 'provideInput') {
+        const value = parseJson(body.value, 'value');
+        await this.events.provideInput(id, String(body.name ?? ''), value);
+        details.name = body.name;
+      } else {
+        const payload = parseJson(body.payload, 'payload');
+        details.outcome = await this.events.send(id, String(body.name ?? ''), payload);
+        details.name = body.name;
+      }
+      await this.record(req, id, run.workflow, run.key, details);
+      target = `${ctx.base}/runs/${shownId}`;
+      return '';
+    });
+    if (target) return void res.redirect(HttpStatus.SEE_OTHER, target);
+    this.context.send(res, answer);
+  }
+
+  @Post('schedules/:name/trigger')
+  async trigger(@Req() req: ActionRequest, @Res() res: Redirecting, @Param('name') name: string) {
+    const refused = await this.refusal(req, 'triggerSchedule');
+    if (refused) return this.refuse(res, HttpStatus.FORBIDDEN, refused);
+    let target = '';
+    const answer = await this.context.render(async (ctx) => {
+      const schedule = (await this.scheduler.list()).find((s) => s.name === name);
+      const started = await this.scheduler.trigger(name);
+      await this.record(req, started.runId, schedule?.workflow ?? null, schedule?.key ?? null, {
+        action: 'triggerSchedule',
+        schedule: name,
+        outcome: started.outcome,
+      });
+      target = `${ctx.base}/runs/${started.runId}`;
+      return '';
+    });
+    if (target) return void res.redirect(HttpStatus.SEE_OTHER, target);
+    this.context.send(res, answer);
+  }
+
+  /** Why `action` is refused for this request, or undefined. */
+  private async refusal(req: ActionRequest, action: DashboardAction): Promise<string | undefined> {
+    if (!this.context.writable) return 'the dashboard is read-only';
+    const cross = crossOrigin(req);
+    if (cross) return cross;
+    const { authorize } = this.context.options;
+    if (authorize && !(await authorize(action, req))) return `you may not ${action}`;
+    return undefined;
+  }
+
+  private refuse(res: HtmlResponse, status: number, message: string): void {
+    this.context.send(res, { status, html: errorPage(this.context.page(), status === HttpStatus.FORBIDDEN ? 'Forbidden' : 'Not found', message) });
+  }
+
+  private async actorOf(req: ActionRequest): Promise<string | null> {
+    return (await this.context.options.actor?.(req)) ?? null;
+  }
+
+  private async record(req: ActionRequest, runId: string, workflow: string | null, key: string | null, details: Record<string, unknown>): Promise<void> {
+    await this.activity.record(this.connection.db, 'dashboard_action', runId, workflow, key, { ...details, actor: await this.actorOf(req) });
+  }
+}

@@ -1,0 +1,86 @@
+import { HttpStatus, Inject, Injectable } from '@nestjs/common';
+import { ApplicationConfig } from '@nestjs/core';
+import { DurableError, DurableValidationError, RunNotFoundError, ScheduleNotFoundError, UnknownWorkflowError } from '../errors';
+import { toMs } from '../domain/duration';
+import { sqlState } from '../store/db';
+import { DASHBOARD_OPTIONS, type DurableDashboardOptions } from './dashboard.options';
+import type { PageContext } from './layout';
+import { errorPage } from './pages/lists.page';
+import { SearchError } from './search';
+
+/** What a dashboard handler answers: a status and a whole HTML page. */
+export interface Answer {
+  status: number;
+  html: string;
+}
+
+/** The response the handlers write to (Express or Fastify). */
+export interface HtmlResponse {
+  status(code: number): unknown;
+  /** Express. */
+  type?: (t: string) => unknown;
+  /** Fastify. */
+  header?: (name: string, value: string) => unknown;
+  send(body: string): unknown;
+  redirect?: (...args: unknown[]) => unknown;
+}
+
+/** The status of a page for a failure: a bad request, an unknown run, a refused change, a slow database. */
+function statusOf(err: unknown): number | undefined {
+  if (err instanceof SearchError || err instanceof DurableValidationError) return HttpStatus.BAD_REQUEST;
+  if (err instanceof RunNotFoundError || err instanceof ScheduleNotFoundError || err instanceof UnknownWorkflowError) return HttpStatus.NOT_FOUND;
+  if (err instanceof DurableError) return HttpStatus.CONFLICT;
+  if (sqlState(err) === '57014') return HttpStatus.SERVICE_UNAVAILABLE; // statement timeout
+  return undefined;
+}
+
+/** Where the dashboard is mounted and what its pages may show, and how failures become pages. */
+@Injectable()
+export class DashboardContext {
+  readonly path: string;
+  private readonly refreshMs: number;
+
+  constructor(
+    @Inject(DASHBOARD_OPTIONS) readonly options: DurableDashboardOptions & { path: string },
+    private readonly app: ApplicationConfig,
+  ) {
+    this.path = options.path;
+    this.refreshMs = toMs(options.refreshInterval ?? '5s', 'refreshInterval');
+  }
+
+  /** Actions are allowed at all (not read-only). */
+  get writable(): boolean {
+    return this.options.readOnly === false;
+  }
+
+  /** The page context: the dashboard's path under the app's global prefix. */
+  page(): PageContext {
+    const base = `/${[this.app.getGlobalPrefix(), this.path]
+      .map((p) => p.replace(/^\/+|\/+$/g, ''))
+      .filter(Boolean)
+      .join('/')}`;
+    return { base: base === '/' ? '' : base, actions: this.writable, refreshMs: this.refreshMs };
+  }
+
+  /** Renders `fn`'s page; a known failure becomes an error page with its status, anything else is thrown on. */
+  async render(fn: (ctx: PageContext) => Promise<string | Answer>): Promise<Answer> {
+    const ctx = this.page();
+    try {
+      const out = await fn(ctx);
+      return typeof out === 'string' ? { status: HttpStatus.OK, html: out } : out;
+    } catch (err) {
+      const status = statusOf(err);
+      if (status === undefined) throw err;
+      const message = status === HttpStatus.SERVICE_UNAVAILABLE ? 'the database did not answer in time; try a narrower search' : (err as Error).message;
+      return { status, html: errorPage(ctx, status === HttpStatus.BAD_REQUEST ? 'Bad request' : 'Cannot do that', message) };
+    }
+  }
+
+  /** Writes an answer as an HTML response. */
+  send(res: HtmlResponse, answer: Answer): void {
+    res.status(answer.status);
+    if (typeof res.type === 'function') res.type('text/html; charset=utf-8');
+    else res.header?.('Content-Type', 'text/html; charset=utf-8');
+    res.send(answer.html);
+  }
+}

@@ -1,0 +1,45 @@
+import { DynamicModule, Module, Provider } from '@nestjs/common';
+import { RouterModule } from '@nestjs/core';
+import { ActionsController } from './actions.controller';
+import { AssetsController } from './assets.controller';
+import { DashboardContext } from './dashboard.context';
+import { DashboardGuard } from './dashboard.guard';
+import { DashboardHeaders } from './dashboard.headers';
+import { DASHBOARD_OPTIONS, type DurableDashboardAsyncOptions, type DurableDashboardOptions } from './dashboard.options';
+import { DashboardReads } from './dashboard-reads';
+import { PagesController } from './pages.controller';
+import { RunsController } from './runs.controller';
+
+/**
+ * The dashboard: plain Nest controllers mounted with `RouterModule` at `path` (default
+ * `'durable'`), so the app's global prefix, guards, filters and interceptors apply, plus the
+ * `guards` given here. Read-only unless `readOnly: false`. Import it next to `DurableModule`.
+ */
+@Module({})
+export class DurableDashboardModule {
+  /** Mounts the dashboard with these options. */
+  static forRoot(options: DurableDashboardOptions = {}): DynamicModule {
+    const path = options.path ?? 'durable';
+    return DurableDashboardModule.build(path, { provide: DASHBOARD_OPTIONS, useValue: { ...options, path } }, []);
+  }
+
+  /** Mounts the dashboard at `path` with options from a factory (e.g. guards from the app's config). */
+  static forRootAsync(options: DurableDashboardAsyncOptions): DynamicModule {
+    const path = options.path ?? 'durable';
+    const provider: Provider = {
+      provide: DASHBOARD_OPTIONS,
+      inject: options.inject ?? [],
+      useFactory: async (...args: never[]) => ({ ...(await options.useFactory(...args)), path }),
+    };
+    return DurableDashboardModule.build(path, provider, options.imports ?? []);
+  }
+
+  private static build(path: string, optionsProvider: Provider, imports: NonNullable<DynamicModule['imports']>): DynamicModule {
+    return {
+      module: DurableDashboardModule,
+      imports: [...imports, RouterModule.register([{ path, module: DurableDashboardModule }])],
+      controllers: [RunsController, PagesController, ActionsController, AssetsController],
+      providers: [optionsProvider, DashboardContext, DashboardReads, DashboardGuard, DashboardHeaders],
+    };
+  }
+}

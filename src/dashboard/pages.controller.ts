@@ -1,0 +1,104 @@
+import { Controller, Get, Param, Query, Res, UseGuards, UseInterceptors } from '@nestjs/common';
+import { Scheduler } from '../schedules/scheduler';
+import { DashboardContext, type HtmlResponse } from './dashboard.context';
+import { DashboardGuard } from './dashboard.guard';
+import { DashboardHeaders } from './dashboard.headers';
+import { DashboardReads } from './dashboard-reads';
+import { flowPage } from './pages/flow.page';
+import { keysPage } from './pages/keys.page';
+import { activityPage, nodesPage, schedulesPage } from './pages/lists.page';
+import { overviewPage } from './pages/overview.page';
+import { workflowPage, workflowsPage } from './pages/workflows.page';
+import { PAGE_SIZE } from './runs.controller';
+import { UnknownWorkflowError } from '../errors';
+
+/** Figures of the overview count at most this many runs each (a page never counts the history). */
+const OVERVIEW_CAP = 1000;
+
+/** The overview, workflows, keys, flows, schedules, activity and nodes pages. */
+@Controller()
+@UseGuards(DashboardGuard)
+@UseInterceptors(DashboardHeaders)
+export class PagesController {
+  constructor(
+    private readonly context: DashboardContext,
+    private readonly reads: DashboardReads,
+    private readonly scheduler: Scheduler,
+  ) {}
+
+  @Get()
+  async overview(@Res() res: HtmlResponse) {
+    this.context.send(
+      res,
+      await this.context.render(async (ctx) => {
+        const { cluster, backlog } = this.reads.readers;
+        const [workflows, nodes, lag] = await Promise.all([cluster.workflows(OVERVIEW_CAP), cluster.nodeList(), backlog()]);
+        return overviewPage(ctx, { workflows, nodes, backlog: lag });
+      }),
+    );
+  }
+
+  @Get('workflows')
+  async workflows(@Res() res: HtmlResponse) {
+    this.context.send(res, await this.context.render(async (ctx) => workflowsPage(ctx, await this.reads.readers.cluster.workflows(OVERVIEW_CAP))));
+  }
+
+  @Get('workflows/:name')
+  async workflow(@Res() res: HtmlResponse, @Param('name') name: string) {
+    this.context.send(
+      res,
+      await this.context.render(async (ctx) => {
+        const { cluster, runs, keys } = this.reads.readers;
+        const workflow = (await cluster.workflows(OVERVIEW_CAP)).find((w) => w.name === name);
+        if (!workflow) throw new UnknownWorkflowError(name);
+        const [recent, stats, keyList, schedules] = await Promise.all([
+          runs.list({ workflow: name, limit: 20 }),
+          keys.keyStats({ workflow: name }),
+          keys.listKeys({ workflow: name, limit: 20 }),
+          this.scheduler.list(),
+        ]);
+        return workflowPage(ctx, { workflow, recent, stats, keys: keyList, schedules: schedules.filter((s) => s.workflow === name) });
+      }),
+    );
+  }
+
+  @Get('keys')
+  async keys(@Res() res: HtmlResponse, @Query('workflow') workflow?: string, @Query('q') q?: string, @Query('cursor') cursor?: string) {
+    this.context.send(
+      res,
+      await this.context.render(async (ctx) => {
+        const { keys, cluster } = this.reads.readers;
+        const wf = workflow || undefined;
+        const list = await keys.listKeys({ workflow: wf, search: q || undefined, cursor: cursor || undefined, limit: PAGE_SIZE });
+        const names = (await cluster.workflows(1)).map((w) => w.name);
+        return keysPage(ctx, { workflow: wf, q, keys: list, limit: PAGE_SIZE, workflows: names });
+      }),
+    );
+  }
+
+  @Get('flows/:id')
+  async flow(@Res() res: HtmlResponse, @Param('id') id: string) {
+    this.context.send(res, await this.context.render(async (ctx) => flowPage(ctx, await this.reads.readers.flows.graph(id))));
+  }
+
+  @Get('schedules')
+  async schedules(@Res() res: HtmlResponse) {
+    this.context.send(res, await this.context.render(async (ctx) => schedulesPage(ctx, await this.scheduler.list())));
+  }
+
+  @Get('activity')
+  async activity(@Res() res: HtmlResponse, @Query('kind') kind?: string, @Query('cursor') cursor?: string) {
+    this.context.send(
+      res,
+      await this.context.render(async (ctx) => {
+        const events = await this.reads.readers.keys.listActivity({ kinds: kind ? [kind] : undefined, cursor: cursor || undefined, limit: PAGE_SIZE });
+        return activityPage(ctx, { events, kind, limit: PAGE_SIZE });
+      }),
+    );
+  }
+
+  @Get('nodes')
+  async nodes(@Res() res: HtmlResponse) {
+    this.context.send(res, await this.context.render(async (ctx) => nodesPage(ctx, await this.reads.readers.cluster.nodeList())));
+  }
+}

@@ -1,0 +1,73 @@
+import { Controller, Get, Param, Query, Res, UseGuards, UseInterceptors } from '@nestjs/common';
+import { RunNotFoundError } from '../errors';
+import { DashboardContext, type HtmlResponse } from './dashboard.context';
+import { DashboardGuard } from './dashboard.guard';
+import { DashboardHeaders } from './dashboard.headers';
+import { DashboardReads } from './dashboard-reads';
+import { runPage } from './pages/run.page';
+import { runsPage } from './pages/runs.page';
+import { parseRunsSearch, SearchError } from './search';
+
+/** Runs shown per page. */
+export const PAGE_SIZE = 50;
+
+/** The runs list with its search, and the run page. */
+@Controller()
+@UseGuards(DashboardGuard)
+@UseInterceptors(DashboardHeaders)
+export class RunsController {
+  constructor(
+    private readonly context: DashboardContext,
+    private readonly reads: DashboardReads,
+  ) {}
+
+  /** `/runs?q=&before=&after=`: a bare run id (or `id:`) opens the run. */
+  @Get('runs')
+  async runs(
+    @Res() res: HtmlResponse & { redirect(status: number, url: string): unknown },
+    @Query('q') q = '',
+    @Query('before') before?: string,
+    @Query('after') after?: string,
+  ) {
+    const search = String(q);
+    let opened: string | undefined;
+    const answer = await this.context.render(async (ctx) => {
+      let filter;
+      try {
+        filter = parseRunsSearch(search);
+      } catch (err) {
+        if (!(err instanceof SearchError)) throw err;
+        return { status: 400, html: runsPage(ctx, { q: search, runs: [], limit: PAGE_SIZE, error: err.message, hasNewer: false }) };
+      }
+      const { runs } = this.reads.readers;
+      if (filter.id) {
+        if (!(await runs.get(filter.id))) throw new RunNotFoundError(filter.id);
+        opened = `${ctx.base}/runs/${filter.id}`;
+        return '';
+      }
+      const page = await runs.list({ ...filter, before, after, limit: PAGE_SIZE });
+      return runsPage(ctx, { q: search, runs: page, limit: PAGE_SIZE, hasNewer: before !== undefined || after !== undefined });
+    });
+    if (opened) return void res.redirect(303, opened);
+    this.context.send(res, answer);
+  }
+
+  /** `/runs/:id`: the run page. */
+  @Get('runs/:id')
+  async run(@Res() res: HtmlResponse, @Param('id') id: string) {
+    const answer = await this.context.render(async (ctx) => {
+      const { runs, keys } = this.reads.readers;
+      const run = await runs.get(id);
+      if (!run) throw new RunNotFoundError(id);
+      const keyed = run.key !== null;
+      const [history, keyRuns, readds, keyEvents] = await Promise.all([
+        runs.historyOf(id),
+        keyed ? runs.list({ workflow: run.workflow, key: run.key!, limit: PAGE_SIZE }) : [],
+        keyed ? keys.listActivity({ runId: id, kinds: ['key_duplicate'], limit: PAGE_SIZE }) : [],
+        keyed ? keys.listActivity({ workflow: run.workflow, key: run.key!, kinds: ['key_handed_off', 'key_released', 'key_retaken'], limit: PAGE_SIZE }) : [],
+      ]);
+      return runPage(ctx, { run, history, keyRuns, readds, keyEvents });
+    });
+    this.context.send(res, answer);
+  }
+}

@@ -1,0 +1,90 @@
+import type { Queryable } from './db';
+
+/** What {@link TestEnvStore.skip} moved. */
+export interface SkippedTimes {
+  runs: number;
+  waits: number;
+  schedules: number;
+  hooks: number;
+}
+
+/**
+ * The statements of the testing kit (`nestjs-durable/testing`) on one schema: moving every
+ * not-yet-due time earlier, telling whether anything is due or going, and dropping the schema.
+ */
+export class TestEnvStore {
+  private readonly sql: Record<string, string>;
+
+  constructor(
+    schema: string,
+    /** Channel the schema's workers LISTEN on. */
+    private readonly channel: string,
+  ) {
+    const S = `"${schema}"`;
+    const by = `$1 * interval '1 millisecond'`;
+    // `t > now()` only: a time already due stays as it is; 'infinity' (a run waiting behind a
+    // holder) stays infinite. A never-claimed run's deadline (run_at + timeout) is stored so that
+    // it moves with its run.
+    const later = (t: string) => `CASE WHEN ${t} > now() THEN ${t} - ${by} ELSE ${t} END`;
+    this.sql = {
+      skip: `
+        WITH r AS (
+          UPDATE ${S}.runs SET
+            run_at = CASE WHEN status IN ('pending', 'compensating') THEN ${later('run_at')} ELSE run_at END,
+            debounce_until = ${later('debounce_until')},
+            wake_at = ${later('wake_at')},
+            deadline_at = CASE WHEN deadline_at IS NULL AND timeout_ms IS NOT NULL AND isfinite(run_at)
+                               THEN ${later("run_at + timeout_ms * interval '1 millisecond'")}
+                               ELSE ${later('deadline_at')} END
+          WHERE status IN ('pending', 'running', 'waiting', 'compensating')
+            AND (run_at > now() OR debounce_until > now() OR wake_at > now() OR deadline_at > now() OR timeout_ms IS NOT NULL)
+          RETURNING 1
+        ), w AS (
+          UPDATE ${S}.waits SET until = until - ${by} WHERE until > now() RETURNING 1
+        ), s AS (
+          UPDATE ${S}.schedules SET next_fire_at = next_fire_at - ${by} WHERE next_fire_at > now() RETURNING 1
+        ), h AS (
+          UPDATE ${S}.flow_hooks SET due_at = due_at - ${by} WHERE due_at > now() RETURNING 1
+        )
+        SELECT (SELECT count(*) FROM r)::int AS runs, (SELECT count(*) FROM w)::int AS waits,
+          (SELECT count(*) FROM s)::int AS schedules, (SELECT count(*) FROM h)::int AS hooks,
+          pg_notify($2, '') IS NULL AS notified`,
+      // due pending runs (deps all done), due waiting runs, running and compensating ones, due hooks
+      going: `
+        SELECT
+          (SELECT count(*) FROM ${S}.runs WHERE status IN ('running', 'compensating')
+             OR (status = 'pending' AND run_at <= now() AND coalesce(deps_left, 0) = 0)
+             OR (status = 'waiting' AND wake_at <= now()))::int
+          + (SELECT count(*) FROM ${S}.flow_hooks WHERE due_at <= now())::int AS n`,
+      wake: `SELECT pg_notify($1, '')`,
+      drop: `DROP SCHEMA IF EXISTS ${S} CASCADE`,
+    };
+  }
+
+  /**
+   * Moves every not-yet-due time of the schema's runs `ms` earlier, in one statement: pending and
+   * compensating runs' `run_at` (delays, retry back-offs, debounce windows) and debounce limits,
+   * waiting runs' `wake_at`, deadlines, recorded waits (sleeps, wait timeouts), schedules' next
+   * ticks and flow hooks; then wakes the workers.
+   */
+  async skip(q: Queryable, ms: number): Promise<SkippedTimes> {
+    const [row] = await q.query<SkippedTimes>(this.sql.skip, [ms, this.channel]);
+    return { runs: row.runs, waits: row.waits, schedules: row.schedules, hooks: row.hooks };
+  }
+
+  /** How many runs are due, running or compensating (and flow hooks due). */
+  async going(q: Queryable): Promise<number> {
+    const [row] = await q.query<{ n: number }>(this.sql.going);
+    return row.n;
+  }
+
+  /** Wakes the schema's workers. */
+  async wake(q: Queryable): Promise<void> {
+    await q.query(this.sql.wake, [this.channel]);
+  }
+
+  /** Drops the schema and everything in it. */
+  async drop(q: Queryable): Promise<void> {
+    await q.query(this.sql.drop);
+  }
+}

