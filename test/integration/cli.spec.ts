@@ -241,7 +241,9 @@ describe('nestjs-durable overview', () => {
     await waitFor(async () => (await statusOf(a.runId)) === 'waiting');
     expect(await app.durable.start(Approval, undefined, { key: 'k-listed' })).toEqual({ runId: a.runId, outcome: 'useExisting' }); // a re-add
     const keys = await json('keys', 'list', '--workflow', 'cli_approval', '--search', 'k-list');
-    expect(keys).toEqual([{ workflow: 'cli_approval', key: 'k-listed', holderId: a.runId, holderStatus: 'waiting', runs: 1, readdsLastDay: 1 }]);
+    expect(keys).toEqual([
+      { workflow: 'cli_approval', key: 'k-listed', holderId: a.runId, holderStatus: 'waiting', runs: 1, readdsLastDay: 1, cursor: 'k-listed' },
+    ]);
     const events = await json('activity', '--key', 'k-listed', '--kind', 'key_duplicate');
     expect(events).toEqual([
       expect.objectContaining({
