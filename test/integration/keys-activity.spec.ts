@@ -508,9 +508,9 @@ describe('watching keys', () => {
 
       const keys = await t.durable.listKeys({ workflow: 'a_wf' });
       expect(keys).toEqual([
-        { workflow: 'a_wf', key: 'article:1', holderId: a1b.runId, holderStatus: 'pending', runs: 2, readdsLastDay: 2 },
-        { workflow: 'a_wf', key: 'article:2', holderId: a2.runId, holderStatus: 'pending', runs: 1, readdsLastDay: 0 },
-        { workflow: 'a_wf', key: 'sync:7', holderId: null, holderStatus: null, runs: 1, readdsLastDay: 0 },
+        { workflow: 'a_wf', key: 'article:1', holderId: a1b.runId, holderStatus: 'pending', runs: 2, readdsLastDay: 2, cursor: 'article:1' },
+        { workflow: 'a_wf', key: 'article:2', holderId: a2.runId, holderStatus: 'pending', runs: 1, readdsLastDay: 0, cursor: 'article:2' },
+        { workflow: 'a_wf', key: 'sync:7', holderId: null, holderStatus: null, runs: 1, readdsLastDay: 0, cursor: 'sync:7' },
       ]);
       expect((await t.durable.listKeys({ workflow: AWf, search: 'article' })).map((k) => k.key)).toEqual(['article:1', 'article:2']);
       expect((await t.durable.listKeys({ workflow: 'a_wf', search: 'sync' })).map((k) => k.key)).toEqual(['sync:7']);
