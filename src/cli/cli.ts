@@ -1,5 +1,5 @@
 import { UsageError } from '../errors';
-import { parseArgs, stringOption, type ParsedArgs } from './args';
+import { durationOption, parseArgs, stringOption, type ParsedArgs } from './args';
 import { CliConnection } from './cli-connection';
 import type { Command } from './command';
 import { overviewCommands } from './overview.commands';
@@ -91,6 +91,7 @@ function errorLine(err: unknown): string {
 export async function runCli(argv: string[], io: CliIo): Promise<number> {
   let parsed: ParsedArgs;
   let found: ReturnType<typeof findCommand>;
+  let nodeTimeoutMs: number | undefined;
   try {
     parsed = parseArgs(argv);
     found = findCommand(parsed);
@@ -110,6 +111,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       return EXIT.ok;
     }
     checkUsage(found.command, found.args, parsed);
+    nodeTimeoutMs = durationOption(parsed, 'node-timeout');
   } catch (err) {
     io.stderr(errorLine(err));
     return EXIT.usage;
@@ -119,7 +121,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     io.stderr(errorLine(new UsageError('no database: give --url postgres://… or set DATABASE_URL')));
     return EXIT.usage;
   }
-  const connection = new CliConnection({ url, schema: stringOption(parsed, 'schema') ?? 'durable' });
+  const connection = new CliConnection({ url, schema: stringOption(parsed, 'schema') ?? 'durable', nodeTimeoutMs });
   try {
     const out = await found.command.run({ args: found.args, parsed, connection });
     io.stdout(parsed.options.has('json') ? JSON.stringify(out.json, null, 2) : out.text);
