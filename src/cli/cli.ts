@@ -1,4 +1,5 @@
 import { UsageError } from '../errors';
+import { SCHEMA_NAME } from '../options/durable-options.dto';
 import { durationOption, parseArgs, stringOption, type ParsedArgs } from './args';
 import { CliConnection } from './cli-connection';
 import type { Command } from './command';
@@ -92,6 +93,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   let parsed: ParsedArgs;
   let found: ReturnType<typeof findCommand>;
   let nodeTimeoutMs: number | undefined;
+  let schema: string;
   try {
     parsed = parseArgs(argv);
     found = findCommand(parsed);
@@ -112,6 +114,11 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     }
     checkUsage(found.command, found.args, parsed);
     nodeTimeoutMs = durationOption(parsed, 'node-timeout');
+    schema = stringOption(parsed, 'schema') ?? 'durable';
+    // quoted into statements (migrate uses no module, which would check it)
+    if (!SCHEMA_NAME.pattern.test(schema) || schema.length > SCHEMA_NAME.maxLength) {
+      throw new UsageError(`--schema: ${SCHEMA_NAME.message} of at most ${SCHEMA_NAME.maxLength} characters, got ${JSON.stringify(schema)}`);
+    }
   } catch (err) {
     io.stderr(errorLine(err));
     return EXIT.usage;
@@ -121,7 +128,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     io.stderr(errorLine(new UsageError('no database: give --url postgres://… or set DATABASE_URL')));
     return EXIT.usage;
   }
-  const connection = new CliConnection({ url, schema: stringOption(parsed, 'schema') ?? 'durable', nodeTimeoutMs });
+  const connection = new CliConnection({ url, schema, nodeTimeoutMs });
   try {
     const out = await found.command.run({ args: found.args, parsed, connection });
     io.stdout(parsed.options.has('json') ? JSON.stringify(out.json, null, 2) : out.text);

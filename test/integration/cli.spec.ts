@@ -130,6 +130,7 @@ describe('nestjs-durable: usage', () => {
     expectError(await cli(['runs', 'list', '--limit', '0', ...nowhere]), 2, 'usage');
     expectError(await cli(['runs', 'provide-input', 'x', 'decision', '{nope', ...nowhere]), 2, 'usage');
     expectError(await cli(['status', '--node-timeout', 'soon', ...nowhere]), 2, 'usage');
+    expectError(await cli(['migrate', '--print-sql', '--schema', 'x"; DROP SCHEMA public; --', ...nowhere]), 2, 'usage');
     expectError(await cli(['runs', 'list', '--node-timeout', '30s', ...nowhere]), 2, 'usage'); // status only
   });
 
