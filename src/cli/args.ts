@@ -1,4 +1,5 @@
 import { UsageError } from '../errors';
+import { tryParseDuration } from '../domain/duration';
 
 /** Options that take no value. */
 const SWITCHES = new Set(['json', 'help', 'print-sql', 'buffer']);
@@ -56,6 +57,15 @@ export function countOption(args: ParsedArgs, name: string, max: number): number
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1 || n > max) throw new UsageError(`--${name} must be a whole number from 1 to ${max}, got ${JSON.stringify(value)}`);
   return n;
+}
+
+/** Option `name` as a duration in milliseconds (`'30s'`, `'2m'`, `1500`), or undefined. */
+export function durationOption(args: ParsedArgs, name: string): number | undefined {
+  const value = stringOption(args, name);
+  if (value === undefined) return undefined;
+  const ms = tryParseDuration(/^\d+$/.test(value) ? Number(value) : value);
+  if (ms === undefined || ms <= 0) throw new UsageError(`--${name} must be a duration such as '30s' or '2m', got ${JSON.stringify(value)}`);
+  return ms;
 }
 
 /** Argument `what` parsed as JSON. */

@@ -9,6 +9,8 @@ import type { DurableService } from '../durable.service';
 export interface CliTarget {
   url: string;
   schema: string;
+  /** The cluster's `nodeTimeout` in ms, which tells a live node (default: the module's). */
+  nodeTimeoutMs?: number;
 }
 
 /**
@@ -52,7 +54,7 @@ export class CliConnection {
   private async context(): Promise<INestApplicationContext> {
     const [{ NestFactory }, { DurableModule }] = await Promise.all([import('@nestjs/core'), import('../durable.module')]);
     this.app ??= await NestFactory.createApplicationContext(
-      DurableModule.forRoot({ url: this.target.url, schema: this.target.schema, worker: false, migrationsRun: false }),
+      DurableModule.forRoot({ url: this.target.url, schema: this.target.schema, nodeTimeout: this.target.nodeTimeoutMs, worker: false, migrationsRun: false }),
       { logger: false, abortOnError: false },
     );
     return this.app;

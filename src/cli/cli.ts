@@ -1,5 +1,6 @@
 import { UsageError } from '../errors';
-import { parseArgs, stringOption, type ParsedArgs } from './args';
+import { SCHEMA_NAME } from '../options/durable-options.dto';
+import { durationOption, parseArgs, stringOption, type ParsedArgs } from './args';
 import { CliConnection } from './cli-connection';
 import type { Command } from './command';
 import { overviewCommands } from './overview.commands';
@@ -91,6 +92,8 @@ function errorLine(err: unknown): string {
 export async function runCli(argv: string[], io: CliIo): Promise<number> {
   let parsed: ParsedArgs;
   let found: ReturnType<typeof findCommand>;
+  let nodeTimeoutMs: number | undefined;
+  let schema: string;
   try {
     parsed = parseArgs(argv);
     found = findCommand(parsed);
@@ -110,6 +113,12 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       return EXIT.ok;
     }
     checkUsage(found.command, found.args, parsed);
+    nodeTimeoutMs = durationOption(parsed, 'node-timeout');
+    schema = stringOption(parsed, 'schema') ?? 'durable';
+    // quoted into statements (migrate uses no module, which would check it)
+    if (!SCHEMA_NAME.pattern.test(schema) || schema.length > SCHEMA_NAME.maxLength) {
+      throw new UsageError(`--schema: ${SCHEMA_NAME.message} of at most ${SCHEMA_NAME.maxLength} characters, got ${JSON.stringify(schema)}`);
+    }
   } catch (err) {
     io.stderr(errorLine(err));
     return EXIT.usage;
@@ -119,7 +128,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     io.stderr(errorLine(new UsageError('no database: give --url postgres://… or set DATABASE_URL')));
     return EXIT.usage;
   }
-  const connection = new CliConnection({ url, schema: stringOption(parsed, 'schema') ?? 'durable' });
+  const connection = new CliConnection({ url, schema, nodeTimeoutMs });
   try {
     const out = await found.command.run({ args: found.args, parsed, connection });
     io.stdout(parsed.options.has('json') ? JSON.stringify(out.json, null, 2) : out.text);

@@ -1,4 +1,4 @@
-import { NotAvailableError, UsageError } from '../errors';
+import { NotAvailableError } from '../errors';
 import { pendingMigrations, runMigrations } from '../store/migrator';
 import type { StatusCount } from '../store/overview.store';
 import { countOption, stringOption } from './args';
@@ -54,25 +54,18 @@ export const overviewCommands: Command[] = [
   {
     name: 'status',
     args: [],
-    options: {},
+    options: { '--node-timeout <duration>': "a node heard from within this is alive (default 30s, the module's default: give your app's nodeTimeout)" },
     summary: 'runs going per workflow and status, runs finished in the last hour, the backlog and the nodes',
     async run(ctx) {
       const { going, finished } = await counts(ctx);
-      const { db, runs, store } = await ctx.connection.overview();
-      const [backlog, nodes] = await Promise.all([runs.backlog(db), store.nodes(db)]);
-      const nodeList = nodes.map((n) => ({
-        nodeId: n.id,
-        startedAt: n.started_at,
-        lastSeenAt: n.heartbeat_at,
-        silentMs: Math.round(n.silent_ms),
-        info: n.info,
-      }));
+      const { db, runs } = await ctx.connection.overview();
+      const [backlog, nodes] = await Promise.all([runs.backlog(db), (await ctx.connection.durable()).listNodes()]);
       const json = {
         schema: ctx.connection.target.schema,
         going,
         finishedLastHour: finished,
         backlog: { due: backlog.pending, lagMs: Math.round(backlog.lagMs) },
-        nodes: nodeList,
+        nodes,
       };
       const text = [
         `schema ${json.schema}: ${backlog.pending} run(s) due, the oldest waiting ${json.backlog.lagMs} ms`,
@@ -80,8 +73,8 @@ export const overviewCommands: Command[] = [
         countsTable(byWorkflow(going, finished), finished),
         '',
         table(
-          ['NODE', 'STARTED', 'LAST SEEN', 'SILENT (S)'],
-          nodeList.map((n) => [n.nodeId, n.startedAt, n.lastSeenAt, (n.silentMs / 1000).toFixed(1)]),
+          ['NODE', 'ALIVE', 'RUNNING', 'STARTED', 'LAST SEEN'],
+          nodes.map((n) => [n.nodeId, n.alive ? 'yes' : 'no', n.running, n.startedAt, n.lastSeenAt]),
           'no nodes',
         ),
       ].join('\n');
@@ -110,19 +103,19 @@ export const overviewCommands: Command[] = [
     name: 'keys list',
     args: [],
     options: {
-      '--workflow <name>': 'the workflow whose keys to list (required)',
-      '--search <text>': 'only keys starting with this text',
+      '--workflow <name>': 'only keys of this workflow (default: every workflow, newest first)',
+      '--search <text>': 'only keys containing this text',
       '--limit <n>': 'at most this many (default 50, at most 1000)',
     },
-    summary: 'keys of a workflow with their holder, runs and re-adds in the last day',
+    summary: 'keys with their holder, runs and re-adds in the last day',
     async run(ctx) {
-      const workflow = stringOption(ctx.parsed, 'workflow');
-      if (!workflow) throw new UsageError('keys list needs --workflow <name> (listing the keys of every workflow at once is not available in this version)');
       const limit = countOption(ctx.parsed, 'limit', 1000);
-      const keys = await (await ctx.connection.durable()).listKeys({ workflow, search: stringOption(ctx.parsed, 'search'), limit });
+      const keys = await (
+        await ctx.connection.durable()
+      ).listKeys({ workflow: stringOption(ctx.parsed, 'workflow'), search: stringOption(ctx.parsed, 'search'), limit });
       const text = table(
-        ['KEY', 'HOLDER', 'HOLDER STATUS', 'RUNS', 'RE-ADDS (1D)'],
-        keys.map((k) => [k.key, k.holderId, k.holderStatus, k.runs, k.readdsLastDay]),
+        ['WORKFLOW', 'KEY', 'HOLDER', 'HOLDER STATUS', 'RUNS', 'RE-ADDS (1D)'],
+        keys.map((k) => [k.workflow, k.key, k.holderId, k.holderStatus, k.runs, k.readdsLastDay]),
         'no keys',
       );
       return { json: keys, text };

@@ -91,6 +91,29 @@ export const runsCommands: Command[] = [
     },
   },
   {
+    name: 'runs history',
+    args: ['<id>'],
+    options: {},
+    summary: 'every attempt of every step of a run, in the order they ended',
+    async run(ctx) {
+      const attempts = await (await ctx.connection.durable()).getRunHistory(ctx.args[0]);
+      const text = table(
+        ['STEP', 'ATTEMPT', 'STATUS', 'STARTED', 'FINISHED', 'NODE', 'ERROR'],
+        attempts.map((a) => [
+          a.name ?? `#${a.step}`,
+          a.attempt,
+          a.status,
+          a.startedAt,
+          a.finishedAt,
+          a.nodeId,
+          (a.error as { message?: unknown } | undefined)?.message ?? a.error,
+        ]),
+        'no step attempts',
+      );
+      return { json: attempts, text };
+    },
+  },
+  {
     name: 'runs cancel',
     args: ['<id>'],
     options: { '--reason <text>': 'recorded as the cancel reason' },

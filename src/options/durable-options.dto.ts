@@ -17,14 +17,17 @@ export class RetentionOptionsDto {
   @IsOptional() @IsDuration(1, Infinity) activity?: Duration;
 }
 
+/** What a schema name must be: a lower-case SQL identifier (it is quoted into statements). */
+export const SCHEMA_NAME = { pattern: /^[a-z_][a-z0-9_]*$/, maxLength: 48, message: 'schema must be a lower-case SQL identifier ([a-z_][a-z0-9_]*)' };
+
 /** Validation shape of the module options (the DataSource itself is checked by hand). */
 export class DurableOptionsDto {
   @IsOptional() @IsString() @MinLength(1) url?: string;
 
   @IsOptional()
   @IsString()
-  @Matches(/^[a-z_][a-z0-9_]*$/, { message: 'schema must be a lower-case SQL identifier ([a-z_][a-z0-9_]*)' })
-  @MaxLength(48)
+  @Matches(SCHEMA_NAME.pattern, { message: SCHEMA_NAME.message })
+  @MaxLength(SCHEMA_NAME.maxLength)
   schema?: string;
 
   @IsOptional() @IsBoolean() migrationsRun?: boolean;

@@ -7,20 +7,11 @@ export interface StatusCount {
   count: number;
 }
 
-/** A node as its last heartbeat left it. */
-export interface NodeRow {
-  id: string;
-  started_at: Date;
-  heartbeat_at: Date;
-  /** Milliseconds since its last heartbeat, by the database clock. */
-  silent_ms: number;
-  info: Record<string, unknown>;
-}
-
 /**
- * Reads of the operator's overview (`nestjs-durable status`, `workflows list`): the going runs per
- * workflow and status, each status through its partial index; the runs finished lately through
- * `runs_finished`; the nodes. None reads the history beyond the window asked for.
+ * Reads of the operator's overview (`nestjs-durable status`, `workflows list`), which finds the
+ * workflows in the database (the CLI has no definitions): the going runs per workflow and status,
+ * each status through its partial index, and the runs finished lately through `runs_finished`.
+ * Neither reads the history beyond the window asked for.
  */
 export class OverviewStore {
   private readonly sql: Record<string, string>;
@@ -34,9 +25,6 @@ export class OverviewStore {
       finished: `
         SELECT workflow, status, count(*)::int AS count FROM ${S}.runs
         WHERE finished_at > now() - $1 * interval '1 millisecond' GROUP BY workflow, status ORDER BY workflow, status`,
-      nodes: `
-        SELECT id, started_at, heartbeat_at, (extract(epoch FROM now() - heartbeat_at) * 1000)::float8 AS silent_ms, info
-        FROM ${S}.nodes ORDER BY id`,
     };
   }
 
@@ -48,10 +36,5 @@ export class OverviewStore {
   /** Runs finished in the last `withinMs`, per workflow and final status. */
   finished(q: Queryable, withinMs: number): Promise<StatusCount[]> {
     return q.query<StatusCount>(this.sql.finished, [withinMs]);
-  }
-
-  /** Every node row (a dead node's row stays until the maintenance pass removes it). */
-  nodes(q: Queryable): Promise<NodeRow[]> {
-    return q.query<NodeRow>(this.sql.nodes);
   }
 }

@@ -95,6 +95,7 @@ describe('nestjs-durable: usage', () => {
       'status',
       'runs list',
       'runs get',
+      'runs history',
       'runs cancel',
       'runs retry',
       'runs release-key',
@@ -128,7 +129,9 @@ describe('nestjs-durable: usage', () => {
     expectError(await cli(['runs', 'list', '--status', 'done', ...nowhere]), 2, 'usage');
     expectError(await cli(['runs', 'list', '--limit', '0', ...nowhere]), 2, 'usage');
     expectError(await cli(['runs', 'provide-input', 'x', 'decision', '{nope', ...nowhere]), 2, 'usage');
-    expectError(await cli(['keys', 'list', ...nowhere]), 2, 'usage');
+    expectError(await cli(['status', '--node-timeout', 'soon', ...nowhere]), 2, 'usage');
+    expectError(await cli(['migrate', '--print-sql', '--schema', 'x"; DROP SCHEMA public; --', ...nowhere]), 2, 'usage');
+    expectError(await cli(['runs', 'list', '--node-timeout', '30s', ...nowhere]), 2, 'usage'); // status only
   });
 
   it('a database that cannot be reached fails with exit 1 and its error code', async () => {
@@ -186,6 +189,17 @@ describe('nestjs-durable runs', () => {
     expect(await json('runs', 'retry', runId)).toMatchObject({ runId });
     expect((await app.durable.waitForRun(runId, { timeout: 20_000 })).status).toBe('completed');
     expectError(await on('runs', 'retry', runId), 1, 'not_failed');
+
+    // runs history: the failed attempt and the retried one (step names need the definition: by position here)
+    const history = await json('runs', 'history', runId);
+    expect(history).toEqual([
+      expect.objectContaining({ step: 0, name: null, status: 'failed', error: expect.objectContaining({ message: 'flaky failed' }) }),
+      expect.objectContaining({ step: 0, name: null, status: 'completed' }),
+    ]);
+    const text = await on('runs', 'history', runId);
+    expect(text.stdout.split('\n')[0]).toMatch(/^STEP\s+ATTEMPT\s+STATUS\s+STARTED\s+FINISHED\s+NODE\s+ERROR$/);
+    expect(text.stdout).toMatch(/^#0\s+1\s+failed\s.*flaky failed$/m);
+    expectError(await on('runs', 'history', '0190d7a0-0000-7000-8000-000000000000'), 1, 'run_not_found');
   });
 
   it('runs retry of a run whose key a newer run took needs the reuse rule: refused, nothing changed', async () => {
@@ -244,6 +258,10 @@ describe('nestjs-durable overview', () => {
     expect(keys).toEqual([
       { workflow: 'cli_approval', key: 'k-listed', holderId: a.runId, holderStatus: 'waiting', runs: 1, readdsLastDay: 1, cursor: 'k-listed' },
     ]);
+    // every workflow's keys, newest first
+    const all = await json('keys', 'list');
+    expect(all[0]).toMatchObject({ workflow: 'cli_approval', key: 'k-listed' });
+    expect(new Set(all.map((k: { workflow: string }) => k.workflow))).toEqual(new Set(['cli_approval', 'cli_echo', 'cli_flaky']));
     const events = await json('activity', '--key', 'k-listed', '--kind', 'key_duplicate');
     expect(events).toEqual([
       expect.objectContaining({
@@ -264,7 +282,8 @@ describe('nestjs-durable overview', () => {
     expect(status).toMatchObject({ schema, backlog: { due: expect.any(Number), lagMs: expect.any(Number) } });
     expect(status.going).toContainEqual({ workflow: 'cli_approval', status: 'waiting', count: expect.any(Number) });
     expect(status.finishedLastHour).toContainEqual({ workflow: 'cli_echo', status: 'completed', count: expect.any(Number) });
-    expect(status.nodes).toContainEqual(expect.objectContaining({ nodeId: app.options.nodeId ?? expect.any(String), silentMs: expect.any(Number) }));
+    expect(status.nodes).toContainEqual(expect.objectContaining({ nodeId: expect.any(String), alive: true, running: expect.any(Number), concurrency: 5 }));
+    expect((await json('status', '--node-timeout', '2m')).nodes).toContainEqual(expect.objectContaining({ alive: true }));
 
     const workflows = await json('workflows', 'list');
     expect(workflows).toContainEqual(

