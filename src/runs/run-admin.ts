@@ -90,7 +90,7 @@ export class RunAdmin {
         if (!def) throw new UnknownWorkflowError(row.workflow, `retrying run ${runId}, whose key a newer run took, by the workflow's reuse rule`);
         const holder = await runs.lockHolder(q, row.workflow, row.key);
         const decision = decideStart(def.reuse, 'error', holder && { status: holder.status, pickedUp: holder.picked_up });
-        if (decision.action !== 'create') throw new KeyTakenError(holder!.id);
+        if (decision.action !== 'create') throw new KeyTakenError(holder!.id, row.key, row.workflow);
         if (holder) await runs.dropKey(q, holder.id);
         await runs.takeKey(q, runId);
         await this.activity.record(q, 'key_retaken', runId, row.workflow, row.key, { from: holder?.id ?? null });
