@@ -17,6 +17,7 @@ import {
   UnknownWorkflowError,
   Workflow,
 } from '../../src';
+import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
 import { countRuns, createApp, freshSchema, ident, sql, tableExists, testOptions } from '../support';
 
 @Workflow('m_echo')
@@ -44,6 +45,25 @@ class ReturnsBigInt {
   async count() {
     bigintCalls++;
     return { n: 10n };
+  }
+}
+
+@Entity('m_ghosts')
+class Ghost {
+  @PrimaryGeneratedColumn()
+  id!: number;
+
+  @Column({ type: 'text' })
+  name!: string;
+}
+
+let ghostCalls = 0;
+@Workflow('m_unknown_entity', { retry: { attempts: 4, initialDelay: '10ms' } })
+class UsesUnknownEntity {
+  @Step()
+  async rename(ctx: RunContext) {
+    ghostCalls++;
+    await ctx.transaction((manager) => manager.update(Ghost, 1, { name: 'casper' }));
   }
 }
 
@@ -311,6 +331,19 @@ describe('newcomer mistakes get a typed error naming the cause and the fix', () 
         'step "count" returned a value that cannot be stored: result.n is a BigInt, which JSON cannot hold; result must be JSON-serialisable ' +
           '(not retried: every attempt would return the same)',
       );
+    });
+
+    it("an entity the module's DataSource does not know (forRoot({ url })) fails ctx.transaction at once, saying how to register it", async () => {
+      ghostCalls = 0;
+      const { durable } = await createApp({ workflows: [UsesUnknownEntity] });
+      const { runId } = await durable.start(UsesUnknownEntity, {});
+      const run = await durable.waitForRun(runId, { timeout: 30_000 });
+      expect(run).toMatchObject({ status: 'failed', attempt: 1, error: { name: 'DurableValidationError', code: 'invalid', step: 'rename' } });
+      expect(ghostCalls).toBe(1);
+      const { message } = run.error as { message: string };
+      expect(message).toMatch(/^ctx\.transaction: the durable module's DataSource does not know the entity Ghost \(/);
+      expect(message).toMatch(/give the module the app's DataSource \(DurableModule\.forRootAsync/);
+      expect(message).toMatch(/TypeOrmModule\.forFeature\(\[Ghost\]\)/);
     });
 
     it('KeyTakenError names the key and the workflow, and carries them', async () => {
