@@ -70,27 +70,18 @@ export interface LogEntry {
 /** A Nest logger that records every call (all levels, debug included), for tests of what is logged. */
 export class RecordingLogger implements LoggerService {
   readonly entries: LogEntry[] = [];
-  private record(level: LogEntry['level'], message: unknown, rest: unknown[]) {
-    this.entries.push({ level, message: String(message), rest });
-  }
-  log(message: unknown, ...rest: unknown[]) {
-    this.record('log', message, rest);
-  }
-  error(message: unknown, ...rest: unknown[]) {
-    this.record('error', message, rest);
-  }
-  warn(message: unknown, ...rest: unknown[]) {
-    this.record('warn', message, rest);
-  }
-  debug(message: unknown, ...rest: unknown[]) {
-    this.record('debug', message, rest);
-  }
-  verbose(message: unknown, ...rest: unknown[]) {
-    this.record('verbose', message, rest);
-  }
-  fatal(message: unknown, ...rest: unknown[]) {
-    this.record('fatal', message, rest);
-  }
+  private readonly recorder =
+    (level: LogEntry['level']) =>
+    (message: unknown, ...rest: unknown[]): void => {
+      this.entries.push({ level, message: String(message), rest });
+    };
+  readonly log = this.recorder('log');
+  readonly error = this.recorder('error');
+  readonly warn = this.recorder('warn');
+  readonly debug = this.recorder('debug');
+  readonly verbose = this.recorder('verbose');
+  readonly fatal = this.recorder('fatal');
+
   /** The entries of `level` whose message contains `text`. */
   find(level: LogEntry['level'], text: string): LogEntry[] {
     return this.entries.filter((e) => e.level === level && e.message.includes(text));
