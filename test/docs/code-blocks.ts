@@ -24,8 +24,6 @@ export interface CodeBlock {
   doc: string;
   /** 1-based line of the opening fence. */
   line: number;
-  /** Its position among the page's blocks (0-based). */
-  index: number;
   lang: string;
   /** The block's text (indentation of the fence removed), ending with a newline. */
   code: string;
@@ -70,13 +68,13 @@ export function codeBlocks(root: string, doc: string): CodeBlock[] {
       .reverse()
       .find((l) => l.trim() !== '');
     const marker = before && MARKER.exec(before.trim())?.[1];
-    blocks.push(describe({ doc, line: i + 1, index: blocks.length, lang, code: body.join('\n') + '\n', marker }));
+    blocks.push(classify({ doc, line: i + 1, lang, code: body.join('\n') + '\n', marker }));
     i = j;
   }
   return blocks;
 }
 
-function describe(b: Pick<CodeBlock, 'doc' | 'line' | 'index' | 'lang' | 'code' | 'marker'>): CodeBlock {
+function classify(b: Pick<CodeBlock, 'doc' | 'line' | 'lang' | 'code' | 'marker'>): CodeBlock {
   const fileName = /^\/\/ ([\w.-]+\.ts)\s*$/.exec(b.code.split('\n')[0])?.[1];
   const base = { ...b, fileName, run: false };
   if (!b.lang) return { ...base, kind: 'other', problem: 'a fence without a language: tag it (ts, sh, sql, mermaid)' };
