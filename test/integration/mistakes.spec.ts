@@ -269,6 +269,23 @@ describe('newcomer mistakes get a typed error naming the cause and the fix', () 
       );
     });
 
+    it('cancel, rerun, releaseKey, sendEvent and waitForRun', async () => {
+      const { durable } = await createApp({ workflows: [Echo] });
+      const { runId } = await durable.start(Echo, {}, { key: 'k' });
+      const done = await durable.waitForRun(runId, { timeout: 30_000 });
+      const refusals: [() => unknown, RegExp][] = [
+        [() => durable.cancel(runId, { reasn: 'x' } as never), /^cancel: unknown option "reasn" \(did you mean "reason"\?\)/],
+        [() => durable.rerun(runId, { inptu: {} } as never), /^rerun: unknown option "inptu" \(did you mean "input"\?\)/],
+        [() => durable.releaseKey(runId, { bye: 'ops' } as never), /^releaseKey: unknown option "bye" \(did you mean "by"\?\)/],
+        [() => durable.sendEvent(runId, 'e', {}, { bufer: true } as never), /^sendEvent: unknown option "bufer" \(did you mean "buffer"\?\)/],
+        [() => durable.waitForRun(runId, { timout: '1s' } as never), /^waitForRun: unknown option "timout" \(did you mean "timeout"\?\)/],
+      ];
+      for (const [call, message] of refusals) expectError(await caught(call), DurableValidationError, 'invalid', message);
+      // nothing changed: the run still holds its key, and no other run was started
+      expect(await durable.getRun(runId)).toMatchObject({ status: done.status, holdsKey: true });
+      expect(await durable.listRuns({ workflow: Echo })).toHaveLength(1);
+    });
+
     it('a misspelt module option: one short line naming it and the nearest option', async () => {
       const opts = { ...testOptions(), nodeTimout: '10s' };
       const err = await caught(() => createApp({ workflows: [Echo], durableModule: DurableModule.forRoot(opts as never) }));
