@@ -12,7 +12,8 @@
  * - `<!-- doc-test: skip (why) -->`: not meant to compile (a signature, a type shown for reading).
  *
  * `<!-- doc-test: run -->` marks a file that the test also compiles to JavaScript and runs
- * against PostgreSQL. Blocks in another language (`sh`, `sql`, `mermaid`) say so by their tag;
+ * against PostgreSQL. Blocks in another language (`sh`, `sql`, `mermaid`, `js` for a CommonJS config
+ * file) say so by their tag;
  * a fence without a language is refused.
  */
 import { readdirSync, readFileSync } from 'fs';
@@ -39,7 +40,7 @@ export interface CodeBlock {
 }
 
 const TS_LANGS = new Set(['ts', 'typescript']);
-const OTHER_LANGS = new Set(['sh', 'sql', 'mermaid']);
+const OTHER_LANGS = new Set(['sh', 'sql', 'mermaid', 'js']);
 const MARKER = /^<!--\s*doc-test:\s*(.*?)\s*-->$/;
 
 /** Pages whose blocks are checked: the README and every page of docs/. */
@@ -77,7 +78,7 @@ export function codeBlocks(root: string, doc: string): CodeBlock[] {
 function classify(b: Pick<CodeBlock, 'doc' | 'line' | 'lang' | 'code' | 'marker'>): CodeBlock {
   const fileName = /^\/\/ ([\w.-]+\.ts)\s*$/.exec(b.code.split('\n')[0])?.[1];
   const base = { ...b, fileName, run: false };
-  if (!b.lang) return { ...base, kind: 'other', problem: 'a fence without a language: tag it (ts, sh, sql, mermaid)' };
+  if (!b.lang) return { ...base, kind: 'other', problem: 'a fence without a language: tag it (ts, sh, sql, mermaid, js)' };
   if (!TS_LANGS.has(b.lang)) {
     if (!OTHER_LANGS.has(b.lang)) return { ...base, kind: 'other', problem: `unknown language "${b.lang}"` };
     return b.marker === undefined ? { ...base, kind: 'other' } : { ...base, kind: 'other', problem: 'a doc-test marker on a block that is not TypeScript' };

@@ -32,7 +32,7 @@ const compilerOptions: ts.CompilerOptions = {
   emitDecoratorMetadata: true,
   esModuleInterop: true,
   skipLibCheck: true,
-  types: ['node'],
+  types: ['node', 'jest'], // the testing pages show jest test files
   rootDir: VIRTUAL,
 };
 

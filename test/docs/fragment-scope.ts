@@ -1,7 +1,7 @@
 /**
  * What a `<!-- doc-test: fragment -->` block may use without declaring it: the names the pages'
- * examples share (the service, a step's context, the tutorial's classes, workflows named in the
- * prose) and the package's exports. A fragment that declares or imports one of these names itself
+ * examples share (the service, a step's context, a test's env, the tutorial's classes, workflows
+ * named in the prose) and the package's exports. A fragment that declares or imports one of these names itself
  * gets its own, not this one.
  */
 
@@ -10,7 +10,9 @@ const DECLARED: Record<string, string> = {
   durable: "declare const durable: import('nestjs-durable').DurableService;",
   ctx: "declare const ctx: import('nestjs-durable').RunContext<{ id: number }>;",
   dataSource: "declare const dataSource: import('typeorm').DataSource;",
+  env: "declare const env: import('nestjs-durable/testing').DurableTestEnv;",
   Article: 'declare class Article { id: number; title: string; body: string; summary: string | null }',
+  CmsService: 'declare class CmsService {}',
   AirlineClient: 'declare class AirlineClient { book(): Promise<string>; cancel(id: string): Promise<void> }',
   HotelClient: 'declare class HotelClient { book(): Promise<string>; cancel(id: string): Promise<void> }',
   PaymentsClient: 'declare class PaymentsClient { charge(): Promise<void> }',
@@ -25,11 +27,12 @@ const DECLARED: Record<string, string> = {
   summary: 'declare const summary: string;',
   total: 'declare let total: number;',
   users: 'declare const users: { id: number }[];',
+  fakeCms: 'declare const fakeCms: { get(id: number): Promise<Article> };',
   myMigrations: "declare const myMigrations: (new () => import('typeorm').MigrationInterface)[];",
 };
 
 /** Workflow classes the examples name (the workflow itself does not matter to them). */
-const WORKFLOWS = ['ProcessArticle', 'Echo', 'Extract', 'Transform', 'Report', 'Audit', 'Summarize', 'Resize', 'SendDigest'];
+const WORKFLOWS = ['ProcessArticle', 'Reminder', 'Echo', 'Extract', 'Transform', 'Report', 'Audit', 'Summarize', 'Resize', 'SendDigest'];
 
 /** Exports of the package a fragment may use unimported. */
 const PACKAGE = [
