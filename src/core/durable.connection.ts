@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from 
 import type { DataSource } from 'typeorm';
 import { WorkflowExplorer } from '../definition/workflow.explorer';
 import type { ResolvedOptions } from '../options/resolve-options';
+import { NotReadyError } from '../errors';
 import { Db } from '../store/db';
 import { createDataSource, pgPoolOf } from '../store/typeorm-adapter';
 import { runMigrations } from '../store/migrator';
@@ -17,7 +18,7 @@ import { LOG_CONTEXT, RESOLVED_OPTIONS } from './durable.constants';
 export class DurableConnection implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(LOG_CONTEXT);
   dataSource: DataSource;
-  db: Db;
+  private connected?: Db;
   private ownsDataSource = false;
 
   constructor(
@@ -36,11 +37,17 @@ export class DurableConnection implements OnModuleInit, OnApplicationShutdown {
     // behind a transaction pooler a named statement may reach a server connection that never prepared it
     // a statement whose answer never comes (a dead connection) fails a second after statementTimeout
     const clientTimeoutMs = options.statementTimeoutMs === undefined ? undefined : options.statementTimeoutMs + 1_000;
-    this.db = new Db(pgPoolOf(this.dataSource), !options.transactionPooler, clientTimeoutMs);
+    this.connected = new Db(pgPoolOf(this.dataSource), !options.transactionPooler, clientTimeoutMs);
     if (options.migrationsRun) {
       const applied = await runMigrations(this.dataSource, options.schema);
       if (applied.length) this.logger.log(`applied migrations ${applied.join(', ')} to schema "${options.schema}"`);
     }
+  }
+
+  /** The module's database access; `NotReadyError` before the app initialised. */
+  get db(): Db {
+    if (!this.connected) throw new NotReadyError('DurableService');
+    return this.connected;
   }
 
   /** Last of the shutdown hooks, so the worker has drained (in `beforeApplicationShutdown`) first. */

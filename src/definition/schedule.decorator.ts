@@ -1,3 +1,4 @@
+import { optionNames } from '../domain/validation';
 import { SCHEDULES_METADATA } from './metadata.constants';
 
 /** Options of `@Schedule` and `DurableService.schedule`. */
@@ -11,6 +12,9 @@ export interface ScheduleOptions {
   /** IANA time zone the cron is read in (default `'UTC'`, so that every node agrees on the ticks). */
   timezone?: string;
 }
+
+/** The option names of `@Schedule` and `schedule` (anything else is refused as misspelt). */
+export const SCHEDULE_OPTION_NAMES = optionNames<ScheduleOptions>({ name: true, key: true, input: true, timezone: true });
 
 /** One `@Schedule` as recorded on its class. */
 export interface ScheduleMetadata {

@@ -1,7 +1,9 @@
 import { SetMetadata } from '@nestjs/common';
 import { DurableValidationError } from '../errors';
 import type { WorkflowOptions } from '../options/workflow-options.interface';
-import { assertValid, onDuplicateProblem, reuseProblem } from '../domain/validation';
+import { assertValid, onDuplicateProblem, reuseProblem, unknownOptionProblems } from '../domain/validation';
+import { RETRY_OPTION_NAMES } from '../domain/retry.policy';
+import { DEBOUNCE_OPTION_NAMES, WORKFLOW_OPTION_NAMES } from '../options/option-names';
 import { DEFAULT_REUSE } from '../domain/keys.policy';
 import { WORKFLOW_METADATA } from './metadata.constants';
 
@@ -13,12 +15,19 @@ export interface WorkflowMetadata {
 
 /**
  * Marks a provider class as a durable workflow named `name`; its `@Step` methods run in the order
- * they are declared. Metadata only: the module's explorer discovers it.
+ * they are declared. Metadata only: the module's explorer discovers it. Bad options (an unknown
+ * `reuse` or `onDuplicate`, a misspelt option name) throw `DurableValidationError` when the class is defined.
  */
 export function Workflow(name: string, options: WorkflowOptions = {}): ClassDecorator {
   if (typeof name !== 'string' || name.length < 1 || name.length > 200) {
     throw new DurableValidationError(`@Workflow name must be a string of 1 to 200 characters, got ${String(name)}`);
   }
-  assertValid(`@Workflow('${name}')`, [reuseProblem(options.reuse), onDuplicateProblem(options.onDuplicate, options.reuse ?? DEFAULT_REUSE)]);
+  assertValid(`@Workflow('${name}')`, [
+    ...unknownOptionProblems(options, WORKFLOW_OPTION_NAMES),
+    ...unknownOptionProblems(options?.debounce, DEBOUNCE_OPTION_NAMES, 'debounce.'),
+    ...unknownOptionProblems(options?.retry, RETRY_OPTION_NAMES, 'retry.'),
+    reuseProblem(options?.reuse),
+    onDuplicateProblem(options?.onDuplicate, options?.reuse ?? DEFAULT_REUSE),
+  ]);
   return SetMetadata<string, WorkflowMetadata>(WORKFLOW_METADATA, { name, options });
 }

@@ -21,11 +21,20 @@ export class WorkflowExplorer {
   ) {}
 
   /**
-   * Registers every decorated provider; throws on duplicate names, step-less workflows, a workflow
-   * that is not a singleton, and `worker.workflows` naming no registered workflow.
+   * Registers every decorated provider; throws `DurableValidationError` when the module is
+   * registered twice, on duplicate names, step-less workflows, a workflow that is not a
+   * singleton, and `worker.workflows` naming no registered workflow.
    */
   explore(): void {
-    for (const wrapper of this.discovery.getProviders()) {
+    const providers = this.discovery.getProviders();
+    const modules = providers.filter((w) => w.metatype === WorkflowExplorer).length;
+    if (modules > 1) {
+      throw new DurableValidationError(
+        `DurableModule is registered ${modules} times in this app (forRoot or forRootAsync imported by more than one module): ` +
+          'import it once, in the root module; it is global, so DurableService can be injected in every module',
+      );
+    }
+    for (const wrapper of providers) {
       const { metatype } = wrapper;
       const meta = workflowMetadataOf(metatype);
       if (!meta) continue;
@@ -40,6 +49,7 @@ export class WorkflowExplorer {
       if (!wrapper.instance) continue;
       this.registry.add(this.define(meta, type, wrapper.instance as Record<string, unknown>));
     }
+    this.registry.discovered();
     const worker = this.options?.worker;
     const unknown = worker ? (worker.workflows ?? []).filter((n) => !this.registry.find(n)) : [];
     if (unknown.length) {
@@ -53,14 +63,14 @@ export class WorkflowExplorer {
     const { name, options } = meta;
     const stepMeta = stepsMetadataOf(type);
     if (stepMeta.length === 0) {
-      throw new Error(`nestjs-durable: workflow "${name}" (${type.name}) has no @Step methods`);
+      throw new DurableValidationError(`workflow "${name}" (${type.name}) has no @Step methods: mark at least one method with @Step()`);
     }
     const steps = stepMeta.map(({ method, options: stepOptions }, index): StepDefinition => {
       const what = `workflow "${name}" step "${method}"`;
       const fn = instance[method];
-      if (typeof fn !== 'function') throw new Error(`nestjs-durable: ${what} is not a method`);
+      if (typeof fn !== 'function') throw new DurableValidationError(`${what} is not a method: @Step() marks methods only`);
       if (stepOptions.compensate !== undefined && typeof instance[stepOptions.compensate] !== 'function') {
-        throw new Error(`nestjs-durable: ${what}: compensate "${stepOptions.compensate}" is not a method of ${type.name}`);
+        throw new DurableValidationError(`${what}: compensate "${stepOptions.compensate}" is not a method of ${type.name}: name a method of the same class`);
       }
       return {
         name: method,
@@ -72,7 +82,7 @@ export class WorkflowExplorer {
       };
     });
     const dupe = steps.find((s, i) => steps.findIndex((o) => o.name === s.name) !== i);
-    if (dupe) throw new Error(`nestjs-durable: workflow "${name}" declares step "${dupe.name}" twice`);
+    if (dupe) throw new DurableValidationError(`workflow "${name}" declares step "${dupe.name}" twice: give each @Step method its own name`);
     return {
       name,
       type,

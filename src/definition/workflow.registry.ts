@@ -1,20 +1,29 @@
 import { Injectable } from '@nestjs/common';
-import { UnknownWorkflowError } from '../errors';
+import { DurableValidationError, NotReadyError, UnknownWorkflowError } from '../errors';
 import type { WorkflowDefinition } from './workflow-definition';
-import { workflowNameOf, type WorkflowRef } from './workflow-metadata';
+import { workflowMetadataOf, workflowNameOf, type WorkflowRef } from './workflow-metadata';
 
 /** The workflows this app registered, by name. Filled once by the explorer at module init. */
 @Injectable()
 export class WorkflowRegistry {
   private readonly byName = new Map<string, WorkflowDefinition>();
+  private complete = false;
 
   /** Adds a definition; a second workflow with the same name is a startup error. */
   add(def: WorkflowDefinition): void {
     const existing = this.byName.get(def.name);
     if (existing) {
-      throw new Error(`nestjs-durable: two workflows are named "${def.name}" (${existing.type.name} and ${def.type.name}); workflow names must be unique`);
+      throw new DurableValidationError(
+        `two workflows are named "${def.name}" (${existing.type.name} and ${def.type.name}): give each @Workflow a name of its own ` +
+          '(the name is stored with every run)',
+      );
     }
     this.byName.set(def.name, def);
+  }
+
+  /** Called by the explorer once every provider was looked at: from now on an unknown name is unknown. */
+  discovered(): void {
+    this.complete = true;
   }
 
   /** The workflow's name, for a class or a name (without checking that it is registered). */
@@ -25,12 +34,40 @@ export class WorkflowRegistry {
   /** The name of step `index` of `workflow`, or null (past the last step, or not registered here). */
   readonly stepName = (workflow: string, index: number): string | null => this.byName.get(workflow)?.steps[index]?.name ?? null;
 
-  /** The definition, or `UnknownWorkflowError`. */
+  /**
+   * The definition; `NotReadyError` before the app initialised, else `UnknownWorkflowError`
+   * saying why it is unknown (a class that is no provider, a class without `@Workflow`, a name).
+   */
   get(ref: WorkflowRef): WorkflowDefinition {
-    const name = this.nameOf(ref);
-    const def = this.byName.get(name);
-    if (!def) throw new UnknownWorkflowError(name);
+    if (!this.complete) throw new NotReadyError(`workflow ${typeof ref === 'function' ? ref.name : JSON.stringify(ref)}`);
+    const def = this.byName.get(this.nameOf(ref));
+    if (!def) throw this.unknown(ref);
     return def;
+  }
+
+  private unknown(ref: WorkflowRef): UnknownWorkflowError {
+    const name = this.nameOf(ref);
+    if (typeof ref === 'function') {
+      if (!workflowMetadataOf(ref)) return new UnknownWorkflowError(name, undefined, `class ${ref.name} is not a workflow: decorate it with @Workflow(name)`);
+      return new UnknownWorkflowError(
+        name,
+        undefined,
+        `workflow class ${ref.name} ("${name}") is not a provider of any module: add it to the providers of a module of this app ` +
+          '(workflows are found among the providers)',
+      );
+    }
+    const names = this.names();
+    const known = names.length
+      ? names
+          .slice(0, 20)
+          .map((n) => `"${n}"`)
+          .join(', ') + (names.length > 20 ? ', …' : '')
+      : 'none';
+    return new UnknownWorkflowError(
+      name,
+      undefined,
+      `unknown workflow ${JSON.stringify(name)}: no @Workflow class of that name is a provider of this app (registered: ${known})`,
+    );
   }
 
   /** The definition or undefined. */

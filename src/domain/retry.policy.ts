@@ -1,5 +1,5 @@
 import { toMs, type Duration } from './duration';
-import { assertValid, problem } from './validation';
+import { assertValid, optionNames, problem } from './validation';
 
 /** Retry policy of a step (or, on a workflow, the default of its steps). */
 export interface RetryPolicy {
@@ -12,6 +12,9 @@ export interface RetryPolicy {
   /** Cap on the delay. Default `'5m'`. */
   maxDelay?: Duration;
 }
+
+/** The option names of a {@link RetryPolicy}. */
+export const RETRY_OPTION_NAMES = optionNames<RetryPolicy>({ attempts: true, backoff: true, initialDelay: true, maxDelay: true });
 
 /** A retry policy with every default applied, in milliseconds. */
 export interface ResolvedRetry {

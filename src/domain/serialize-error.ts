@@ -34,3 +34,8 @@ function safeJson(v: unknown): string {
     return String(v);
   }
 }
+
+/** `Name: message` of anything thrown, for a log line. */
+export function describeError(err: unknown): string {
+  return err instanceof Error ? `${err.name}: ${err.message}` : `thrown ${typeof err === 'string' ? err : safeJson(err)}`;
+}

@@ -137,6 +137,46 @@ export function jsonProblem(value: unknown, property = 'input'): ValidationError
   return undefined;
 }
 
+/** Every option name of `T`, as a record the compiler checks is complete (a new option must be listed). */
+export type OptionNames<T> = { readonly [K in keyof Required<T>]: true };
+
+/** The names of an {@link OptionNames} record. */
+export function optionNames<T>(names: OptionNames<T>): readonly string[] {
+  return Object.keys(names);
+}
+
+/** Edit distance of two short strings: insertions, deletions, substitutions and swaps of neighbours each count 1. */
+function distance(a: string, b: string): number {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.length][b.length];
+}
+
+/**
+ * One problem per own key of `options` that is not one of `known` (a misspelt option would
+ * otherwise be ignored silently), naming the nearest known name and every known one. `prefix`
+ * names the object (`'retry.'`, `'items[2].'`). Anything but a plain object has no names to check.
+ */
+export function unknownOptionProblems(options: unknown, known: readonly string[], prefix = ''): ValidationError[] {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) return [];
+  return Object.keys(options)
+    .filter((name) => !known.includes(name))
+    .map((name) => {
+      const [guess] = known
+        .map((k) => ({ k, d: k.toLowerCase() === name.toLowerCase() ? 0 : distance(k, name) }))
+        .filter(({ d }) => d <= Math.max(1, Math.floor(name.length / 3)))
+        .sort((x, y) => x.d - y.d);
+      const hint = guess ? ` (did you mean "${prefix}${guess.k}"?)` : '';
+      const message = `unknown option "${prefix}${name}"${hint}; the options are ${known.join(', ')}`;
+      return problem(`${prefix}${name}`, (options as Record<string, unknown>)[name], 'isKnownOption', message);
+    });
+}
+
 /** Problems found by several checks, reported together in one `DurableValidationError`. */
 export class Problems {
   readonly list: ValidationError[] = [];

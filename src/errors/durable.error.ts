@@ -16,7 +16,8 @@ export type DurableErrorCode =
   | 'schedule_not_found'
   | 'missing_dependency'
   | 'not_available'
-  | 'usage';
+  | 'usage'
+  | 'not_ready';
 
 /** Base class of every error this package throws on purpose. */
 export abstract class DurableError extends Error {

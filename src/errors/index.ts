@@ -17,3 +17,4 @@ export * from './serialization.error';
 export * from './missing-dependency.error';
 export * from './not-available.error';
 export * from './usage.error';
+export * from './not-ready.error';

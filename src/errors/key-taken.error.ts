@@ -7,8 +7,11 @@ export class KeyTakenError extends DurableError {
   constructor(
     /** The run that holds the key. */
     readonly holderId: string,
-    message = `key is taken by run ${holderId}`,
+    /** The key (null when not known). */
+    readonly key: string | null = null,
+    /** The workflow the key belongs to (null when not known). */
+    readonly workflow: string | null = null,
   ) {
-    super(message);
+    super(`key ${key === null ? '' : `${JSON.stringify(key)} `}${workflow === null ? '' : `of workflow "${workflow}" `}is taken by run ${holderId}`);
   }
 }

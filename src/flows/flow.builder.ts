@@ -1,4 +1,5 @@
 import { workflowNameOf, type WorkflowRef } from '../definition/workflow-metadata';
+import { optionNames } from '../domain/validation';
 import { FlowGraph } from './flow.graph';
 
 /** Dependency handling shared by a flow and its nodes (all default to false). */
@@ -24,6 +25,10 @@ export interface FlowNodeOptions extends FlowDepOptions {
   /** Names of the nodes this one waits for. */
   deps?: string[];
 }
+
+/** The option names of `durable.flow()` and of `FlowBuilder.add()` (anything else is refused as misspelt). */
+export const FLOW_OPTION_NAMES = optionNames<FlowOptions>({ id: true, name: true, ignoreCancelled: true, ignoreFailed: true, ignoreDeleted: true });
+export const FLOW_NODE_OPTION_NAMES = optionNames<FlowNodeOptions>({ deps: true, ignoreCancelled: true, ignoreFailed: true, ignoreDeleted: true });
 
 /** One node as added to a builder. */
 export interface FlowNodeSpec {

@@ -1,7 +1,7 @@
 import { DurableValidationError } from '../errors';
-import { jsonProblem, Problems } from '../domain/validation';
+import { jsonProblem, Problems, unknownOptionProblems } from '../domain/validation';
 import type { WorkflowRegistry } from '../definition/workflow.registry';
-import { FlowBuilder } from './flow.builder';
+import { FLOW_NODE_OPTION_NAMES, FLOW_OPTION_NAMES, FlowBuilder } from './flow.builder';
 
 const bytes = (s: string) => Buffer.byteLength(s, 'utf8');
 
@@ -23,6 +23,7 @@ export function planFlow(builder: FlowBuilder, registry: WorkflowRegistry): Plan
   const p = new Problems();
   const o = builder.options ?? {};
   if (!builder.appendTo) {
+    unknownOptionProblems(o, FLOW_OPTION_NAMES).forEach((e) => p.push(e));
     if (o.id !== undefined && (typeof o.id !== 'string' || bytes(o.id) < 1 || bytes(o.id) > 255)) {
       p.add('id', o.id, 'flowId', 'flow id must be a string of 1 to 255 bytes');
     }
@@ -53,6 +54,7 @@ export function planFlow(builder: FlowBuilder, registry: WorkflowRegistry): Plan
     } else {
       for (const d of n.deps) if (!deps.includes(d)) deps.push(d);
     }
+    unknownOptionProblems(n.options, FLOW_NODE_OPTION_NAMES, `nodes[${i}].`).forEach((e) => p.push(e));
     for (const k of ['ignoreCancelled', 'ignoreFailed', 'ignoreDeleted'] as const) {
       const v = n.options?.[k];
       if (v !== undefined && typeof v !== 'boolean') p.add(`nodes[${i}].${k}`, v, 'isBoolean', `${at}: ${k} must be a boolean`);

@@ -3,7 +3,7 @@ import type { EntityManager } from 'typeorm';
 import { FlowExistsError, RunNotFoundError } from '../errors';
 import { isFinished, type RunStatus } from '../domain/run-info';
 import { uuidv7 } from '../domain/uuid';
-import { Problems } from '../domain/validation';
+import { assertValid, optionNames, Problems, unknownOptionProblems } from '../domain/validation';
 import { WorkflowRegistry } from '../definition/workflow.registry';
 import { DurableConnection } from '../core/durable.connection';
 import { managerQueryable, type Queryable } from '../store/db';
@@ -24,6 +24,10 @@ export interface AppendFlowOptions {
   /** Deps must name nodes that exist (in the flow or this append); default true. */
   checkDeps?: boolean;
 }
+
+/** The option names of `appendFlow` and of `startFlow`. */
+const APPEND_OPTION_NAMES = optionNames<AppendFlowOptions>({ checkDeps: true });
+const START_FLOW_OPTION_NAMES = optionNames<{ manager?: EntityManager }>({ manager: true });
 
 /**
  * DAG flows: validates and inserts flows (one transaction, or the caller's), appends to them and
@@ -46,6 +50,7 @@ export class FlowsEngine {
   /** A builder bound to existing flow `flowId`; `startFlow` on it appends its nodes. */
   async append(flowId: string, options: AppendFlowOptions = {}): Promise<FlowBuilder> {
     if (typeof flowId !== 'string' || flowId.length === 0) throw new RunNotFoundError(String(flowId));
+    assertValid(`appendFlow ${flowId}`, unknownOptionProblems(options, APPEND_OPTION_NAMES));
     const { db } = this.connection;
     const row = await this.store.getFlow(db, flowId);
     if (!row) throw new RunNotFoundError(flowId);
@@ -64,6 +69,7 @@ export class FlowsEngine {
 
   /** Validates the whole graph, then inserts every node and edge in one transaction. */
   async start(builder: FlowBuilder, options: { manager?: EntityManager } = {}): Promise<StartFlowResult> {
+    assertValid('startFlow', unknownOptionProblems(options, START_FLOW_OPTION_NAMES));
     const planned = planFlow(builder, this.registry);
     const manager = options?.manager;
     const joined = manager?.queryRunner?.isTransactionActive ? managerQueryable(manager) : undefined;

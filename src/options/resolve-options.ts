@@ -7,6 +7,8 @@ import { DurableValidationError } from '../errors';
 import { DurableModuleOptions } from './durable-options.interface';
 import { DurableOptionsDto } from './durable-options.dto';
 import { toMs } from '../domain/duration';
+import { unknownOptionProblems } from '../domain/validation';
+import { MODULE_OPTION_NAMES, RETENTION_OPTION_NAMES, WORKER_OPTION_NAMES } from './option-names';
 
 /** Module options with every default applied and every duration in milliseconds. */
 export interface ResolvedOptions {
@@ -41,9 +43,14 @@ export function describeValidation(errors: ValidationError[], prefix = ''): stri
 export function resolveOptions(raw: DurableModuleOptions): ResolvedOptions {
   const { dataSource, ...plain } = raw ?? {};
   const dto = plainToInstance(DurableOptionsDto, plain);
-  // an unknown (e.g. misspelt) option is refused by name, like a bad value
-  const errors = validateSync(dto, { forbidUnknownValues: false, whitelist: true, forbidNonWhitelisted: true });
-  const problems = describeValidation(errors);
+  // an unknown (e.g. misspelt) option is refused by name, with the nearest known one
+  const unknown = [
+    ...unknownOptionProblems(raw, MODULE_OPTION_NAMES),
+    ...unknownOptionProblems(plain.worker, WORKER_OPTION_NAMES, 'worker.'),
+    ...unknownOptionProblems(plain.retention, RETENTION_OPTION_NAMES, 'retention.'),
+  ];
+  const errors = [...unknown, ...validateSync(dto, { forbidUnknownValues: false, whitelist: true, validationError: { target: false } })];
+  const problems = unknown.map((e) => Object.values(e.constraints ?? {}).join('; ')).concat(describeValidation(errors.slice(unknown.length)));
   if (!!dataSource === !!plain.url) problems.push('dataSource/url: give exactly one of `dataSource` and `url`');
   if (dataSource && !(dataSource instanceof DataSource) && typeof (dataSource as DataSource).query !== 'function') {
     problems.push('dataSource: must be a TypeORM DataSource');

@@ -12,7 +12,7 @@ import {
 import { decideStart } from '../domain/keys.policy';
 import { isFinished, type StartResult } from '../domain/run-info';
 import { isUuid } from '../domain/uuid';
-import { assertValid, nameProblem } from '../domain/validation';
+import { assertValid, nameProblem, unknownOptionProblems } from '../domain/validation';
 import { WorkflowRegistry } from '../definition/workflow.registry';
 import { DurableConnection } from '../core/durable.connection';
 import { LOG_CONTEXT } from '../core/durable.constants';
@@ -42,6 +42,7 @@ export class RunAdmin {
    * abort at the node's next heartbeat, and no later step starts. A finished run is left as it is.
    */
   async cancel(runId: string, options: { reason?: string } = {}): Promise<void> {
+    assertValid('cancel', unknownOptionProblems(options, ['reason']));
     const { runs } = this;
     const { db } = this.connection;
     const row = isUuid(runId) ? await runs.get(db, runId) : undefined;
@@ -90,7 +91,7 @@ export class RunAdmin {
         if (!def) throw new UnknownWorkflowError(row.workflow, `retrying run ${runId}, whose key a newer run took, by the workflow's reuse rule`);
         const holder = await runs.lockHolder(q, row.workflow, row.key);
         const decision = decideStart(def.reuse, 'error', holder && { status: holder.status, pickedUp: holder.picked_up });
-        if (decision.action !== 'create') throw new KeyTakenError(holder!.id);
+        if (decision.action !== 'create') throw new KeyTakenError(holder!.id, row.key, row.workflow);
         if (holder) await runs.dropKey(q, holder.id);
         await runs.takeKey(q, runId);
         await this.activity.record(q, 'key_retaken', runId, row.workflow, row.key, { from: holder?.id ?? null });
@@ -102,6 +103,7 @@ export class RunAdmin {
 
   /** Starts a fresh copy of a finished run (same workflow and key; `input` replaces the input). */
   async rerun(runId: string, options: { input?: unknown } = {}): Promise<StartResult> {
+    assertValid('rerun', unknownOptionProblems(options, ['input']));
     const row = isUuid(runId) ? await this.runs.get(this.connection.db, runId) : undefined;
     if (!row) throw new RunNotFoundError(runId);
     if (!isFinished(row.status)) throw new NotFinishedError(runId);
@@ -116,7 +118,7 @@ export class RunAdmin {
    */
   async releaseKey(runId: string, options?: { by?: string }): Promise<void> {
     const by = options?.by;
-    assertValid('releaseKey', [by === undefined ? undefined : nameProblem(by, 'by')]);
+    assertValid('releaseKey', [...unknownOptionProblems(options, ['by']), by === undefined ? undefined : nameProblem(by, 'by')]);
     const { runs, activity } = this;
     const workflow = await this.connection.db.tx(async (q) => {
       const row = isUuid(runId) ? await runs.get(q, runId, true) : undefined;

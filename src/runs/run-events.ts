@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { RunNotFoundError } from '../errors';
 import { isUuid } from '../domain/uuid';
-import { assertValid, jsonProblem, nameProblem } from '../domain/validation';
+import { assertValid, jsonProblem, nameProblem, unknownOptionProblems } from '../domain/validation';
 import { DurableConnection } from '../core/durable.connection';
 import { EventsStore } from '../store/events.store';
 import { deliverEvent, type SendEventOutcome } from './event-delivery';
@@ -19,7 +19,8 @@ export class RunEvents {
    * when it is kept for a later `waitForEvent(name)` — with `buffer: true`, or whenever a step of
    * the run is running (it may be about to wait for it); else `'dropped'`.
    */
-  send(runId: string, name: string, payload: unknown, options: { buffer?: boolean } = {}): Promise<SendEventOutcome> {
+  async send(runId: string, name: string, payload: unknown, options: { buffer?: boolean } = {}): Promise<SendEventOutcome> {
+    assertValid('sendEvent', unknownOptionProblems(options, ['buffer']));
     return this.deliver(runId, name, payload, { buffer: options.buffer ?? false, kind: 'event' }, 'sendEvent');
   }
 

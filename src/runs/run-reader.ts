@@ -4,7 +4,7 @@ import { toMs, type Duration } from '../domain/duration';
 import { isFinished, type RunInfo, type RunStatus } from '../domain/run-info';
 import type { WaitKind } from '../domain/suspension';
 import { isUuid } from '../domain/uuid';
-import { assertValid, uuidProblem } from '../domain/validation';
+import { assertValid, unknownOptionProblems, uuidProblem } from '../domain/validation';
 import type { WorkflowRef } from '../definition/workflow-metadata';
 import { WorkflowRegistry } from '../definition/workflow.registry';
 import { DurableConnection } from '../core/durable.connection';
@@ -76,6 +76,7 @@ export class RunReader {
 
   /** Resolves once the run has finished; rejects with `TimeoutError` after `timeout`. */
   async waitFor(runId: string, options: { timeout?: Duration } = {}): Promise<RunInfo> {
+    assertValid('waitForRun', unknownOptionProblems(options, ['timeout']));
     const timeoutMs = options.timeout === undefined ? undefined : toMs(options.timeout, 'timeout');
     const until = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs;
     for (;;) {

@@ -16,7 +16,7 @@ import { ActivityStore, type ActivityKind } from '../store/activity.store';
 import { EventsStore } from '../store/events.store';
 import { RunsStore } from '../store/runs.store';
 import { emitKeyMetric, emitRunFinished, startDone, startSpan, traceCarrier } from '../observe/telemetry';
-import { arrayProblem, assertValid, jsonProblem, keyProblem, onDuplicateProblem, problem } from '../domain/validation';
+import { arrayProblem, assertValid, jsonProblem, keyProblem, onDuplicateProblem, optionNames, problem, unknownOptionProblems } from '../domain/validation';
 import { decideStart, settledDuplicateStatuses, statusesThatFreeKey, type KeyDecision } from '../domain/keys.policy';
 import type { StartResult } from '../domain/run-info';
 import { uuidv7 } from '../domain/uuid';
@@ -45,6 +45,11 @@ export interface StartManyItem {
   key?: string | null;
   runAt?: Date;
 }
+
+/** The option names of `start`, of a `startMany` item and of `startMany` (anything else is refused as misspelt). */
+const START_OPTION_NAMES = optionNames<StartOptions>({ key: true, onDuplicate: true, manager: true, runAt: true, delay: true });
+const START_MANY_ITEM_NAMES = optionNames<StartManyItem>({ input: true, key: true, runAt: true });
+const START_MANY_OPTION_NAMES = optionNames<{ manager?: EntityManager }>({ manager: true });
 
 /** A refused item of `startMany`. */
 export type StartManyResult = StartResult | { error: KeyTakenError | KeyContendedError };
@@ -124,6 +129,7 @@ export class Starter {
   /** Validates and starts one run; a `rerun` never gets the holder back (always `KeyTakenError`). */
   async start(ref: WorkflowRef, input: unknown, options: StartOptions = {}, rerun = false): Promise<StartResult> {
     const def = this.registry.get(ref);
+    assertValid(`start ${def.name}`, unknownOptionProblems(options, START_OPTION_NAMES));
     return startSpan(def.name, options.key, async (span) => {
       const plan = { ...this.plan(def, { input, key: options.key, runAt: options.runAt }, options.delay, options.onDuplicate), rerun };
       const [result] = await this.execute(def, [plan], options.manager);
@@ -135,7 +141,7 @@ export class Starter {
   /** Validates every item first, then inserts them in one statement; duplicates resolve one by one. */
   async startMany(ref: WorkflowRef, items: StartManyItem[], options: { manager?: EntityManager } = {}): Promise<StartManyResult[]> {
     const def = this.registry.get(ref);
-    assertValid('startMany', [arrayProblem(items, 'items')]);
+    assertValid('startMany', [arrayProblem(items, 'items'), ...unknownOptionProblems(options, START_MANY_OPTION_NAMES)]);
     return startSpan(def.name, undefined, async (span) => {
       const plans = items.map((item, i) => this.plan(def, item ?? {}, undefined, undefined, `items[${i}].`));
       return startDone(span, plans.length ? await this.execute(def, plans, options.manager) : []);
@@ -143,7 +149,12 @@ export class Starter {
   }
 
   private plan(def: WorkflowDefinition, item: StartManyItem, delay: unknown, onDuplicate: OnDuplicate | undefined, prefix = ''): Planned {
-    const problems = [keyProblem(item.key, `${prefix}key`), jsonProblem(item.input, `${prefix}input`), onDuplicateProblem(onDuplicate, def.reuse)];
+    const problems = [
+      ...unknownOptionProblems(item, START_MANY_ITEM_NAMES, prefix),
+      keyProblem(item.key, `${prefix}key`),
+      jsonProblem(item.input, `${prefix}input`),
+      onDuplicateProblem(onDuplicate, def.reuse),
+    ];
     const due = dueAt(`start ${def.name}`, item.runAt, delay, problems);
     assertValid(`start ${def.name}`, problems);
     const key = item.key ?? null;
@@ -212,7 +223,7 @@ export class Starter {
       else if (answer === 'created') out.push({ runId: p.run.id, outcome: 'created' });
       else {
         count([() => emitKeyMetric('key_duplicate', def.name, { outcome: answer.rejected ? 'error' : 'use_existing' })]);
-        out.push(answer.rejected ? { error: new KeyTakenError(answer.holderId) } : { runId: answer.holderId, outcome: 'useExisting' });
+        out.push(answer.rejected ? { error: new KeyTakenError(answer.holderId, p.run.key, def.name) } : { runId: answer.holderId, outcome: 'useExisting' });
       }
     }
     onReturn.forEach((c) => c());
@@ -283,7 +294,7 @@ export class Starter {
         return { runId: holder.id, outcome: 'useExisting' };
       case 'reject':
         await duplicate('error');
-        return { error: new KeyTakenError(holder.id) };
+        return { error: new KeyTakenError(holder.id, key, def.name) };
       case 'cancelExisting': {
         const reason = `replaced by run ${p.run.id}`;
         await runs.dropKey(q, holder.id);

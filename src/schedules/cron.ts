@@ -3,8 +3,8 @@ import { assertValid, problem } from '../domain/validation';
 import type { ValidationError } from 'class-validator';
 
 /**
- * Parses `cron` in `timezone`; throws `DurableValidationError` naming what is wrong. `what` says
- * where it comes from (`@Schedule on X`, `schedule`).
+ * Parses `cron` in `timezone`; throws `DurableValidationError` naming what is wrong (also for a
+ * cron that matches no date). `what` says where it comes from (`@Schedule on X`, `schedule`).
  */
 export function parseCron(what: string, cron: unknown, timezone: unknown): CronTime {
   const problems: (ValidationError | undefined)[] = [];
@@ -19,6 +19,16 @@ export function parseCron(what: string, cron: unknown, timezone: unknown): CronT
       time = new CronTime(cron, (timezone as string | undefined) ?? 'UTC');
     } catch (err) {
       problems.push(problem('cron', cron, 'isCron', `cron ${JSON.stringify(cron)} is not a valid cron expression: ${(err as Error).message}`));
+    }
+    if (time && !nextOf(time)) {
+      problems.push(
+        problem(
+          'cron',
+          cron,
+          'firesAtAll',
+          `cron ${JSON.stringify(cron)} matches no date, so it would never fire (such as day 31 of February): check its day and month fields`,
+        ),
+      );
     }
   }
   assertValid(what, problems);

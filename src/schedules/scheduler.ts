@@ -3,7 +3,7 @@ import { DiscoveryService, ModuleRef } from '@nestjs/core';
 import { CronJob, CronTime } from 'cron';
 import type { EntityManager } from 'typeorm';
 import { KeyTakenError, ScheduleNotFoundError } from '../errors';
-import type { ScheduleMetadata, ScheduleOptions } from '../definition/schedule.decorator';
+import { SCHEDULE_OPTION_NAMES, type ScheduleMetadata, type ScheduleOptions } from '../definition/schedule.decorator';
 import { schedulesMetadataOf, workflowNameOf } from '../definition/workflow-metadata';
 import { WorkflowRegistry } from '../definition/workflow.registry';
 import type { WorkflowRef } from '../definition/workflow-metadata';
@@ -13,7 +13,7 @@ import { DurableConnection } from '../core/durable.connection';
 import { LOG_CONTEXT, RESOLVED_OPTIONS } from '../core/durable.constants';
 import type { ResolvedOptions } from '../options/resolve-options';
 import { serializeError } from '../domain/serialize-error';
-import { assertValid, jsonProblem, keyProblem, problem } from '../domain/validation';
+import { assertValid, jsonProblem, keyProblem, problem, unknownOptionProblems } from '../domain/validation';
 import type { StartResult } from '../domain/run-info';
 import { Starter } from '../runs/starter';
 import { parseCron, nextOf } from './cron';
@@ -169,7 +169,7 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
 
   private validate(what: string, workflow: string, cron: unknown, options: ScheduleOptions, name = options.name ?? workflow) {
     const time = parseCron(what, cron, options.timezone);
-    const problems = [keyProblem(options.key, 'key'), jsonProblem(options.input, 'input')];
+    const problems = [...unknownOptionProblems(options, SCHEDULE_OPTION_NAMES), keyProblem(options.key, 'key'), jsonProblem(options.input, 'input')];
     if (typeof name !== 'string' || name.length < 1 || name.length > MAX_NAME) {
       problems.push(problem('name', name, 'isName', `name must be a string of 1 to ${MAX_NAME} characters`));
     }

@@ -28,3 +28,13 @@ export function pgPoolOf(dataSource: DataSource): Pool {
   }
   return pool as Pool;
 }
+
+/**
+ * The entity a TypeORM error says its DataSource does not know, or undefined: TypeORM calls an
+ * unregistered entity class as a function (`Class constructor Article cannot be invoked without
+ * 'new'`) or reports no metadata for it (`No metadata for "Article" was found`).
+ */
+export function unknownEntityOf(err: unknown): string | undefined {
+  const message = err instanceof Error ? err.message : '';
+  return (/^Class constructor (\S+) cannot be invoked without 'new'/.exec(message) ?? /^No metadata for "([^"]+)" was found/.exec(message))?.[1];
+}

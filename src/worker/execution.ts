@@ -1,15 +1,15 @@
-import { CancelledError, ChildFailedError, TimeoutError } from '../errors';
+import { CancelledError, ChildFailedError, DurableValidationError, TimeoutError } from '../errors';
 import type { StepDefinition, WorkflowDefinition } from '../definition/workflow-definition';
 import type { ClaimedRow, StepAttemptStatus, Transition } from '../store/runs.types';
 import type { RunServices } from './run-services';
-import { serializeError, type StoredError } from '../domain/serialize-error';
+import { describeError, serializeError, type StoredError } from '../domain/serialize-error';
 import { backoffDelay } from '../domain/retry.policy';
-import { assertValid, jsonProblem } from '../domain/validation';
+import { jsonProblem } from '../domain/validation';
 import { ExecutionHandle, RunContextImpl } from './run-context';
 import type { TransitionBatcher } from './transition.batcher';
 import type { FlowNodeInfo } from '../flows/flow-context';
 import { isSuspension, type Suspension } from '../domain/suspension';
-import { isFinalError } from './waits';
+import { FINAL, isFinalError } from './waits';
 import { runSpan, runTransition, stepSpan } from '../observe/telemetry';
 import { AbortScope } from './abort.scope';
 import type { Slots } from './slots';
@@ -124,7 +124,8 @@ export class Execution implements ExecutionHandle {
         if (this.lost) return;
         if (isSuspension(err)) return this.suspend(err, index, attempt);
         if (this.timedOut) return this.finishFailed(new TimeoutError(`workflow "${this.workflow}" timed out`), index, attempt);
-        // a failed child or a timed-out wait fails every attempt the same way: no retries
+        this.services.logger.debug(`${this.describe(step.name)} attempt ${attempt} of ${step.retry.attempts} failed: ${describeError(err)}`);
+        // a failed child, a timed-out wait or an unstorable result fails every attempt the same way: no retries
         if (attempt < step.retry.attempts && !isFinalError(err)) {
           const delay = backoffDelay(step.retry, attempt);
           const error = serializeError(err, { step: step.name, attempt });
@@ -202,8 +203,13 @@ export class Execution implements ExecutionHandle {
         throw ctx.suspension && !aborted() ? ctx.suspension : err;
       }
       if (ctx.suspension) throw ctx.suspension;
-      // a result that cannot be stored fails the attempt (it would fail the whole write otherwise)
-      assertValid(`step "${step.name}" returned a value that`, [jsonProblem(value, 'result')]);
+      // a result that cannot be stored fails the step for good (it would fail the whole write otherwise)
+      const unstorable = jsonProblem(value, 'result');
+      if (unstorable) {
+        const why = Object.values(unstorable.constraints ?? {}).join('; ');
+        const message = `step "${step.name}" returned a value that cannot be stored: ${why} (not retried: every attempt would return the same)`;
+        throw Object.assign(new DurableValidationError(message, [unstorable]), { [FINAL]: true });
+      }
       return value;
     } finally {
       if (timer) clearTimeout(timer);
@@ -218,6 +224,7 @@ export class Execution implements ExecutionHandle {
    */
   private async finishFailed(err: unknown, index: number, attempt?: number): Promise<boolean> {
     const step = this.def.steps[index]?.name;
+    this.services.logger.error(`${this.describe(step)} failed for good: ${describeError(err)}`, (err as Error)?.stack);
     const child = err instanceof ChildFailedError ? { childId: err.childId, childStatus: err.childStatus, childError: err.childError } : {};
     const error = serializeError(err, { step, attempt, ...child });
     const tried = attempt === undefined ? {} : this.tried(index, attempt, 'failed');
@@ -295,6 +302,7 @@ export class Execution implements ExecutionHandle {
           if (owned) this.onRetryScheduled(delay);
           return owned;
         }
+        this.services.logger.error(`${this.describe(step.name)}: compensation "${method}" failed for good: ${describeError(cause)}`, (cause as Error)?.stack);
         return this.write({ status: 'compensation_failed', error: { ...error, compensation }, final: true });
       }
       if (this.lost) return false;
@@ -310,6 +318,11 @@ export class Execution implements ExecutionHandle {
   /** The fields that record step `index`'s attempt `attempt`, which ends now with `status`. */
   private tried(index: number, attempt: number, status: StepAttemptStatus): Partial<Transition> {
     return { tried_step: index, tried_attempt: attempt, tried_status: status, tried_from: this.attemptFrom, tried_to: new Date().toISOString() };
+  }
+
+  /** `run <id> (<workflow>) step "<step>"`: how a log line names what failed. */
+  private describe(step: string | undefined): string {
+    return `run ${this.runId} (${this.workflow})${step === undefined ? '' : ` step "${step}"`}`;
   }
 
   private async write(t: Omit<Transition, 'id' | 'epoch'>): Promise<boolean> {

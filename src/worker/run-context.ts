@@ -1,6 +1,7 @@
 import type { EntityManager } from 'typeorm';
-import { CancelledError } from '../errors';
+import { CancelledError, DurableValidationError } from '../errors';
 import { managerQueryable } from '../store/db';
+import { unknownEntityOf } from '../store/typeorm-adapter';
 import type { RunServices } from './run-services';
 import { assertValid, jsonProblem } from '../domain/validation';
 import { FlowContextImpl, type FlowContext, type FlowNodeInfo } from '../flows/flow-context';
@@ -8,7 +9,7 @@ import type { WorkflowRef } from '../definition/workflow-metadata';
 import type { Duration } from '../domain/duration';
 import { Suspension } from '../domain/suspension';
 import type { WaitRow } from '../store/waits.store';
-import { callChildren, sleep, waitFor, type CallOptions, type ChildCall, type WaitOptions, type WaitScope } from './waits';
+import { callChildren, FINAL, sleep, waitFor, type CallOptions, type ChildCall, type WaitOptions, type WaitScope } from './waits';
 
 /** The argument of every step: facts of this run and attempt, its context, and durable helpers. */
 export interface RunContext<TInput = unknown> {
@@ -70,6 +71,20 @@ export interface ExecutionHandle {
   lose(reason: Error): void;
   /** The run's flow facts (flow nodes only). */
   readonly flowNode?: FlowNodeInfo;
+}
+
+/**
+ * An entity the DataSource does not know fails the step for good, saying how to register it (every
+ * retry would fail the same way); anything else is returned as it is.
+ */
+function unknownEntity(err: unknown): unknown {
+  const entity = unknownEntityOf(err);
+  if (entity === undefined) return err;
+  const message =
+    `ctx.transaction: the durable module's DataSource does not know the entity ${entity} (${(err as Error).message}): ` +
+    "give the module the app's DataSource (DurableModule.forRootAsync({ inject: [DataSource], useFactory: (dataSource) => ({ dataSource }) })) " +
+    `and register ${entity} in it (TypeOrmModule.forFeature([${entity}]) with autoLoadEntities, or the DataSource's entities)`;
+  return Object.assign(new DurableValidationError(message), { [FINAL]: true });
 }
 
 /** Thrown inside `ctx.transaction` to roll back when this execution no longer owns the run. */
@@ -146,7 +161,7 @@ export class RunContextImpl<TInput = unknown> implements RunContext<TInput> {
     if (recorded) return recorded.v as T;
     if (this.exec.lost) throw new CancelledError(`run ${this.runId} is no longer owned by this execution`);
     return dataSource.transaction(async (manager) => {
-      const value = await fn(manager);
+      const value = await fn(manager).catch((err: unknown) => Promise.reject(unknownEntity(err)));
       if (!(await memos.record(managerQueryable(manager), this.runId, this.stepIndex, call, value, this.exec.epoch))) {
         throw new FencedError(`run ${this.runId} is no longer owned by this execution; its transaction was rolled back`);
       }

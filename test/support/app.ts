@@ -25,6 +25,8 @@ export interface AppSpec {
   durableModule?: DynamicModule;
   /** Serve HTTP: the Nest application is set up by this (global prefix, global guards, …) before init; see `TestApp.server`. */
   http?: (app: INestApplication) => void;
+  /** The app's logger (default: silent unless DURABLE_TEST_LOGS=1), e.g. a {@link RecordingLogger}. */
+  logger?: LoggerService;
 }
 
 export interface TestApp {
@@ -55,6 +57,35 @@ class TestLogger implements LoggerService {
   }
   debug() {}
   verbose() {}
+}
+
+/** One call of a {@link RecordingLogger}: the level and the arguments Nest's Logger passed. */
+export interface LogEntry {
+  level: 'log' | 'error' | 'warn' | 'debug' | 'verbose' | 'fatal';
+  message: string;
+  /** Every argument after the message (for `error`: the stack, then the context). */
+  rest: unknown[];
+}
+
+/** A Nest logger that records every call (all levels, debug included), for tests of what is logged. */
+export class RecordingLogger implements LoggerService {
+  readonly entries: LogEntry[] = [];
+  private readonly recorder =
+    (level: LogEntry['level']) =>
+    (message: unknown, ...rest: unknown[]): void => {
+      this.entries.push({ level, message: String(message), rest });
+    };
+  readonly log = this.recorder('log');
+  readonly error = this.recorder('error');
+  readonly warn = this.recorder('warn');
+  readonly debug = this.recorder('debug');
+  readonly verbose = this.recorder('verbose');
+  readonly fatal = this.recorder('fatal');
+
+  /** The entries of `level` whose message contains `text`. */
+  find(level: LogEntry['level'], text: string): LogEntry[] {
+    return this.entries.filter((e) => e.level === level && e.message.includes(text));
+  }
 }
 
 /** The options createApp passes to DurableModule (fast timings for tests). */
@@ -102,10 +133,10 @@ export async function createApp(spec: AppSpec = {}): Promise<TestApp> {
       imports: [durableModule, ...(spec.imports ?? [])],
       providers: [...(spec.workflows ?? []), ...(spec.providers ?? [])],
     })
-      .setLogger(new TestLogger())
+      .setLogger(spec.logger ?? new TestLogger())
       .compile();
     if (spec.http) {
-      nest = moduleRef.createNestApplication({ logger: new TestLogger() });
+      nest = moduleRef.createNestApplication({ logger: spec.logger ?? new TestLogger() });
       spec.http(nest);
       await nest.init();
     } else await moduleRef.init();
