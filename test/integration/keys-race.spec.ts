@@ -21,8 +21,9 @@ class Racer {
 
 const PROCESSES = 4;
 const PER_PROCESS = 50;
-const ROUNDS = Number(process.env.KEY_RACE_ROUNDS ?? 20);
-const TX_ROUNDS = Number(process.env.KEY_RACE_TX_ROUNDS ?? 20);
+// 12 rounds per mode, 8 per mode and isolation level, 200 racing starts each (more with the env vars)
+const ROUNDS = Number(process.env.KEY_RACE_ROUNDS ?? 12);
+const TX_ROUNDS = Number(process.env.KEY_RACE_TX_ROUNDS ?? 8);
 /** How far ahead every process is told the instant to fire a round (covers one stdin line to each). */
 const START_OFFSET_MS = Number(process.env.KEY_RACE_START_OFFSET_MS ?? 10);
 const ISOLATIONS = ['READ COMMITTED', 'REPEATABLE READ', 'SERIALIZABLE'];
