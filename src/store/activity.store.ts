@@ -30,6 +30,16 @@ export interface KeyRow {
   readds_last_day: number;
 }
 
+/** The holder of key `k` of workflow `w` (SQL expressions), as a subquery with `id` and `status`. */
+const HOLDER = (S: string, w: string, k: string): string =>
+  `SELECT r.id, r.status FROM ${S}.runs r WHERE r.workflow = ${w} AND r.key = ${k} AND ${holdsKey('r')} LIMIT 1`;
+
+/** The select list of a key's figures: its holder (`h`), its runs, its re-adds of the last day. */
+const KEY_FIGURES = (S: string, w: string, k: string): string => `h.id AS holder_id, h.status AS holder_status,
+          (SELECT count(*) FROM ${S}.runs r WHERE r.workflow = ${w} AND r.key = ${k})::int AS runs,
+          (SELECT count(*) FROM ${S}.activity a
+            WHERE a.workflow = ${w} AND a.key = ${k} AND a.kind = 'key_duplicate' AND a.at > now() - interval '1 day')::int AS readds_last_day`;
+
 /** How many of the newest keyed runs a page of keys across workflows reads, per key asked for. */
 const KEYS_WINDOW = 20;
 
@@ -85,41 +95,38 @@ export class ActivityStore {
           ORDER BY a.key DESC, a.at DESC, a.id DESC LIMIT $6
         ) a
         ORDER BY a.at DESC, a.id DESC LIMIT $6`,
+      // a page of the workflow's keys in key order, read from runs_key (stops after $4 keys), then
+      // each key's holder, runs and re-adds of the last day
       keys: `
-        SELECT r.key,
-          count(*)::int AS runs,
-          (array_agg(r.id) FILTER (WHERE r.holds_key))[1] AS holder_id,
-          (array_agg(r.status) FILTER (WHERE r.holds_key))[1] AS holder_status,
-          (SELECT count(*) FROM ${S}.activity a
-            WHERE a.workflow = $1 AND a.key = r.key AND a.kind = 'key_duplicate' AND a.at > now() - interval '1 day')::int
-            AS readds_last_day
-        FROM ${S}.runs r
-        WHERE r.workflow = $1 AND r.key IS NOT NULL
-          AND ($2::text IS NULL OR strpos(r.key, $2) > 0)
-          AND ($3::text IS NULL OR r.key > $3)
-        GROUP BY r.key ORDER BY r.key LIMIT $4`,
+        WITH page AS (
+          SELECT DISTINCT r.key FROM ${S}.runs r
+          WHERE r.workflow = $1 AND r.key IS NOT NULL
+            AND ($2::text IS NULL OR strpos(r.key, $2) > 0)
+            AND ($3::text IS NULL OR r.key > $3)
+          ORDER BY r.key LIMIT $4
+        )
+        SELECT p.key, ${KEY_FIGURES(S, '$1', 'p.key')}
+        FROM page p LEFT JOIN LATERAL (${HOLDER(S, '$1', 'p.key')}) h ON true
+        ORDER BY p.key`,
       // keys of every workflow, newest first (by their newest run): the keys of the newest keyed
       // runs older than the run $3 (a bounded window of the primary key, read backwards), without
       // the keys that have a run from $3 on (shown on an earlier page)
       keysAll: `
-        SELECT x.workflow, x.key, x.last_id, h.id AS holder_id, h.status AS holder_status,
-          (SELECT count(*) FROM ${S}.runs r WHERE r.workflow = x.workflow AND r.key = x.key)::int AS runs,
-          (SELECT count(*) FROM ${S}.activity a
-            WHERE a.workflow = x.workflow AND a.key = x.key AND a.kind = 'key_duplicate' AND a.at > now() - interval '1 day')::int
-            AS readds_last_day
-        FROM (
-          SELECT workflow, key, max(id::text)::uuid AS last_id FROM (
-            SELECT workflow, key, id FROM ${S}.runs
-            WHERE key IS NOT NULL AND ($2::text IS NULL OR strpos(key, $2) > 0) AND ($3::uuid IS NULL OR id < $3)
-            ORDER BY id DESC LIMIT $4 * ${KEYS_WINDOW}) recent
-          GROUP BY workflow, key
-        ) x
-        LEFT JOIN LATERAL (
-          SELECT r.id, r.status FROM ${S}.runs r WHERE r.workflow = x.workflow AND r.key = x.key AND ${holdsKey('r')} LIMIT 1
-        ) h ON true
-        WHERE $1::text IS NULL AND ($3::uuid IS NULL OR NOT EXISTS (
-          SELECT 1 FROM ${S}.runs n WHERE n.workflow = x.workflow AND n.key = x.key AND n.id >= $3))
-        ORDER BY x.last_id DESC LIMIT $4`,
+        WITH page AS (
+          SELECT x.workflow, x.key, x.last_id FROM (
+            SELECT workflow, key, max(id::text)::uuid AS last_id FROM (
+              SELECT workflow, key, id FROM ${S}.runs
+              WHERE key IS NOT NULL AND ($2::text IS NULL OR strpos(key, $2) > 0) AND ($3::uuid IS NULL OR id < $3)
+              ORDER BY id DESC LIMIT $4 * ${KEYS_WINDOW}) recent
+            GROUP BY workflow, key
+          ) x
+          WHERE $1::text IS NULL AND ($3::uuid IS NULL OR NOT EXISTS (
+            SELECT 1 FROM ${S}.runs n WHERE n.workflow = x.workflow AND n.key = x.key AND n.id >= $3))
+          ORDER BY x.last_id DESC LIMIT $4
+        )
+        SELECT p.workflow, p.key, p.last_id, ${KEY_FIGURES(S, 'p.workflow', 'p.key')}
+        FROM page p LEFT JOIN LATERAL (${HOLDER(S, 'p.workflow', 'p.key')}) h ON true
+        ORDER BY p.last_id DESC`,
       stats: `
         SELECT
           (SELECT count(*) FROM ${S}.runs r WHERE workflow = $1 AND key IS NOT NULL AND ${holdsKey('r')})::int AS keys_held,
