@@ -127,21 +127,21 @@ export class ActivityStore {
         SELECT p.workflow, p.key, p.last_id, ${KEY_FIGURES(S, 'p.workflow', 'p.key')}
         FROM page p LEFT JOIN LATERAL (${HOLDER(S, 'p.workflow', 'p.key')}) h ON true
         ORDER BY p.last_id DESC`,
+      // one read of the workflow's key events (activity_key), every figure from it
       stats: `
+        WITH a AS MATERIALIZED (
+          SELECT kind, key, at, details->>'outcome' AS outcome, (details->>'inputChanged')::boolean AS changed
+          FROM ${S}.activity WHERE workflow = $1 AND kind IN ('key_duplicate', 'key_handed_off')
+        ), d AS MATERIALIZED (SELECT * FROM a WHERE kind = 'key_duplicate')
         SELECT
           (SELECT count(*) FROM ${S}.runs r WHERE workflow = $1 AND key IS NOT NULL AND ${holdsKey('r')})::int AS keys_held,
-          (SELECT coalesce(jsonb_object_agg(outcome, n), '{}') FROM (
-             SELECT details->>'outcome' AS outcome, count(*)::int AS n FROM ${S}.activity
-             WHERE workflow = $1 AND kind = 'key_duplicate' GROUP BY 1) o) AS by_outcome,
-          (SELECT count(*) FROM ${S}.activity WHERE workflow = $1 AND kind = 'key_duplicate'
-             AND details->>'outcome' = 'use_existing' AND (details->>'inputChanged')::boolean)::int AS dropped,
-          (SELECT count(*) FROM ${S}.activity WHERE workflow = $1 AND kind = 'key_handed_off')::int AS handoffs,
+          (SELECT coalesce(jsonb_object_agg(outcome, n), '{}') FROM (SELECT outcome, count(*)::int AS n FROM d GROUP BY 1) o) AS by_outcome,
+          (SELECT count(*) FROM d WHERE outcome = 'use_existing' AND changed)::int AS dropped,
+          (SELECT count(*) FROM a WHERE kind = 'key_handed_off')::int AS handoffs,
           (SELECT coalesce(jsonb_agg(jsonb_build_object('bucket', b, 'count', n) ORDER BY b), '[]') FROM (
-             SELECT date_trunc('hour', at) AS b, count(*)::int AS n FROM ${S}.activity
-             WHERE workflow = $1 AND kind = 'key_duplicate' AND at > now() - interval '1 day' GROUP BY 1) t) AS over_time,
+             SELECT date_trunc('hour', at) AS b, count(*)::int AS n FROM d WHERE at > now() - interval '1 day' GROUP BY 1) t) AS over_time,
           (SELECT coalesce(jsonb_agg(jsonb_build_object('key', key, 'readds', n) ORDER BY n DESC, key), '[]') FROM (
-             SELECT key, count(*)::int AS n FROM ${S}.activity
-             WHERE workflow = $1 AND kind = 'key_duplicate' GROUP BY key ORDER BY n DESC, key LIMIT 10) k) AS top_keys`,
+             SELECT key, count(*)::int AS n FROM d GROUP BY key ORDER BY n DESC, key LIMIT 10) k) AS top_keys`,
       // a pruned `key_duplicate` still counts in its run's RunInfo.readds: folded into runs.readds
       prune: `
         WITH d AS (
