@@ -42,6 +42,8 @@ const KEY_FIGURES = (S: string, w: string, k: string): string => `h.id AS holder
 
 /** How many of the newest keyed runs a page of keys across workflows reads, per key asked for. */
 const KEYS_WINDOW = 20;
+/** How many of the newest keyed runs (older than the cursor) a search of keys across workflows looks through. */
+const SEARCH_WINDOW = 20_000;
 
 /** Filters of `listActivity`. */
 export interface ActivityFilter {
@@ -109,14 +111,17 @@ export class ActivityStore {
         FROM page p LEFT JOIN LATERAL (${HOLDER(S, '$1', 'p.key')}) h ON true
         ORDER BY p.key`,
       // keys of every workflow, newest first (by their newest run): the keys of the newest keyed
-      // runs older than the run $3 (a bounded window of the primary key, read backwards), without
-      // the keys that have a run from $3 on (shown on an earlier page)
+      // runs older than the run $3 (a bounded window of the primary key, read backwards; with a
+      // search $2, the matches among the newest SEARCH_WINDOW), without the keys that have a run
+      // from $3 on (shown on an earlier page)
       keysAll: `
         WITH page AS (
           SELECT x.workflow, x.key, x.last_id FROM (
             SELECT workflow, key, max(id::text)::uuid AS last_id FROM (
-              SELECT workflow, key, id FROM ${S}.runs
-              WHERE key IS NOT NULL AND ($2::text IS NULL OR strpos(key, $2) > 0) AND ($3::uuid IS NULL OR id < $3)
+              SELECT workflow, key, id FROM (
+                SELECT workflow, key, id FROM ${S}.runs WHERE key IS NOT NULL AND ($3::uuid IS NULL OR id < $3)
+                ORDER BY id DESC LIMIT CASE WHEN $2::text IS NULL THEN $4 * ${KEYS_WINDOW} ELSE ${SEARCH_WINDOW} END
+              ) w WHERE $2::text IS NULL OR strpos(key, $2) > 0
               ORDER BY id DESC LIMIT $4 * ${KEYS_WINDOW}) recent
             GROUP BY workflow, key
           ) x
