@@ -270,6 +270,22 @@ describe('dashboard (HTTP)', () => {
     expect((await durable.listActivity({ kinds: ['key_released'] }))[0].details.by).toBe('ada@example.com');
   });
 
+  it('forRootAsync: options from a factory, mounted at its path', async () => {
+    const t = await createApp({
+      workflows: [Node],
+      providers: [NeedsUser],
+      options: { worker: false },
+      imports: [DurableDashboardModule.forRootAsync({ path: 'ops/durable', useFactory: async () => ({ guards: [NeedsUser], readOnly: false }) })],
+      http: (app: INestApplication) => app.setGlobalPrefix('api'),
+    });
+    const run = (await t.durable.start('dash_node', 1, { runAt: new Date(Date.now() + 3_600_000) })).runId;
+    expect((await request(t.server).get('/api/ops/durable/')).status).toBe(403);
+    const page = await request(t.server).get(`/api/ops/durable/runs/${run}`).set('x-user', 'ada').expect(200);
+    expect(page.text).toContain(`action="/api/ops/durable/runs/${run}/cancel"`);
+    await request(t.server).post(`/api/ops/durable/runs/${run}/cancel`).set('x-user', 'ada').set('Sec-Fetch-Site', 'same-origin').expect(303);
+    expect((await t.durable.getRun(run))?.status).toBe('cancelled');
+  });
+
   it('read-write: a POST from another origin, or without any origin, is refused and changes nothing', async () => {
     const t = await dashboardApp({ readOnly: false });
     const run = (await t.durable.start('dash_node', 1)).runId;
