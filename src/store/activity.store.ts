@@ -30,8 +30,20 @@ export interface KeyRow {
   readds_last_day: number;
 }
 
+/** The holder of key `k` of workflow `w` (SQL expressions), as a subquery with `id` and `status`. */
+const HOLDER = (S: string, w: string, k: string): string =>
+  `SELECT r.id, r.status FROM ${S}.runs r WHERE r.workflow = ${w} AND r.key = ${k} AND ${holdsKey('r')} LIMIT 1`;
+
+/** The select list of a key's figures: its holder (`h`), its runs, its re-adds of the last day. */
+const KEY_FIGURES = (S: string, w: string, k: string): string => `h.id AS holder_id, h.status AS holder_status,
+          (SELECT count(*) FROM ${S}.runs r WHERE r.workflow = ${w} AND r.key = ${k})::int AS runs,
+          (SELECT count(*) FROM ${S}.activity a
+            WHERE a.workflow = ${w} AND a.key = ${k} AND a.kind = 'key_duplicate' AND a.at > now() - interval '1 day')::int AS readds_last_day`;
+
 /** How many of the newest keyed runs a page of keys across workflows reads, per key asked for. */
 const KEYS_WINDOW = 20;
+/** How many of the newest keyed runs (older than the cursor) a search of keys across workflows looks through. */
+const SEARCH_WINDOW = 20_000;
 
 /** Filters of `listActivity`. */
 export interface ActivityFilter {
@@ -85,56 +97,56 @@ export class ActivityStore {
           ORDER BY a.key DESC, a.at DESC, a.id DESC LIMIT $6
         ) a
         ORDER BY a.at DESC, a.id DESC LIMIT $6`,
+      // a page of the workflow's keys in key order, read from runs_key (stops after $4 keys), then
+      // each key's holder, runs and re-adds of the last day
       keys: `
-        SELECT r.key,
-          count(*)::int AS runs,
-          (array_agg(r.id) FILTER (WHERE r.holds_key))[1] AS holder_id,
-          (array_agg(r.status) FILTER (WHERE r.holds_key))[1] AS holder_status,
-          (SELECT count(*) FROM ${S}.activity a
-            WHERE a.workflow = $1 AND a.key = r.key AND a.kind = 'key_duplicate' AND a.at > now() - interval '1 day')::int
-            AS readds_last_day
-        FROM ${S}.runs r
-        WHERE r.workflow = $1 AND r.key IS NOT NULL
-          AND ($2::text IS NULL OR strpos(r.key, $2) > 0)
-          AND ($3::text IS NULL OR r.key > $3)
-        GROUP BY r.key ORDER BY r.key LIMIT $4`,
+        WITH page AS (
+          SELECT DISTINCT r.key FROM ${S}.runs r
+          WHERE r.workflow = $1 AND r.key IS NOT NULL
+            AND ($2::text IS NULL OR strpos(r.key, $2) > 0)
+            AND ($3::text IS NULL OR r.key > $3)
+          ORDER BY r.key LIMIT $4
+        )
+        SELECT p.key, ${KEY_FIGURES(S, '$1', 'p.key')}
+        FROM page p LEFT JOIN LATERAL (${HOLDER(S, '$1', 'p.key')}) h ON true
+        ORDER BY p.key`,
       // keys of every workflow, newest first (by their newest run): the keys of the newest keyed
-      // runs older than the run $3 (a bounded window of the primary key, read backwards), without
-      // the keys that have a run from $3 on (shown on an earlier page)
+      // runs older than the run $3 (a bounded window of the primary key, read backwards; with a
+      // search $2, the matches among the newest SEARCH_WINDOW), without the keys that have a run
+      // from $3 on (shown on an earlier page)
       keysAll: `
-        SELECT x.workflow, x.key, x.last_id, h.id AS holder_id, h.status AS holder_status,
-          (SELECT count(*) FROM ${S}.runs r WHERE r.workflow = x.workflow AND r.key = x.key)::int AS runs,
-          (SELECT count(*) FROM ${S}.activity a
-            WHERE a.workflow = x.workflow AND a.key = x.key AND a.kind = 'key_duplicate' AND a.at > now() - interval '1 day')::int
-            AS readds_last_day
-        FROM (
-          SELECT workflow, key, max(id::text)::uuid AS last_id FROM (
-            SELECT workflow, key, id FROM ${S}.runs
-            WHERE key IS NOT NULL AND ($2::text IS NULL OR strpos(key, $2) > 0) AND ($3::uuid IS NULL OR id < $3)
-            ORDER BY id DESC LIMIT $4 * ${KEYS_WINDOW}) recent
-          GROUP BY workflow, key
-        ) x
-        LEFT JOIN LATERAL (
-          SELECT r.id, r.status FROM ${S}.runs r WHERE r.workflow = x.workflow AND r.key = x.key AND ${holdsKey('r')} LIMIT 1
-        ) h ON true
-        WHERE $1::text IS NULL AND ($3::uuid IS NULL OR NOT EXISTS (
-          SELECT 1 FROM ${S}.runs n WHERE n.workflow = x.workflow AND n.key = x.key AND n.id >= $3))
-        ORDER BY x.last_id DESC LIMIT $4`,
+        WITH page AS (
+          SELECT x.workflow, x.key, x.last_id FROM (
+            SELECT workflow, key, max(id::text)::uuid AS last_id FROM (
+              SELECT workflow, key, id FROM (
+                SELECT workflow, key, id FROM ${S}.runs WHERE key IS NOT NULL AND ($3::uuid IS NULL OR id < $3)
+                ORDER BY id DESC LIMIT CASE WHEN $2::text IS NULL THEN $4 * ${KEYS_WINDOW} ELSE ${SEARCH_WINDOW} END
+              ) w WHERE $2::text IS NULL OR strpos(key, $2) > 0
+              ORDER BY id DESC LIMIT $4 * ${KEYS_WINDOW}) recent
+            GROUP BY workflow, key
+          ) x
+          WHERE $1::text IS NULL AND ($3::uuid IS NULL OR NOT EXISTS (
+            SELECT 1 FROM ${S}.runs n WHERE n.workflow = x.workflow AND n.key = x.key AND n.id >= $3))
+          ORDER BY x.last_id DESC LIMIT $4
+        )
+        SELECT p.workflow, p.key, p.last_id, ${KEY_FIGURES(S, 'p.workflow', 'p.key')}
+        FROM page p LEFT JOIN LATERAL (${HOLDER(S, 'p.workflow', 'p.key')}) h ON true
+        ORDER BY p.last_id DESC`,
+      // one read of the workflow's key events (activity_key), every figure from it
       stats: `
+        WITH a AS MATERIALIZED (
+          SELECT kind, key, at, details->>'outcome' AS outcome, (details->>'inputChanged')::boolean AS changed
+          FROM ${S}.activity WHERE workflow = $1 AND kind IN ('key_duplicate', 'key_handed_off')
+        ), d AS MATERIALIZED (SELECT * FROM a WHERE kind = 'key_duplicate')
         SELECT
           (SELECT count(*) FROM ${S}.runs r WHERE workflow = $1 AND key IS NOT NULL AND ${holdsKey('r')})::int AS keys_held,
-          (SELECT coalesce(jsonb_object_agg(outcome, n), '{}') FROM (
-             SELECT details->>'outcome' AS outcome, count(*)::int AS n FROM ${S}.activity
-             WHERE workflow = $1 AND kind = 'key_duplicate' GROUP BY 1) o) AS by_outcome,
-          (SELECT count(*) FROM ${S}.activity WHERE workflow = $1 AND kind = 'key_duplicate'
-             AND details->>'outcome' = 'use_existing' AND (details->>'inputChanged')::boolean)::int AS dropped,
-          (SELECT count(*) FROM ${S}.activity WHERE workflow = $1 AND kind = 'key_handed_off')::int AS handoffs,
+          (SELECT coalesce(jsonb_object_agg(outcome, n), '{}') FROM (SELECT outcome, count(*)::int AS n FROM d GROUP BY 1) o) AS by_outcome,
+          (SELECT count(*) FROM d WHERE outcome = 'use_existing' AND changed)::int AS dropped,
+          (SELECT count(*) FROM a WHERE kind = 'key_handed_off')::int AS handoffs,
           (SELECT coalesce(jsonb_agg(jsonb_build_object('bucket', b, 'count', n) ORDER BY b), '[]') FROM (
-             SELECT date_trunc('hour', at) AS b, count(*)::int AS n FROM ${S}.activity
-             WHERE workflow = $1 AND kind = 'key_duplicate' AND at > now() - interval '1 day' GROUP BY 1) t) AS over_time,
+             SELECT date_trunc('hour', at) AS b, count(*)::int AS n FROM d WHERE at > now() - interval '1 day' GROUP BY 1) t) AS over_time,
           (SELECT coalesce(jsonb_agg(jsonb_build_object('key', key, 'readds', n) ORDER BY n DESC, key), '[]') FROM (
-             SELECT key, count(*)::int AS n FROM ${S}.activity
-             WHERE workflow = $1 AND kind = 'key_duplicate' GROUP BY key ORDER BY n DESC, key LIMIT 10) k) AS top_keys`,
+             SELECT key, count(*)::int AS n FROM d GROUP BY key ORDER BY n DESC, key LIMIT 10) k) AS top_keys`,
       // a pruned `key_duplicate` still counts in its run's RunInfo.readds: folded into runs.readds
       prune: `
         WITH d AS (

@@ -256,7 +256,8 @@ describe('dashboard (HTTP)', () => {
     const failed = (await durable.start('dash_fail')).runId;
     await durable.waitForRun(failed, { timeout: 20_000 });
     await post(`/runs/${failed}/retry`).expect(303);
-    await waitFor(async () => (await durable.getRun(failed))?.attempt === 1 && (await durable.getRun(failed))?.status === 'failed', { timeout: 20_000 });
+    // the retry ran the step again: a second failed attempt in its history
+    await waitFor(async () => (await durable.getRunHistory(failed)).length === 2 && (await durable.getRun(failed))?.status === 'failed', { timeout: 20_000 });
 
     await durable.schedule('dash_node', '0 0 1 1 *', { name: 'dash_yearly', input: 7 });
     const fired = await post('/schedules/dash_yearly/trigger').expect(303);
@@ -268,6 +269,22 @@ describe('dashboard (HTTP)', () => {
     for (const a of actions) expect(a.details.actor).toBe('ada@example.com');
     expect(actions.find((a) => a.details.action === 'sendEvent')?.details).toMatchObject({ name: 'nudge', outcome: 'dropped' }); // a pending run does not wait for it
     expect((await durable.listActivity({ kinds: ['key_released'] }))[0].details.by).toBe('ada@example.com');
+  });
+
+  it('forRootAsync: options from a factory, mounted at its path', async () => {
+    const t = await createApp({
+      workflows: [Node],
+      providers: [NeedsUser],
+      options: { worker: false },
+      imports: [DurableDashboardModule.forRootAsync({ path: 'ops/durable', useFactory: async () => ({ guards: [NeedsUser], readOnly: false }) })],
+      http: (app: INestApplication) => app.setGlobalPrefix('api'),
+    });
+    const run = (await t.durable.start('dash_node', 1, { runAt: new Date(Date.now() + 3_600_000) })).runId;
+    expect((await request(t.server).get('/api/ops/durable/')).status).toBe(403);
+    const page = await request(t.server).get(`/api/ops/durable/runs/${run}`).set('x-user', 'ada').expect(200);
+    expect(page.text).toContain(`action="/api/ops/durable/runs/${run}/cancel"`);
+    await request(t.server).post(`/api/ops/durable/runs/${run}/cancel`).set('x-user', 'ada').set('Sec-Fetch-Site', 'same-origin').expect(303);
+    expect((await t.durable.getRun(run))?.status).toBe('cancelled');
   });
 
   it('read-write: a POST from another origin, or without any origin, is refused and changes nothing', async () => {
