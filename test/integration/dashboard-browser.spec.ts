@@ -2,7 +2,8 @@
 // page.evaluate / waitForFunction callbacks run in the browser
 import { CanActivate, ExecutionContext, Injectable, INestApplication } from '@nestjs/common';
 import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import type { Browser, Page } from 'puppeteer-core';
 import { RunContext, Step, Workflow } from '../../src';
 import { DurableDashboardModule, type DurableDashboardOptions } from '../../src/dashboard';
@@ -47,7 +48,8 @@ class NeedsUser implements CanActivate {
 /** A key and an input that would run script if they were not escaped. */
 const HOSTILE_KEY = '<script>window.__pwned="key"</script>';
 const HOSTILE_INPUT = { html: '<img src=x onerror="window.__pwned = \'input\'">' };
-const SHOTS = join(__dirname, '../../docs/img');
+/** Where the screenshots go: a temporary folder, or `DURABLE_SCREENSHOTS_DIR` (`docs/img` refreshes the docs' pictures). */
+const SHOTS = resolve(process.env.DURABLE_SCREENSHOTS_DIR ?? join(tmpdir(), 'nestjs-durable-screenshots'));
 
 let browser: Browser;
 
