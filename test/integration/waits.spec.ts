@@ -112,7 +112,8 @@ describe('ctx.sleep', () => {
   it('the run waits without a worker slot, then the step re-runs from its start and the sleep returns at once', async () => {
     const { durable } = await createApp({ workflows, concurrency: 1 });
     const t0 = Date.now();
-    const { runId } = await durable.start('w_sleep', { ms: 700 }, { key: 'sleeper' });
+    // long enough for another run to complete meanwhile on a busy machine
+    const { runId } = await durable.start('w_sleep', { ms: 5_000 }, { key: 'sleeper' });
     const waiting = await waitFor(async () => {
       const r = await durable.getRun(runId);
       return r?.status === 'waiting' ? r : undefined;
@@ -125,9 +126,9 @@ describe('ctx.sleep', () => {
     expect((await durable.waitForRun(quick.runId, { timeout: 5_000 })).status).toBe('completed');
     expect((await durable.getRun(runId))!.status).toBe('waiting');
 
-    const done = await durable.waitForRun(runId, { timeout: 10_000 });
+    const done = await durable.waitForRun(runId, { timeout: 20_000 });
     expect(done.status).toBe('completed');
-    expect(Date.now() - t0).toBeGreaterThanOrEqual(700);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(5_000);
     expect(done.result).toBe('done');
     // the step ran twice from its start; the code after the sleep ran once
     expect(log.filter((l) => l === `nap:start:${runId}`)).toHaveLength(2);
