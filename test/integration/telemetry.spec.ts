@@ -271,6 +271,18 @@ describe('OpenTelemetry', () => {
     expect(steps[1].status.code).not.toBe(SpanStatusCode.ERROR);
   });
 
+  it("durable.key.retaken counts a retry that takes a failed run's key back", async () => {
+    const { durable, schema } = await createApp({ workflows: [Two], options: { worker: false } });
+    const before = await counter('durable.key.retaken', { workflow: 'tel_two' });
+    const a = await durable.start('tel_two', { n: 1 }, { key: 'rt' });
+    await forceStatus(schema, a.runId, 'failed');
+    const b = await durable.start('tel_two', { n: 2 }, { key: 'rt' });
+    await forceStatus(schema, b.runId, 'completed');
+    await durable.releaseKey(b.runId);
+    await durable.retry(a.runId);
+    expect(await counter('durable.key.retaken', { workflow: 'tel_two' })).toBe(before + 1);
+  });
+
   it('counters and histograms: key duplicate / handoff / release, runs finished, step duration, pickup latency', async () => {
     const { durable } = await createApp({ workflows: [Two, Fail] });
     const before = {
