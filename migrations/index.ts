@@ -7,6 +7,7 @@ import { DurableSchedules1733040004000 } from './1733040004000-durable-schedules
 import { DurableKeyIndex1733040005000 } from './1733040005000-durable-key-index';
 import { DurableEngine1733040006000 } from './1733040006000-durable-engine';
 import { DurableHistory1733040007000 } from './1733040007000-durable-history';
+import { DurableOutcomeSpelling1733040010000 } from './1733040010000-durable-outcome-spelling';
 
 export { DurableInit1733040000000, DurableKeys1733040001000, DurableWaits1733040002000 };
 export { DurableFlows1733040003000 };
@@ -14,6 +15,7 @@ export { DurableSchedules1733040004000 };
 export { DurableKeyIndex1733040005000 };
 export { DurableEngine1733040006000 };
 export { DurableHistory1733040007000 };
+export { DurableOutcomeSpelling1733040010000 };
 
 /** The module's migration classes in order, for schema `durable` (TypeORM `migrations: [...]`). */
 export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[] = [
@@ -25,6 +27,7 @@ export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[]
   DurableKeyIndex1733040005000,
   DurableEngine1733040006000,
   DurableHistory1733040007000,
+  DurableOutcomeSpelling1733040010000,
 ];
 
 /**

@@ -172,7 +172,7 @@ export class DurableService {
     return this.flows.graph(flowId);
   }
 
-  /** Deletes finished runs (and activity) older than `olderThan` (default: the retention options). */
+  /** Deletes finished runs older than `olderThan` (default: `retention.runs`) and activity older than `retention.activity`. */
   prune(options?: { olderThan?: Duration }): Promise<{ runs: number; activity: number }> {
     return this.maintenance.pruneNow(options?.olderThan);
   }

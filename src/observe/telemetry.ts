@@ -52,6 +52,7 @@ interface Instruments {
   keyDuplicate: Counter;
   keyHandoff: Counter;
   keyRelease: Counter;
+  keyRetaken: Counter;
   runFinished: Counter;
   stepDuration: Histogram;
   pickupLatency: Histogram;
@@ -75,6 +76,7 @@ export function instruments(): Instruments {
         }),
         keyHandoff: meter.createCounter('durable.key.handoff', { description: 'Keys handed from a finished run to a new one' }),
         keyRelease: meter.createCounter('durable.key.release', { description: 'Keys released with releaseKey' }),
+        keyRetaken: meter.createCounter('durable.key.retaken', { description: 'Keys a retried run took back from a newer run' }),
         runFinished: meter.createCounter('durable.run.finished', { description: 'Runs that reached a final status (attributes: workflow, status)' }),
         stepDuration: meter.createHistogram('durable.step.duration', { unit: 's', description: 'Duration of one step attempt' }),
         pickupLatency: meter.createHistogram('durable.run.pickup_latency', {
@@ -99,6 +101,9 @@ export function emitKeyMetric(kind: string, workflow: string, details: { outcome
       break;
     case 'key_released':
       i.keyRelease.add(1, { workflow });
+      break;
+    case 'key_retaken':
+      i.keyRetaken.add(1, { workflow });
       break;
   }
 }

@@ -81,7 +81,7 @@ export class RunAdmin {
 
   private async retryOnce(runId: string): Promise<void> {
     const { runs, registry } = this;
-    await this.connection.db.tx(async (q) => {
+    const retaken = await this.connection.db.tx(async (q) => {
       const row = isUuid(runId) ? await runs.get(q, runId, true) : undefined;
       if (!row) throw new RunNotFoundError(runId);
       if (row.status !== 'failed') throw new NotFailedError(runId, row.status);
@@ -98,7 +98,9 @@ export class RunAdmin {
       }
       await this.waits.resetForRetry(q, runId); // a timed-out wait or failed child is tried anew
       await runs.retry(q, runId);
+      return row.key !== null && !row.holds_key ? row.workflow : undefined;
     });
+    if (retaken !== undefined) emitKeyMetric('key_retaken', retaken); // counted once the retry committed
   }
 
   /** Starts a fresh copy of a finished run (same workflow and key; `input` replaces the input). */

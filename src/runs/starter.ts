@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { KeyContendedError, KeyTakenError, SerializationError } from '../errors';
-import type { OnDuplicate } from '../domain/keys.policy';
+import type { DuplicateMode, OnDuplicate } from '../domain/keys.policy';
 import { toMs, type Duration } from '../domain/duration';
 import type { WorkflowDefinition } from '../definition/workflow-definition';
 import type { WorkflowRef } from '../definition/workflow-metadata';
@@ -222,7 +222,7 @@ export class Starter {
       if (answer === undefined) out.push(await resolve(p));
       else if (answer === 'created') out.push({ runId: p.run.id, outcome: 'created' });
       else {
-        count([() => emitKeyMetric('key_duplicate', def.name, { outcome: answer.rejected ? 'error' : 'use_existing' })]);
+        count([() => emitKeyMetric('key_duplicate', def.name, { outcome: answer.rejected ? 'error' : 'useExisting' })]);
         out.push(answer.rejected ? { error: new KeyTakenError(answer.holderId, p.run.key, def.name) } : { runId: answer.holderId, outcome: 'useExisting' });
       }
     }
@@ -281,7 +281,7 @@ export class Starter {
   ): Promise<StartManyResult | undefined> {
     const { runs } = this;
     const key = p.run.key!;
-    const duplicate = (outcome: string, extra: object = {}) =>
+    const duplicate = (outcome: DuplicateMode | 'debounced', extra: object = {}) =>
       this.keyEvent(q, counted, 'key_duplicate', holder.id, def, key, {
         outcome,
         inputChanged: !isDeepStrictEqual(holder.input ?? null, JSON.parse(JSON.stringify(p.run.input ?? null))),
@@ -290,7 +290,7 @@ export class Starter {
       });
     switch (decision.action) {
       case 'useExisting':
-        await duplicate('use_existing');
+        await duplicate('useExisting');
         return { runId: holder.id, outcome: 'useExisting' };
       case 'reject':
         await duplicate('error');
@@ -302,26 +302,26 @@ export class Starter {
         if (!(await runs.insert(q, [p.run])).has(p.run.id)) return undefined;
         counted.push(() => emitRunFinished(def.name, 'cancelled'));
         await runs.repointWaiter(q, def.name, key, p.run.id);
-        await duplicate('cancel_existing', { replacedBy: p.run.id });
-        await this.keyEvent(q, counted, 'key_handed_off', p.run.id, def, key, { from: holder.id, fromStatus: holder.status, via: 'cancel_existing' });
+        await duplicate('cancelExisting', { replacedBy: p.run.id });
+        await this.keyEvent(q, counted, 'key_handed_off', p.run.id, def, key, { from: holder.id, fromStatus: holder.status, via: 'cancelExisting' });
         return { runId: p.run.id, outcome: 'cancelExisting' };
       }
       case 'replaceInput': {
         const restart = decision.outcome === 'debounced' ? def.debounce!.periodMs : null;
         if (!(await runs.replaceInput(q, holder.id, p.run.input, restart))) return undefined;
-        await duplicate(decision.outcome === 'debounced' ? 'debounced' : 'run_again');
+        await duplicate(decision.outcome === 'debounced' ? 'debounced' : 'runAgain');
         return { runId: holder.id, outcome: decision.outcome };
       }
       case 'runAgain': {
         const waiterId = await runs.upsertWaiter(q, p.run, holder.id, statusesThatFreeKey(def.reuse));
-        await duplicate('run_again', { runsAfter: holder.id, waitingRunId: waiterId });
+        await duplicate('runAgain', { runsAfter: holder.id, waitingRunId: waiterId });
         return { runId: waiterId, outcome: 'runAgain' };
       }
       case 'sendEvent': {
         // Signal-With-Start: kept until the holder waits for it (buffered), in the start's transaction.
         const outcome = await deliverEvent(this.events, q, holder.id, decision.name, p.run.input, { buffer: true });
         if (outcome === undefined || outcome === 'dropped') return undefined;
-        await duplicate('send_event', { event: decision.name, delivery: outcome });
+        await duplicate('sendEvent', { event: decision.name, delivery: outcome });
         return { runId: holder.id, outcome: 'sendEvent' };
       }
     }

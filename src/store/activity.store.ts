@@ -76,7 +76,7 @@ export class ActivityStore {
       // the rows the key trigger wrote in one transaction: same start time (index activity_at) and xmin
       runAgainHandoffs: `
         SELECT workflow FROM ${S}.activity
-        WHERE at = $1::timestamptz AND xmin = $2::xid AND kind = 'key_handed_off' AND details->>'via' = 'run_again'`,
+        WHERE at = $1::timestamptz AND xmin = $2::xid AND kind = 'key_handed_off' AND details->>'via' = 'runAgain'`,
       // events without a key filter ($3, the key, is null: it only keeps the parameter list of
       // listByKey), by the log's own order (activity_at, or the filters' indexes)
       list: `
@@ -141,7 +141,7 @@ export class ActivityStore {
         SELECT
           (SELECT count(*) FROM ${S}.runs r WHERE workflow = $1 AND key IS NOT NULL AND ${holdsKey('r')})::int AS keys_held,
           (SELECT coalesce(jsonb_object_agg(outcome, n), '{}') FROM (SELECT outcome, count(*)::int AS n FROM d GROUP BY 1) o) AS by_outcome,
-          (SELECT count(*) FROM d WHERE outcome = 'use_existing' AND changed)::int AS dropped,
+          (SELECT count(*) FROM d WHERE outcome = 'useExisting' AND changed)::int AS dropped,
           (SELECT count(*) FROM a WHERE kind = 'key_handed_off')::int AS handoffs,
           (SELECT coalesce(jsonb_agg(jsonb_build_object('bucket', b, 'count', n) ORDER BY b), '[]') FROM (
              SELECT date_trunc('hour', at) AS b, count(*)::int AS n FROM d WHERE at > now() - interval '1 day' GROUP BY 1) t) AS over_time,

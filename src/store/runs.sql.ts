@@ -96,7 +96,7 @@ export function runsStatements(S: string): Record<string, string> {
       ), ${insertAndNotify(true, 'v', 'WHERE NOT EXISTS (SELECT 1 FROM dup WHERE dup.start_id = v.id)')}, act AS (
         INSERT INTO ${S}.activity (kind, run_id, workflow, key, details)
         SELECT 'key_duplicate', dup.id, dup.workflow, dup.key, jsonb_build_object('workflow', dup.workflow, 'key', dup.key,
-          'outcome', CASE WHEN dup.rejected THEN 'error' ELSE 'use_existing' END,
+          'outcome', CASE WHEN dup.rejected THEN 'error' ELSE 'useExisting' END,
           'inputChanged', dup.input_changed, 'input', coalesce(dup.input, 'null'))
         FROM dup
       )

@@ -131,8 +131,9 @@ export class Maintenance {
   }
 
   /**
-   * Prunes finished runs older than `olderThanMs` (default: retention) and old activity, in batches,
-   * until none is left or `until` (a time) has passed; `done` when none is left.
+   * Prunes finished runs older than `olderThanMs` (default: retention.runs) and activity older than
+   * retention.activity (key history is kept that long whatever the runs' cutoff), in batches, until
+   * none is left or `until` (a time) has passed; `done` when none is left.
    */
   private async prune(q: Queryable, olderThanMs?: number, until = Infinity): Promise<{ runs: number; activity: number; done: boolean }> {
     const { runs, activity, options } = this;
@@ -144,7 +145,7 @@ export class Maintenance {
       if (n === PRUNE_BATCH) return out;
     }
     n = PRUNE_BATCH;
-    for (; n === PRUNE_BATCH && Date.now() < until; out.activity += n) n = await activity.prune(q, olderThanMs ?? options.retention.activityMs, PRUNE_BATCH);
+    for (; n === PRUNE_BATCH && Date.now() < until; out.activity += n) n = await activity.prune(q, options.retention.activityMs, PRUNE_BATCH);
     out.done = n < PRUNE_BATCH;
     return out;
   }

@@ -141,7 +141,7 @@ describe('dashboard (HTTP)', () => {
     const wf = await get('/workflows/dash_article');
     expect(wf).toContain('id="keys-section"');
     expect(wf).toMatch(/<svg\s+class="chart"[^>]*>[\s\S]*<rect\s+class="bar"/);
-    expect(wf).toMatch(/Re-adds: use_existing<\/dt>\s*<dd>2/);
+    expect(wf).toMatch(/Re-adds: useExisting<\/dt>\s*<dd>2/);
     expect(await get('/schedules')).toContain('dash_yearly');
     expect(await get('/activity')).toContain('key_duplicate');
     expect(await get('/nodes')).toMatch(/no node|<td class="mono">/);

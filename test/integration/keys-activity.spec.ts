@@ -101,7 +101,7 @@ async function pickedUpHolder(workflow: string, key: string, status: 'running' |
 async function expectRunAgainHandoff(t: TestApp, key: string, from: string, fromStatus: string, to: string): Promise<void> {
   const ho = await t.durable.listActivity({ kinds: ['key_handed_off'], key });
   expect(ho).toHaveLength(1);
-  expect(ho[0]).toMatchObject({ runId: to, details: { key, from, fromStatus, via: 'run_again' } });
+  expect(ho[0]).toMatchObject({ runId: to, details: { key, from, fromStatus, via: 'runAgain' } });
 }
 
 describe('watching keys', () => {
@@ -116,7 +116,7 @@ describe('watching keys', () => {
       t = await createApp({ workflows: ALL, options: { worker: false } });
     });
 
-    it('key_duplicate use_existing: on the holder, with inputChanged and the dropped input', async () => {
+    it('key_duplicate useExisting: on the holder, with inputChanged and the dropped input', async () => {
       const h = await t.durable.start('a_wf', { n: 1 }, { key: 'ue' });
       await t.durable.start('a_wf', { n: 1 }, { key: 'ue' });
       await t.durable.start('a_wf', { n: 2 }, { key: 'ue' });
@@ -127,14 +127,14 @@ describe('watching keys', () => {
         kind: 'key_duplicate',
         runId: h.runId,
         at: expect.any(Date),
-        details: { key: 'ue', workflow: 'a_wf', outcome: 'use_existing', inputChanged: true, input: { n: 2 } },
+        details: { key: 'ue', workflow: 'a_wf', outcome: 'useExisting', inputChanged: true, input: { n: 2 } },
       });
-      expect(ev[1].details).toMatchObject({ key: 'ue', workflow: 'a_wf', outcome: 'use_existing', inputChanged: false, input: { n: 1 } });
+      expect(ev[1].details).toMatchObject({ key: 'ue', workflow: 'a_wf', outcome: 'useExisting', inputChanged: false, input: { n: 1 } });
       expect(ev[0].details).not.toHaveProperty('runsAfter');
       expect(typeof ev[0].id).toBe('string');
     });
 
-    it('key_duplicate error, cancel_existing, send_event, debounced, and run_again with and without runsAfter', async () => {
+    it('key_duplicate error, cancelExisting, sendEvent, debounced, and runAgain with and without runsAfter', async () => {
       const e = await t.durable.start('a_wf', { n: 1 }, { key: 'er' });
       await expect(t.durable.start('a_wf', { n: 2 }, { key: 'er', onDuplicate: 'error' })).rejects.toBeInstanceOf(KeyTakenError);
 
@@ -160,15 +160,15 @@ describe('watching keys', () => {
         runId: e.runId,
         details: { key: 'er', workflow: 'a_wf', outcome: 'error', inputChanged: true, input: { n: 2 } },
       });
-      expect(await get('ce')).toMatchObject({ runId: c.runId, details: { key: 'ce', workflow: 'a_wf', outcome: 'cancel_existing', input: { n: 2 } } });
-      expect(await get('se')).toMatchObject({ runId: s.runId, details: { key: 'se', workflow: 'a_wf', outcome: 'send_event', input: { n: 2 } } });
+      expect(await get('ce')).toMatchObject({ runId: c.runId, details: { key: 'ce', workflow: 'a_wf', outcome: 'cancelExisting', input: { n: 2 } } });
+      expect(await get('se')).toMatchObject({ runId: s.runId, details: { key: 'se', workflow: 'a_wf', outcome: 'sendEvent', input: { n: 2 } } });
       expect(await get('db')).toMatchObject({ runId: d.runId, details: { key: 'db', workflow: 'a_debounce', outcome: 'debounced', input: { n: 2 } } });
       const ra0 = await get('ra0');
-      expect(ra0).toMatchObject({ runId: r.runId, details: { key: 'ra0', workflow: 'a_wf', outcome: 'run_again', input: { n: 2 } } });
+      expect(ra0).toMatchObject({ runId: r.runId, details: { key: 'ra0', workflow: 'a_wf', outcome: 'runAgain', input: { n: 2 } } });
       expect(ra0.details.runsAfter).toBeUndefined();
       expect(await get('ra1')).toMatchObject({
         runId: rw.runId,
-        details: { key: 'ra1', workflow: 'a_wf', outcome: 'run_again', runsAfter: rw.runId, input: { n: 2 } },
+        details: { key: 'ra1', workflow: 'a_wf', outcome: 'runAgain', runsAfter: rw.runId, input: { n: 2 } },
       });
       expect(waiter.runId).not.toBe(rw.runId);
 
@@ -294,9 +294,9 @@ describe('watching keys', () => {
       const S = ident(t.schema);
       const dup = (workflow: string, outcome: string) => counter('durable.key.duplicate', { workflow, outcome });
       const figures = async () => ({
-        cancel: await dup('a_other', 'cancel_existing'),
-        runAgain: await dup('a_other', 'run_again'),
-        sendEvent: await dup('a_other', 'send_event'),
+        cancel: await dup('a_other', 'cancelExisting'),
+        runAgain: await dup('a_other', 'runAgain'),
+        sendEvent: await dup('a_other', 'sendEvent'),
         debounced: await dup('a_debounce', 'debounced'),
         handoff: await counter('durable.key.handoff', { workflow: 'a_other' }),
         cancelled: await counter('durable.run.finished', { workflow: 'a_other', status: 'cancelled' }),
@@ -316,7 +316,7 @@ describe('watching keys', () => {
       // a commit that fails (a deferred trigger on the activity row): the hand-off did not happen, nothing is counted
       await sql(`CREATE FUNCTION ${S}.refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused at commit'; END $$`);
       await sql(`CREATE CONSTRAINT TRIGGER refuse AFTER INSERT ON ${S}.activity DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
-        WHEN (NEW.details->>'outcome' IN ('cancel_existing', 'debounced')) EXECUTE FUNCTION ${S}.refuse()`);
+        WHEN (NEW.details->>'outcome' IN ('cancelExisting', 'debounced')) EXECUTE FUNCTION ${S}.refuse()`);
       await expect(t.durable.start('a_other', { n: 5 }, { key: 'lk', onDuplicate: 'cancelExisting' })).rejects.toThrow('refused at commit');
       await expect(t.durable.start('a_debounce', { n: 3 }, { key: 'lk' })).rejects.toThrow('refused at commit');
       expect((await t.durable.getRun(c.runId))!).toMatchObject({ status: 'pending', holdsKey: true, input: { n: 4 } });
@@ -326,7 +326,7 @@ describe('watching keys', () => {
 
     it('counts duplicates by outcome and releases', async () => {
       const t = await createApp({ workflows: ALL, options: { worker: false } });
-      const dup = await counter('durable.key.duplicate', { workflow: 'a_other', outcome: 'use_existing' });
+      const dup = await counter('durable.key.duplicate', { workflow: 'a_other', outcome: 'useExisting' });
       const err = await counter('durable.key.duplicate', { workflow: 'a_other', outcome: 'error' });
       const rel = await counter('durable.key.release', { workflow: 'a_other' });
       const a = await t.durable.start('a_other', {}, { key: 'tel' });
@@ -334,7 +334,7 @@ describe('watching keys', () => {
       await t.durable.start('a_other', {}, { key: 'tel', onDuplicate: 'error' }).catch(() => undefined);
       await forceStatus(t.schema, a.runId, 'completed');
       await t.durable.releaseKey(a.runId, { by: 'me' });
-      expect(await counter('durable.key.duplicate', { workflow: 'a_other', outcome: 'use_existing' })).toBe(dup + 1);
+      expect(await counter('durable.key.duplicate', { workflow: 'a_other', outcome: 'useExisting' })).toBe(dup + 1);
       expect(await counter('durable.key.duplicate', { workflow: 'a_other', outcome: 'error' })).toBe(err + 1);
       expect(await counter('durable.key.release', { workflow: 'a_other' })).toBe(rel + 1);
     });
@@ -432,7 +432,7 @@ describe('watching keys', () => {
       await t.durable.start('a_wf', {}, { key: 'relaxed', onDuplicate: 'error' }).catch((e: unknown) => expect(e).toBeInstanceOf(KeyTakenError));
       expect((await t.durable.getRun(h.runId))!.readds).toBe(21);
       const outcomes = (await t.durable.listActivity({ runId: h.runId })).map((e) => e.details.outcome);
-      expect(outcomes.filter((o) => o === 'use_existing')).toHaveLength(20);
+      expect(outcomes.filter((o) => o === 'useExisting')).toHaveLength(20);
       expect(outcomes.filter((o) => o === 'error')).toHaveLength(1);
       // the pooled connection is back to its session's setting once each duplicate committed
       expect(await ds.query(`SELECT current_setting('synchronous_commit') AS v`)).toEqual([{ v: 'on' }]);
@@ -541,7 +541,7 @@ describe('watching keys', () => {
 
       const stats = await t.durable.keyStats({ workflow: 'a_wf' });
       expect(stats.keysHeld).toBe(3);
-      expect(stats.readdsByOutcome).toEqual({ use_existing: 3, error: 1, cancel_existing: 1 });
+      expect(stats.readdsByOutcome).toEqual({ useExisting: 3, error: 1, cancelExisting: 1 });
       expect(stats.droppedInputs).toBe(2);
       expect(stats.handoffs).toBe(2);
       expect(stats.readdsOverTime.length).toBeGreaterThanOrEqual(1);
@@ -556,7 +556,7 @@ describe('watching keys', () => {
       ]);
       expect(k1.runId && k2.runId).toBeTruthy();
       const other = await t.durable.keyStats({ workflow: AOther });
-      expect(other).toMatchObject({ keysHeld: 1, readdsByOutcome: { use_existing: 1 }, droppedInputs: 1, handoffs: 0 });
+      expect(other).toMatchObject({ keysHeld: 1, readdsByOutcome: { useExisting: 1 }, droppedInputs: 1, handoffs: 0 });
     });
   });
 
@@ -571,7 +571,7 @@ describe('watching keys', () => {
       const res = await t.durable.prune();
       expect(res.activity).toBe(1);
       expect((await t.durable.listActivity()).map((e) => e.details.key)).toEqual(['new']);
-      expect((await t.durable.keyStats({ workflow: 'a_wf' })).readdsByOutcome).toEqual({ use_existing: 1 });
+      expect((await t.durable.keyStats({ workflow: 'a_wf' })).readdsByOutcome).toEqual({ useExisting: 1 });
     });
 
     it('the default keeps activity for a week', async () => {

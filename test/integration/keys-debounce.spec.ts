@@ -41,6 +41,15 @@ class DbShort {
   }
 }
 
+// The debounce period is longer than the debounce timeout: the cap decides from the first start.
+@Workflow('db_long_period', { debounce: { period: '1h', timeout: '1s' }, retry: { attempts: 1 } })
+class DbLongPeriod {
+  @Step()
+  async go(ctx: RunContext<In>) {
+    return body(ctx);
+  }
+}
+
 // The debounce period is longer than the workflow timeout: counted from the first start it would
 // time out before it is even due.
 @Workflow('db_timeout', { debounce: { period: '1200ms' }, timeout: '800ms', retry: { attempts: 1 } })
@@ -51,7 +60,7 @@ class DbTimeout {
   }
 }
 
-const ALL = [DbIndex, DbOpen, DbShort, DbTimeout];
+const ALL = [DbIndex, DbOpen, DbShort, DbTimeout, DbLongPeriod];
 
 async function runAt(schema: string, id: string): Promise<number> {
   const [row] = await sql(`SELECT run_at FROM ${ident(schema)}.runs WHERE id = $1`, [id]);
@@ -121,6 +130,14 @@ describe('debounce', () => {
       // the uncapped one is due a period after the last save: later than its first due time by the saves' span
       expect((await runAt(t.schema, open.runId)) - openFirst).toBeGreaterThanOrEqual(1500);
       expect((await t.durable.getRun(a.runId))!.input).toEqual({ n: 6 });
+    });
+
+    it('with period longer than timeout, the first start is already due timeout after it, and later starts keep that', async () => {
+      const a = await t.durable.start('db_long_period', { n: 1 }, { key: 'long' });
+      const first = (await t.durable.getRun(a.runId))!.createdAt.getTime();
+      expect((await runAt(t.schema, a.runId)) - first).toBe(1000);
+      expect(await t.durable.start('db_long_period', { n: 2 }, { key: 'long' })).toEqual({ runId: a.runId, outcome: 'debounced' });
+      expect((await runAt(t.schema, a.runId)) - first).toBe(1000);
     });
 
     it('starts without a key are not debounced', async () => {

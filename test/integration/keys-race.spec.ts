@@ -219,7 +219,7 @@ describe('keys under races from 4 processes', () => {
       for (const r of results.filter((x) => x.outcome === 'useExisting')) expect(r.runId).toBe(holder.id);
       const answered = ok.filter((r) => r.outcome === 'useExisting').length;
       expect(holder.readds).toBe(answered);
-      for (const a of duplicates(s, 'use_existing', answered)) expect(a.run_id).toBe(holder.id);
+      for (const a of duplicates(s, 'useExisting', answered)) expect(a.run_id).toBe(holder.id);
       expect(s.activity).toHaveLength(answered);
     },
     error(s, results) {
@@ -254,7 +254,7 @@ describe('keys under races from 4 processes', () => {
       expect(holder.readds).toBe(0);
       const replaced = ok.length - 1;
       expect(ok.filter((r) => r.outcome === 'cancelExisting')).toHaveLength(replaced);
-      for (const a of duplicates(s, 'cancel_existing', replaced)) expect(byId.get(a.run_id)!.error!.replacedBy).toBe(a.details.replacedBy);
+      for (const a of duplicates(s, 'cancelExisting', replaced)) expect(byId.get(a.run_id)!.error!.replacedBy).toBe(a.details.replacedBy);
       const handoffs = s.activity.filter((a) => a.kind === 'key_handed_off');
       expect(sorted(handoffs.map((a) => a.run_id))).toEqual(sorted(ok.filter((r) => r.outcome === 'cancelExisting').map((r) => r.runId!)));
       expect(s.activity).toHaveLength(2 * replaced);
@@ -289,7 +289,7 @@ describe('keys under races from 4 processes', () => {
         }
       }
       expect(holder.readds).toBe(again.length);
-      for (const a of duplicates(s, 'run_again', again.length)) expect(a.run_id).toBe(holder.id);
+      for (const a of duplicates(s, 'runAgain', again.length)) expect(a.run_id).toBe(holder.id);
       expect(s.activity).toHaveLength(again.length);
     },
     sendEvent(s, results, prepared) {
@@ -305,7 +305,7 @@ describe('keys under races from 4 processes', () => {
       expect(s.events.every((e) => e.run_id === holder.id && e.kind === 'event' && e.name === EVENT)).toBe(true);
       expect(sorted(s.events.map((e) => tag(e.payload)))).toEqual(sorted(sent.map((r) => tag(r.input))));
       expect(holder.readds).toBe(sent.length);
-      const dups = duplicates(s, 'send_event', sent.length);
+      const dups = duplicates(s, 'sendEvent', sent.length);
       expect(s.activity).toHaveLength(sent.length);
       for (const a of dups) expect([a.run_id, a.details.event]).toEqual([holder.id, EVENT]);
       // a holder waiting for the event gets the first one (and is pending again); all later ones are kept

@@ -2,6 +2,7 @@ import { DataSource } from 'typeorm';
 import { durableMigrations } from '../../migrations';
 import { RunContext, Step, Workflow } from '../../src';
 import { createApp, databaseUrl, freshSchema, spawnNode, sql, tableExists } from '../support';
+import { forceStatus } from '../support/keys';
 
 @Workflow('migrations_echo')
 class Echo {
@@ -134,6 +135,82 @@ describe('migrations', () => {
       const back = [...(await runsIndexes(schema)).keys()];
       expect(back).toEqual(expect.arrayContaining(['runs_key_holder', 'runs_by_key']));
       expect(back).not.toEqual(expect.arrayContaining(['runs_key']));
+    } finally {
+      await runner.release();
+      await ds.destroy();
+    }
+  });
+
+  it('upgrading rewrites stored duplicate outcomes to the spelling start returns, and the key trigger writes it (DurableOutcomeSpelling)', async () => {
+    const schema = freshSchema();
+    const S = `"${schema}"`;
+    const all = durableMigrations(schema);
+    const at = all.findIndex((M) => M.name.startsWith('DurableOutcomeSpelling'));
+    const [spelling, earlier] = [all[at], all.slice(0, at)];
+    const ds = new DataSource({ type: 'postgres', url: databaseUrl() });
+    await ds.initialize();
+    const runner = ds.createQueryRunner();
+    try {
+      for (const M of earlier) await new M().up(runner);
+      // records as earlier versions wrote them, and one of another kind whose details merely look alike
+      const old: [string, string, string][] = [
+        ['key_duplicate', 'outcome', 'use_existing'],
+        ['key_duplicate', 'outcome', 'cancel_existing'],
+        ['key_duplicate', 'outcome', 'run_again'],
+        ['key_duplicate', 'outcome', 'send_event'],
+        ['key_duplicate', 'outcome', 'error'],
+        ['key_duplicate', 'outcome', 'debounced'],
+        ['key_handed_off', 'via', 'cancel_existing'],
+        ['key_handed_off', 'via', 'run_again'],
+        ['key_released', 'outcome', 'use_existing'],
+      ];
+      for (const [kind, field, value] of old) {
+        await sql(`insert into ${S}.activity (kind, run_id, workflow, key, details) values ($1, gen_random_uuid(), 'migrations_echo', 'k', $2)`, [
+          kind,
+          { [field]: value, key: 'k' },
+        ]);
+      }
+      const stored = async () =>
+        (await sql<{ kind: string; details: Record<string, unknown> }>(`select kind, details from ${S}.activity order by id`)).map((r) => [r.kind, r.details]);
+      await new spelling().up(runner);
+      expect(await stored()).toEqual([
+        ['key_duplicate', { outcome: 'useExisting', key: 'k' }],
+        ['key_duplicate', { outcome: 'cancelExisting', key: 'k' }],
+        ['key_duplicate', { outcome: 'runAgain', key: 'k' }],
+        ['key_duplicate', { outcome: 'sendEvent', key: 'k' }],
+        ['key_duplicate', { outcome: 'error', key: 'k' }],
+        ['key_duplicate', { outcome: 'debounced', key: 'k' }],
+        ['key_handed_off', { via: 'cancelExisting', key: 'k' }],
+        ['key_handed_off', { via: 'runAgain', key: 'k' }],
+        ['key_released', { outcome: 'use_existing', key: 'k' }],
+      ]);
+      // the module on the upgraded schema: keyStats counts the old records under the new keys, and
+      // a runAgain hand-off by the trigger is recorded with the same spelling
+      const { durable } = await createApp({ schema, workflows: [Echo], options: { migrationsRun: false, worker: false } });
+      expect((await durable.keyStats({ workflow: 'migrations_echo' })).readdsByOutcome).toEqual({
+        useExisting: 1,
+        cancelExisting: 1,
+        runAgain: 1,
+        sendEvent: 1,
+        error: 1,
+        debounced: 1,
+      });
+      const holder = await durable.start('migrations_echo', 'a', { key: 'h' });
+      await forceStatus(schema, holder.runId, 'running'); // picked up: a runAgain start waits behind it
+      const waiter = await durable.start('migrations_echo', 'b', { key: 'h', onDuplicate: 'runAgain' });
+      await forceStatus(schema, holder.runId, 'completed');
+      // the trigger hands the key over in the statement that ends the holder
+      expect(await durable.listActivity({ kinds: ['key_handed_off'], key: 'h' })).toMatchObject([
+        { runId: waiter.runId, details: { via: 'runAgain', from: holder.runId } },
+      ]);
+      // and down spells the records back
+      await new spelling().down(runner);
+      const back = await stored();
+      expect(back.slice(0, old.length)).toEqual(old.map(([kind, field, value]) => [kind, { [field]: value, key: 'k' }]));
+      expect(back.slice(old.length)).toEqual([
+        ['key_duplicate', expect.objectContaining({ outcome: 'run_again', waitingRunId: waiter.runId })],
+        ['key_handed_off', expect.objectContaining({ via: 'run_again', from: holder.runId })],
+      ]);
     } finally {
       await runner.release();
       await ds.destroy();

@@ -1,5 +1,5 @@
 import { DurableValidationError, RunContext, Step, Workflow } from '../../src';
-import { countRuns, createApp, freshSchema, Gate, waitFor } from '../support';
+import { countRuns, createApp, freshSchema, Gate, ident, sql, waitFor } from '../support';
 
 let gate = new Gate();
 
@@ -53,6 +53,21 @@ describe('prune and retention', () => {
     await durable.waitForRun(running.runId, { timeout: 10_000 });
     await expect(durable.prune({ olderThan: 0 })).resolves.toMatchObject({ runs: 1 });
     expect(await countRuns(schema)).toBe(1);
+  });
+
+  it('prune({ olderThan }) keeps activity younger than retention.activity, whatever the runs cutoff', async () => {
+    const { durable, schema } = await createApp({ workflows: [Quick] });
+    const holder = await durable.start('retention_quick', {}, { key: 'kept' });
+    expect((await durable.start('retention_quick', {}, { key: 'kept' })).outcome).toBe('useExisting');
+    await durable.waitForRun(holder.runId, { timeout: 10_000 });
+    // and a record past the default retention.activity (7 days)
+    await sql(`INSERT INTO ${ident(schema)}.activity (kind, run_id, workflow, key, details, at)
+      VALUES ('key_released', gen_random_uuid(), 'retention_quick', 'old', '{}', now() - interval '8 days')`);
+    expect((await durable.prune({ olderThan: 0 })).runs).toBe(1);
+    expect(await durable.getRun(holder.runId)).toBeNull();
+    expect(await durable.listActivity({ workflow: 'retention_quick' })).toEqual([
+      expect.objectContaining({ kind: 'key_duplicate', runId: holder.runId, details: expect.objectContaining({ key: 'kept', outcome: 'useExisting' }) }),
+    ]);
   });
 
   it('prune() without olderThan uses retention (nothing fresh is pruned); a bad olderThan is refused', async () => {

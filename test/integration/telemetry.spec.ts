@@ -271,10 +271,22 @@ describe('OpenTelemetry', () => {
     expect(steps[1].status.code).not.toBe(SpanStatusCode.ERROR);
   });
 
+  it("durable.key.retaken counts a retry that takes a failed run's key back", async () => {
+    const { durable, schema } = await createApp({ workflows: [Two], options: { worker: false } });
+    const before = await counter('durable.key.retaken', { workflow: 'tel_two' });
+    const a = await durable.start('tel_two', { n: 1 }, { key: 'rt' });
+    await forceStatus(schema, a.runId, 'failed');
+    const b = await durable.start('tel_two', { n: 2 }, { key: 'rt' });
+    await forceStatus(schema, b.runId, 'completed');
+    await durable.releaseKey(b.runId);
+    await durable.retry(a.runId);
+    expect(await counter('durable.key.retaken', { workflow: 'tel_two' })).toBe(before + 1);
+  });
+
   it('counters and histograms: key duplicate / handoff / release, runs finished, step duration, pickup latency', async () => {
     const { durable } = await createApp({ workflows: [Two, Fail] });
     const before = {
-      dup: await counter('durable.key.duplicate', { workflow: 'tel_two', outcome: 'use_existing' }),
+      dup: await counter('durable.key.duplicate', { workflow: 'tel_two', outcome: 'useExisting' }),
       handoff: await counter('durable.key.handoff', { workflow: 'tel_two' }),
       release: await counter('durable.key.release', { workflow: 'tel_two' }),
       completed: await counter('durable.run.finished', { workflow: 'tel_two', status: 'completed' }),
@@ -286,7 +298,7 @@ describe('OpenTelemetry', () => {
     // two duplicates while the first run is pending
     expect((await durable.start('tel_two', { n: 1 }, { key: 'm1' })).outcome).toBe('useExisting');
     expect((await durable.start('tel_two', { n: 2 }, { key: 'm1' })).outcome).toBe('useExisting');
-    expect(await counter('durable.key.duplicate', { workflow: 'tel_two', outcome: 'use_existing' })).toBe(before.dup + 2);
+    expect(await counter('durable.key.duplicate', { workflow: 'tel_two', outcome: 'useExisting' })).toBe(before.dup + 2);
     await durable.cancel(first.runId);
     // the key goes from the cancelled run to a new one
     const second = await durable.start('tel_two', { n: 3 }, { key: 'm1' });
