@@ -11,7 +11,8 @@
 # majors' types (tsc, as `npm test` does) and runs jest there. Every module — the library's sources,
 # the tests, the child-process fixtures and the sample app — then resolves Nest, TypeORM and
 # class-validator from that folder's node_modules. test/packaging is left out: it checks the packed
-# package, which `npm test` does for both pairs. Needs only npm and the registry. The database is
+# package, which `npm test` does for both pairs; so is test/docs: it compiles and runs the README and
+# docs/ as a new app gets them, on the current majors. Needs only npm and the registry. The database is
 # chosen as for `npm test` (DATABASE_URL, else an embedded PostgreSQL).
 set -euo pipefail
 
@@ -70,5 +71,5 @@ cp "$ROOT/jest.config.js" "$ROOT/tsconfig.json" "$ROOT/tsconfig.build.json" "$DI
   node node_modules/typescript/bin/tsc -p tsconfig.build.json
   echo "==> compat ($SET): jest"
   # (the option last: it takes a list, and would swallow the test paths that followed it)
-  node node_modules/jest/bin/jest.js "$@" --testPathIgnorePatterns=/test/packaging/
+  node node_modules/jest/bin/jest.js "$@" --testPathIgnorePatterns /test/packaging/ /test/docs/
 )
