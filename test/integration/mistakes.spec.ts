@@ -364,7 +364,8 @@ describe('newcomer mistakes get a typed error naming the cause and the fix', () 
     });
 
     it('KeyTakenError names the key and the workflow, and carries them', async () => {
-      const { durable } = await createApp({ workflows: [Strict] });
+      // no worker: the holder stays pending, so its key stays taken for both calls
+      const { durable } = await createApp({ workflows: [Strict], options: { worker: false } });
       const { runId } = await durable.start(Strict, {}, { key: 'invoice:INV-2208' });
       const err = await caught(() => durable.start(Strict, {}, { key: 'invoice:INV-2208' }));
       expectError(err, KeyTakenError, 'key_taken', new RegExp(`^key "invoice:INV-2208" of workflow "m_strict" is taken by run ${runId}$`));
