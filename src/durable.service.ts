@@ -174,7 +174,7 @@ export class DurableService {
 
   /** Deletes finished runs older than `olderThan` (default: `retention.runs`) and activity older than `retention.activity`. */
   prune(options?: { olderThan?: Duration }): Promise<{ runs: number; activity: number }> {
-    return this.maintenance.pruneNow(options?.olderThan);
+    return this.maintenance.pruneNow(options);
   }
 
   /**

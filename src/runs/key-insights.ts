@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DurableConnection } from '../core/durable.connection';
 import { WorkflowRegistry } from '../definition/workflow.registry';
 import { ActivityStore } from '../store/activity.store';
-import { assertValid, problem, uuidProblem } from '../domain/validation';
+import { assertValid, optionNames, problem, unknownOptionProblems, uuidProblem } from '../domain/validation';
 import type { RunStatus } from '../domain/run-info';
 import type { WorkflowRef } from '../definition/workflow-metadata';
 
@@ -63,6 +63,17 @@ export interface ListActivityOptions {
   cursor?: string;
 }
 
+const LIST_ACTIVITY_OPTION_NAMES = optionNames<ListActivityOptions>({
+  kinds: true,
+  workflow: true,
+  key: true,
+  runId: true,
+  since: true,
+  limit: true,
+  cursor: true,
+});
+const LIST_KEYS_OPTION_NAMES = optionNames<ListKeysOptions>({ workflow: true, search: true, limit: true, cursor: true });
+
 const clampLimit = (n: number | undefined, def: number) => Math.min(Math.max(1, Math.floor(n ?? def)), 1000);
 
 /** Reads of the activity log and of keys: `listActivity`, `listKeys`, `keyStats`. */
@@ -77,6 +88,7 @@ export class KeyInsights {
   /** Activity events, newest first. */
   async listActivity(o: ListActivityOptions = {}): Promise<ActivityEvent[]> {
     assertValid('listActivity', [
+      ...unknownOptionProblems(o, LIST_ACTIVITY_OPTION_NAMES),
       uuidProblem(o.runId, 'runId'),
       o.cursor === undefined || /^[0-9]{1,18}$/.test(o.cursor)
         ? undefined
@@ -99,6 +111,7 @@ export class KeyInsights {
    * `cursor: last.cursor`.
    */
   async listKeys(o: ListKeysOptions): Promise<KeyInfo[]> {
+    assertValid('listKeys', unknownOptionProblems(o, LIST_KEYS_OPTION_NAMES));
     const workflow = o.workflow === undefined ? null : this.registry.nameOf(o.workflow);
     if (workflow === null) assertValid('listKeys', [uuidProblem(o.cursor, 'cursor')]);
     const rows = await this.activity.keys(this.connection.db, workflow, o.search ?? null, o.cursor ?? null, clampLimit(o.limit, 50));
@@ -115,6 +128,7 @@ export class KeyInsights {
 
   /** The figures of `KeyStats` for one workflow. */
   async keyStats(o: { workflow: WorkflowRef }): Promise<KeyStats> {
+    assertValid('keyStats', unknownOptionProblems(o, ['workflow']));
     const s = await this.activity.stats(this.connection.db, this.registry.nameOf(o.workflow));
     return {
       keysHeld: s.keys_held,

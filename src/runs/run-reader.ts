@@ -4,7 +4,7 @@ import { toMs, type Duration } from '../domain/duration';
 import { isFinished, type RunInfo, type RunStatus } from '../domain/run-info';
 import type { WaitKind } from '../domain/suspension';
 import { isUuid } from '../domain/uuid';
-import { assertValid, unknownOptionProblems, uuidProblem } from '../domain/validation';
+import { assertValid, optionNames, unknownOptionProblems, uuidProblem } from '../domain/validation';
 import type { WorkflowRef } from '../definition/workflow-metadata';
 import { WorkflowRegistry } from '../definition/workflow.registry';
 import { DurableConnection } from '../core/durable.connection';
@@ -52,6 +52,20 @@ export interface StepAttempt {
 }
 
 /** Most attempts `getRunHistory` returns. */
+const LIST_RUNS_OPTION_NAMES = optionNames<ListRunsOptions>({
+  workflow: true,
+  key: true,
+  status: true,
+  flowId: true,
+  parentId: true,
+  waitingFor: true,
+  limit: true,
+  cursor: true,
+  before: true,
+  after: true,
+});
+const COUNT_FILTER_NAMES = optionNames<CountRunsFilter>({ workflow: true, status: true, key: true, flowId: true });
+
 const HISTORY_LIMIT = 1000;
 
 /** How often `waitForRun` looks at the run. */
@@ -95,6 +109,7 @@ export class RunReader {
   async list(options: ListRunsOptions = {}): Promise<RunInfo[]> {
     const limit = Math.min(Math.max(1, Math.floor(options.limit ?? 50)), 1000);
     assertValid('listRuns', [
+      ...unknownOptionProblems(options, LIST_RUNS_OPTION_NAMES),
       uuidProblem(options.cursor, 'cursor'),
       uuidProblem(options.before, 'before'),
       uuidProblem(options.after, 'after'),
@@ -113,6 +128,7 @@ export class RunReader {
 
   /** How many runs match (at most `cap`, default 10 000: `capped` when there may be more). */
   async count(filter: CountRunsFilter = {}, options: { cap?: number } = {}): Promise<{ count: number; capped: boolean }> {
+    assertValid('countRuns', [...unknownOptionProblems(filter, COUNT_FILTER_NAMES), ...unknownOptionProblems(options, ['cap'])]);
     const cap = Math.min(Math.max(1, Math.floor(options.cap ?? 10_000)), 1_000_000);
     const n = await this.runs.count(this.connection.db, this.filter(filter), cap + 1);
     return { count: Math.min(n, cap), capped: n > cap };

@@ -3,7 +3,7 @@ import { runColumns } from './run-row';
 import { holdsKey, indexedWorkflows } from './sql';
 
 /** RETURNING list of a statement that ends runs, read by {@link endedRuns}. */
-const ENDED = `id, holds_key, now()::text AS tx_at, (txid_current() % 4294967296)::text AS tx_xid`;
+const ENDED = `id, workflow, step, attempt, holds_key, now()::text AS tx_at, (txid_current() % 4294967296)::text AS tx_xid`;
 /** The insert's arbiter: the unique `runs_key` index (a second holder of a key conflicts). */
 const ON_KEY_CONFLICT = 'ON CONFLICT (workflow, key, (holds_key OR NULL)) WHERE key IS NOT NULL DO NOTHING';
 

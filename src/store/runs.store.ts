@@ -269,6 +269,9 @@ export class RunsStore {
 /** A row of {@link ENDED}. */
 interface EndedRow {
   id: string;
+  workflow: string;
+  step: number;
+  attempt: number;
   holds_key: boolean;
   tx_at: string;
   tx_xid: string;
@@ -276,7 +279,11 @@ interface EndedRow {
 
 function endedRuns(rows: EndedRow[]): EndedRuns {
   const keyed = rows.find((r) => r.holds_key);
-  return { ids: rows.map((r) => r.id), tx: keyed ? { at: keyed.tx_at, xid: keyed.tx_xid } : null };
+  return {
+    ids: rows.map((r) => r.id),
+    runs: rows.map((r) => ({ id: r.id, workflow: r.workflow, step: r.step, started: r.attempt > 0 || r.step > 0 })),
+    tx: keyed ? { at: keyed.tx_at, xid: keyed.tx_xid } : null,
+  };
 }
 
 /** The parameters $1–$7 of the run filters (see `RUN_FILTERS` in runs.sql.ts). */

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { toMs, type Duration } from '../domain/duration';
+import { assertValid, unknownOptionProblems } from '../domain/validation';
 import { WorkflowRegistry } from '../definition/workflow.registry';
 import { DurableConnection } from '../core/durable.connection';
 import { LOG_CONTEXT, RESOLVED_OPTIONS } from '../core/durable.constants';
@@ -84,6 +85,10 @@ export class Maintenance {
     const minTimeoutMs = Math.min(...defs.map((d) => d.timeoutMs ?? Infinity));
     // a timed-out holder's key goes to the run waiting behind it (key trigger): counted here
     const timedOut = await runs.failTimedOut(q, withoutCompensation, TIMEOUT_BATCH, Number.isFinite(minTimeoutMs) ? minTimeoutMs : 0);
+    for (const r of timedOut.runs) {
+      const step = r.started ? registry.stepName(r.workflow, r.step) : null;
+      logger.error(`run ${r.id} (${r.workflow})${step ? ` step "${step}"` : ''} failed for good: TimeoutError: the run timed out`);
+    }
     await countKeyHandoffs(this.activity, logger, q, timedOut.tx);
     // DAG flows: repair stuck flows (see docs/flows.md) and run due afterCancelled hooks
     await this.flows.maintain(q).catch((err) => logger.warn(`flow maintenance failed: ${(err as Error).message}`));
@@ -124,8 +129,9 @@ export class Maintenance {
   }
 
   /** `DurableService.prune`: prunes now, on a pooled connection, until nothing is left. */
-  async pruneNow(olderThan?: Duration): Promise<{ runs: number; activity: number }> {
-    const ms = olderThan === undefined ? undefined : toMs(olderThan, 'olderThan');
+  async pruneNow(options: { olderThan?: Duration } = {}): Promise<{ runs: number; activity: number }> {
+    assertValid('prune', unknownOptionProblems(options, ['olderThan']));
+    const ms = options.olderThan === undefined ? undefined : toMs(options.olderThan, 'olderThan');
     const { runs, activity } = await this.prune(this.connection.db, ms);
     return { runs, activity };
   }

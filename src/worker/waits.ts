@@ -1,11 +1,11 @@
-import { CancelledError, ChildFailedError, TimeoutError } from '../errors';
+import { CancelledError, ChildFailedError, DurableValidationError, TimeoutError } from '../errors';
 import type { WorkflowRef } from '../definition/workflow-metadata';
 import type { EventKind } from '../store/events.store';
 import type { NewRun } from '../store/runs.types';
 import type { WaitRow } from '../store/waits.store';
 import { toMs, type Duration } from '../domain/duration';
 import type { RunServices } from './run-services';
-import { assertValid, jsonProblem, nameProblem, problem } from '../domain/validation';
+import { assertValid, jsonProblem, nameProblem, problem, unknownOptionProblems } from '../domain/validation';
 import { isFinished } from '../domain/run-info';
 import { Suspension } from '../domain/suspension';
 import { uuidv7 } from '../domain/uuid';
@@ -14,9 +14,14 @@ import { traceCarrier } from '../observe/telemetry';
 /** Marks an error that fails the step for good (its retries would fail the same way). */
 export const FINAL = Symbol.for('nestjs-durable.final');
 
-/** True for a failed child or a wait that timed out: retrying the step cannot help. */
+/**
+ * True for a failed child, a wait that timed out or a call refused as invalid (a misspelt option of
+ * a ctx call): retrying the step cannot help.
+ */
 export const isFinalError = (err: unknown): boolean =>
-  err instanceof ChildFailedError || (typeof err === 'object' && err !== null && (err as Record<symbol, unknown>)[FINAL] === true);
+  err instanceof ChildFailedError ||
+  err instanceof DurableValidationError ||
+  (typeof err === 'object' && err !== null && (err as Record<symbol, unknown>)[FINAL] === true);
 
 /** Options of `ctx.waitForEvent` / `ctx.waitForInput`. */
 export interface WaitOptions<T = unknown> {
@@ -70,7 +75,7 @@ export async function sleep(scope: WaitScope, duration: Duration): Promise<void>
 /** `ctx.waitForEvent` / `ctx.waitForInput`. */
 export async function waitFor<T>(scope: WaitScope, kind: EventKind, name: string, options: WaitOptions<T> = {}): Promise<T> {
   const what = kind === 'event' ? `ctx.waitForEvent('${name}')` : `ctx.waitForInput('${name}')`;
-  assertValid(what, [nameProblem(name)]);
+  assertValid(what, [nameProblem(name), ...unknownOptionProblems(options, ['timeout', 'timeoutValue'])]);
   const timeoutMs = options.timeout === undefined ? null : toMs(options.timeout, `${what}: timeout`);
   assertOwned(scope);
   const { services } = scope;
@@ -94,6 +99,7 @@ export async function waitFor<T>(scope: WaitScope, kind: EventKind, name: string
 export async function callChildren(scope: WaitScope, calls: ChildCall[], options: CallOptions = {}): Promise<unknown[]> {
   const { services } = scope;
   if (!Array.isArray(calls) || calls.length === 0) assertValid('ctx.parallel', [problem('calls', calls, 'notEmpty', 'give at least one { workflow, input }')]);
+  assertValid('ctx.callWorkflow', unknownOptionProblems(options, ['delay']));
   const delayMs = options.delay === undefined ? 0 : toMs(options.delay, 'ctx.callWorkflow: delay');
   const defs = calls.map((c) => services.registry.get(c?.workflow));
   assertValid(

@@ -45,6 +45,14 @@ class Saga {
   }
 }
 
+@Workflow('fl_never_answered', { timeout: '300ms' })
+class NeverAnswered {
+  @Step()
+  async ask(ctx: RunContext) {
+    return ctx.waitForEvent('answer');
+  }
+}
+
 describe('failure logs', () => {
   it('a final failure is logged at error level with run id, workflow, step, error and stack; each failed attempt at debug level', async () => {
     const logger = new RecordingLogger();
@@ -85,5 +93,26 @@ describe('failure logs', () => {
       `run ${runId} (fl_saga) step "pay" failed for good: Error: payment refused`,
       `run ${runId} (fl_saga) step "book": compensation "undo" failed for good: Error: cannot undo the booking`,
     ]);
+  });
+
+  it('a waiting run failed by its workflow timeout is logged at error level', async () => {
+    const logger = new RecordingLogger();
+    const { durable } = await createApp({ workflows: [NeverAnswered], logger });
+    const { runId } = await durable.start(NeverAnswered, {});
+    const run = await durable.waitForRun(runId, { timeout: 30_000 });
+    expect(run).toMatchObject({ status: 'failed', error: { name: 'TimeoutError', code: 'timeout' } });
+    expect(logger.find('error', runId).map((e) => e.message)).toEqual([
+      `run ${runId} (fl_never_answered) step "ask" failed for good: TimeoutError: ${(run.error as { message: string }).message}`,
+    ]);
+  });
+
+  it('a run no worker picked up before its workflow timeout, failed by the maintenance sweep, is logged at error level', async () => {
+    const logger = new RecordingLogger();
+    // this node's worker runs another workflow only: the sweep is the only one to end the run
+    const { durable } = await createApp({ workflows: [NeverAnswered, Flaky], logger, options: { worker: { workflows: ['fl_flaky'] } } });
+    const { runId } = await durable.start(NeverAnswered, {});
+    const run = await durable.waitForRun(runId, { timeout: 30_000 });
+    expect(run).toMatchObject({ status: 'failed', attempt: 0, error: { name: 'TimeoutError', code: 'timeout', message: 'the run timed out' } });
+    expect(logger.find('error', runId).map((e) => e.message)).toEqual([`run ${runId} (fl_never_answered) failed for good: TimeoutError: the run timed out`]);
   });
 });

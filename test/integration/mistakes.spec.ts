@@ -67,6 +67,24 @@ class UsesUnknownEntity {
   }
 }
 
+let misspeltWaitCalls = 0;
+@Workflow('m_misspelt_wait', { retry: { attempts: 4, initialDelay: '10ms' } })
+class MisspeltWait {
+  @Step()
+  async ask(ctx: RunContext) {
+    misspeltWaitCalls++;
+    return ctx.waitForEvent('answer', { timout: '1s' } as never);
+  }
+}
+
+@Workflow('m_misspelt_call', { retry: { attempts: 4, initialDelay: '10ms' } })
+class MisspeltCall {
+  @Step()
+  async call(ctx: RunContext) {
+    return ctx.callWorkflow(Echo, {}, { dealy: '1s' } as never);
+  }
+}
+
 @Workflow('m_strict', { onDuplicate: 'error' })
 class Strict {
   @Step()
@@ -284,6 +302,34 @@ describe('newcomer mistakes get a typed error naming the cause and the fix', () 
       // nothing changed: the run still holds its key, and no other run was started
       expect(await durable.getRun(runId)).toMatchObject({ status: done.status, holdsKey: true });
       expect(await durable.listRuns({ workflow: Echo })).toHaveLength(1);
+    });
+
+    it('listRuns, countRuns, listKeys, listActivity, keyStats and prune', async () => {
+      const { durable } = await createApp({ workflows: [Echo] });
+      const refusals: [() => unknown, RegExp][] = [
+        [() => durable.listRuns({ workflw: 'm_echo' } as never), /^listRuns: unknown option "workflw" \(did you mean "workflow"\?\)/],
+        [() => durable.countRuns({ stauts: 'failed' } as never), /^countRuns: unknown option "stauts" \(did you mean "status"\?\)/],
+        [() => durable.countRuns({}, { cpa: 5 } as never), /^countRuns: unknown option "cpa" \(did you mean "cap"\?\)/],
+        [() => durable.listKeys({ serach: 'a' } as never), /^listKeys: unknown option "serach" \(did you mean "search"\?\)/],
+        [() => durable.listActivity({ kind: ['key_duplicate'] } as never), /^listActivity: unknown option "kind" \(did you mean "kinds"\?\)/],
+        [() => durable.keyStats({ workflow: Echo, limit: 3 } as never), /^keyStats: unknown option "limit"/],
+        [() => durable.prune({ olderthan: '1d' } as never), /^prune: unknown option "olderthan" \(did you mean "olderThan"\?\)/],
+      ];
+      for (const [call, message] of refusals) expectError(await caught(call), DurableValidationError, 'invalid', message);
+    });
+
+    it('a misspelt option of ctx.waitForEvent or ctx.callWorkflow fails the run at once (no retries), naming it', async () => {
+      misspeltWaitCalls = 0;
+      const { durable } = await createApp({ workflows: [Echo, MisspeltWait, MisspeltCall] });
+      const wait = await durable.waitForRun((await durable.start(MisspeltWait, {})).runId, { timeout: 30_000 });
+      expect(wait).toMatchObject({ status: 'failed', attempt: 1, error: { name: 'DurableValidationError', code: 'invalid', step: 'ask' } });
+      expect((wait.error as { message: string }).message).toMatch(/^ctx\.waitForEvent\('answer'\): unknown option "timout" \(did you mean "timeout"\?\)/);
+      expect(misspeltWaitCalls).toBe(1);
+      const call = await durable.waitForRun((await durable.start(MisspeltCall, {})).runId, { timeout: 30_000 });
+      expect(call).toMatchObject({ status: 'failed', attempt: 1, error: { name: 'DurableValidationError', code: 'invalid', step: 'call' } });
+      expect((call.error as { message: string }).message).toMatch(/^ctx\.callWorkflow: unknown option "dealy" \(did you mean "delay"\?\)/);
+      // no child was started
+      expect(await durable.listRuns({ workflow: Echo })).toEqual([]);
     });
 
     it('a misspelt module option: one short line naming it and the nearest option', async () => {
