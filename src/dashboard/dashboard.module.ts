@@ -1,11 +1,12 @@
 import { DynamicModule, Module, Provider } from '@nestjs/common';
 import { RouterModule } from '@nestjs/core';
+import { assertValid, unknownOptionProblems } from '../domain/validation';
 import { ActionsController } from './actions.controller';
 import { AssetsController } from './assets.controller';
 import { DashboardContext } from './dashboard.context';
 import { DashboardGuard } from './dashboard.guard';
 import { DashboardHeaders } from './dashboard.headers';
-import { DASHBOARD_OPTIONS, type DurableDashboardAsyncOptions, type DurableDashboardOptions } from './dashboard.options';
+import { checkDashboardOptions, DASHBOARD_OPTIONS, type DurableDashboardAsyncOptions, type DurableDashboardOptions } from './dashboard.options';
 import { DashboardReads } from './dashboard-reads';
 import { PagesController } from './pages.controller';
 import { RunsController } from './runs.controller';
@@ -19,17 +20,19 @@ import { RunsController } from './runs.controller';
 export class DurableDashboardModule {
   /** Mounts the dashboard with these options. */
   static forRoot(options: DurableDashboardOptions = {}): DynamicModule {
+    checkDashboardOptions(options);
     const path = options.path ?? 'durable';
     return DurableDashboardModule.build(path, { provide: DASHBOARD_OPTIONS, useValue: { ...options, path } }, []);
   }
 
   /** Mounts the dashboard at `path` with options from a factory (e.g. guards from the app's config). */
   static forRootAsync(options: DurableDashboardAsyncOptions): DynamicModule {
+    assertValid('DurableDashboardModule.forRootAsync', unknownOptionProblems(options, ['path', 'imports', 'inject', 'useFactory']));
     const path = options.path ?? 'durable';
     const provider: Provider = {
       provide: DASHBOARD_OPTIONS,
       inject: options.inject ?? [],
-      useFactory: async (...args: never[]) => ({ ...(await options.useFactory(...args)), path }),
+      useFactory: async (...args: never[]) => ({ ...checkDashboardOptions(await options.useFactory(...args), false), path }),
     };
     return DurableDashboardModule.build(path, provider, options.imports ?? []);
   }

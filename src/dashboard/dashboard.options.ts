@@ -1,5 +1,6 @@
 import type { CanActivate, ModuleMetadata, Type } from '@nestjs/common';
 import type { Duration } from '../domain/duration';
+import { assertValid, optionNames, unknownOptionProblems } from '../domain/validation';
 
 /** What a dashboard action does; `authorize` is asked about each. */
 export type DashboardAction = 'cancel' | 'retry' | 'rerun' | 'releaseKey' | 'provideInput' | 'sendEvent' | 'triggerSchedule' | 'pause' | 'resume';
@@ -31,3 +32,20 @@ export interface DurableDashboardAsyncOptions extends Pick<ModuleMetadata, 'impo
 
 /** Injection token of the dashboard's options (`DurableDashboardOptions`, path resolved). */
 export const DASHBOARD_OPTIONS = Symbol('nestjs-durable:dashboard-options');
+
+const DASHBOARD_OPTION_NAMES = optionNames<DurableDashboardOptions>({
+  path: true,
+  guards: true,
+  readOnly: true,
+  authorize: true,
+  actor: true,
+  statementTimeout: true,
+  refreshInterval: true,
+});
+
+/** Refuses misspelt option names (`DurableValidationError` naming the nearest option); returns the options. */
+export function checkDashboardOptions<T extends object>(options: T, allowPath = true): T {
+  const names = allowPath ? DASHBOARD_OPTION_NAMES : DASHBOARD_OPTION_NAMES.filter((n) => n !== 'path');
+  assertValid('DurableDashboardModule', unknownOptionProblems(options, names));
+  return options;
+}

@@ -5,7 +5,7 @@ import { Client } from 'pg';
 import { TimeoutError } from '../errors';
 import { toMs, type Duration } from '../domain/duration';
 import type { StartResult } from '../domain/run-info';
-import { assertValid, problem } from '../domain/validation';
+import { assertValid, optionNames, problem, unknownOptionProblems } from '../domain/validation';
 import { channelOf } from '../core/durable.constants';
 import { DurableConnection } from '../core/durable.connection';
 import type { DurableModuleOptions, WorkerOptions } from '../options/durable-options.interface';
@@ -39,6 +39,16 @@ export interface RunUntilIdleOptions {
   /** Longest wait before `TimeoutError` (default `'30s'`). */
   timeout?: Duration;
 }
+
+const ENV_OPTION_NAMES = optionNames<DurableTestEnvOptions>({
+  imports: true,
+  providers: true,
+  url: true,
+  worker: true,
+  options: true,
+  configure: true,
+  logger: true,
+});
 
 /** How often `runUntilIdle` looks at the env's runs. */
 const IDLE_POLL_MS = 20;
@@ -77,6 +87,7 @@ export class DurableTestEnv {
 
   /** Builds and initialises the env's application (migrations applied to a fresh schema). */
   static async create(options: DurableTestEnvOptions = {}): Promise<DurableTestEnv> {
+    assertValid('DurableTestEnv.create', unknownOptionProblems(options, ENV_OPTION_NAMES));
     const url = await testDatabaseUrl(options.url);
     const schema = `durable_test_${randomBytes(6).toString('hex')}`;
     const worker = options.worker === false ? false : { pollInterval: '100ms', ...options.worker };
@@ -101,6 +112,7 @@ export class DurableTestEnv {
    * `TimeoutError` after `timeout` (default 30 s).
    */
   async runUntilIdle(options: RunUntilIdleOptions = {}): Promise<void> {
+    assertValid('runUntilIdle', unknownOptionProblems(options, ['timeout']));
     const timeoutMs = toMs(options.timeout ?? '30s', 'runUntilIdle: timeout');
     const until = Date.now() + timeoutMs;
     const { db } = this.app.get(DurableConnection, { strict: false });

@@ -287,6 +287,17 @@ describe('dashboard (HTTP)', () => {
     expect((await t.durable.getRun(run))?.status).toBe('cancelled');
   });
 
+  it('a misspelt option of forRoot, forRootAsync or its factory is refused by name', async () => {
+    expect(() => DurableDashboardModule.forRoot({ readonly: false } as never)).toThrow(/unknown option "readonly" \(did you mean "readOnly"\?\)/);
+    expect(() => DurableDashboardModule.forRootAsync({ useFactory: () => ({}), injects: [] } as never)).toThrow(
+      /unknown option "injects" \(did you mean "inject"\?\)/,
+    );
+    const factory = DurableDashboardModule.forRootAsync({ useFactory: () => ({ gaurds: [] }) as never });
+    await expect(createApp({ workflows: [Node], options: { worker: false }, imports: [factory] })).rejects.toThrow(
+      /unknown option "gaurds" \(did you mean "guards"\?\)/,
+    );
+  });
+
   it('read-write: a POST from another origin, or without any origin, is refused and changes nothing', async () => {
     const t = await dashboardApp({ readOnly: false });
     const run = (await t.durable.start('dash_node', 1)).runId;

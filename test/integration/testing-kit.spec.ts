@@ -120,4 +120,12 @@ describe('DurableTestEnv', () => {
     await expect(e.skipTime('soon')).rejects.toBeInstanceOf(DurableValidationError);
     expect((await row(e, runId)).wake_at).toEqual(before.wake_at);
   });
+
+  it('refuses misspelt options of create and runUntilIdle by name', async () => {
+    await expect(DurableTestEnv.create({ provders: [] } as never)).rejects.toThrow(
+      /^DurableTestEnv\.create: unknown option "provders" \(did you mean "providers"\?\)/,
+    );
+    const e = await env([Sleepy, Attempts]);
+    await expect(e.runUntilIdle({ timout: '1s' } as never)).rejects.toBeInstanceOf(DurableValidationError);
+  });
 });
