@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import type { Duration } from './domain/duration';
+import type { StartExplanation } from './domain/keys.explain';
+import type { OnDuplicate } from './domain/keys.policy';
 import type { RunInfo, StartResult } from './domain/run-info';
 import type { ScheduleOptions } from './definition/schedule.decorator';
 import type { WorkflowRef } from './definition/workflow-metadata';
@@ -138,6 +140,14 @@ export class DurableService {
    */
   listKeys(options: ListKeysOptions = {}): Promise<KeyInfo[]> {
     return this.insights.listKeys(options);
+  }
+
+  /**
+   * What `start(workflow, input, { key, onDuplicate })` would do now and why — the holder, its
+   * status and the key rule that applied — writing nothing. A start made later may find another holder.
+   */
+  explainStart(workflow: WorkflowRef, input: unknown, options: { key: string; onDuplicate?: OnDuplicate }): Promise<StartExplanation> {
+    return this.insights.explainStart(workflow, input, options);
   }
 
   /** Key statistics of a workflow. */

@@ -16,6 +16,7 @@ export type { WorkflowRef } from './definition/workflow-metadata';
 export type { DurableModuleOptions, WorkerOptions, RetentionOptions } from './options/durable-options.interface';
 export type { WorkflowOptions, StepOptions, DebounceOptions } from './options/workflow-options.interface';
 export type { ReusePolicy, OnDuplicate } from './domain/keys.policy';
+export type { StartExplanation, ExplainedOutcome } from './domain/keys.explain';
 export type { RetryPolicy } from './domain/retry.policy';
 export { type Duration, seconds, minutes, hours, days } from './domain/duration';
 export { DurableHealthIndicator } from './health/durable.health';

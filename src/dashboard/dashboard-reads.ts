@@ -60,7 +60,7 @@ export class DashboardReads implements OnApplicationShutdown {
     const { registry, runsStore, history, activity, nodes } = this;
     this.made = {
       runs: new RunReader(bounded, registry, runsStore, history),
-      keys: new KeyInsights(bounded, registry, activity),
+      keys: new KeyInsights(bounded, registry, activity, runsStore),
       cluster: new ClusterReader(bounded, registry, runsStore, nodes, this.options),
       flows: new FlowsEngine(bounded, registry, this.flowsStore),
       backlog: () => runsStore.backlog(bounded.db),

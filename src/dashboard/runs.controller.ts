@@ -60,13 +60,15 @@ export class RunsController {
       const run = await runs.get(id);
       if (!run) throw new RunNotFoundError(id);
       const keyed = run.key !== null;
-      const [history, keyRuns, readds, keyEvents] = await Promise.all([
+      const [history, keyRuns, readds, keyEvents, startNow] = await Promise.all([
         runs.historyOf(id),
         keyed ? runs.list({ workflow: run.workflow, key: run.key!, limit: PAGE_SIZE }) : [],
         keyed ? keys.listActivity({ runId: id, kinds: ['key_duplicate'], limit: PAGE_SIZE }) : [],
         keyed ? keys.listActivity({ workflow: run.workflow, key: run.key!, kinds: ['key_handed_off', 'key_released', 'key_retaken'], limit: PAGE_SIZE }) : [],
+        // what a start with the key would do now (not when this node does not know the workflow)
+        keyed ? keys.explainStart(run.workflow, null, { key: run.key! }).catch(() => undefined) : undefined,
       ]);
-      return runPage(ctx, { run, history, keyRuns, readds, keyEvents });
+      return runPage(ctx, { run, history, keyRuns, readds, keyEvents, startNow });
     });
     this.context.send(res, answer);
   }

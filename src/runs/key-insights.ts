@@ -2,7 +2,10 @@ import { Injectable } from '@nestjs/common';
 import { DurableConnection } from '../core/durable.connection';
 import { WorkflowRegistry } from '../definition/workflow.registry';
 import { ActivityStore } from '../store/activity.store';
-import { assertValid, optionNames, problem, unknownOptionProblems, uuidProblem } from '../domain/validation';
+import { assertValid, jsonProblem, keyProblem, onDuplicateProblem, optionNames, problem, unknownOptionProblems, uuidProblem } from '../domain/validation';
+import { explainStart, type StartExplanation } from '../domain/keys.explain';
+import type { OnDuplicate } from '../domain/keys.policy';
+import { RunsStore } from '../store/runs.store';
 import type { RunStatus } from '../domain/run-info';
 import type { WorkflowRef } from '../definition/workflow-metadata';
 
@@ -83,7 +86,26 @@ export class KeyInsights {
     private readonly connection: DurableConnection,
     private readonly registry: WorkflowRegistry,
     private readonly activity: ActivityStore,
+    private readonly runs: RunsStore,
   ) {}
+
+  /** What `start(workflow, input, options)` would do now and why, writing nothing (the holder is read without a lock). */
+  async explainStart(ref: WorkflowRef, input: unknown, options: { key: string; onDuplicate?: OnDuplicate }): Promise<StartExplanation> {
+    const def = this.registry.get(ref);
+    const o = options ?? ({} as { key: string });
+    assertValid(`explainStart ${def.name}`, [
+      ...unknownOptionProblems(o, ['key', 'onDuplicate']),
+      typeof o.key === 'string' ? keyProblem(o.key) : problem('key', o.key, 'isString', 'key must be a string: a start without a key always creates a run'),
+      onDuplicateProblem(o.onDuplicate, def.reuse),
+      jsonProblem(input, 'input'),
+    ]);
+    const holder = await this.runs.peekHolder(this.connection.db, def.name, o.key);
+    return explainStart(
+      def.reuse,
+      o.onDuplicate ?? def.onDuplicate,
+      holder && { id: holder.id, status: holder.status, pickedUp: holder.picked_up, debouncing: holder.debouncing, waiterId: holder.waiter_id },
+    );
+  }
 
   /** Activity events, newest first. */
   async listActivity(o: ListActivityOptions = {}): Promise<ActivityEvent[]> {

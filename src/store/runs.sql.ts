@@ -4,6 +4,8 @@ import { holdsKey, indexedWorkflows } from './sql';
 
 /** RETURNING list of a statement that ends runs, read by {@link endedRuns}. */
 const ENDED = `id, workflow, step, attempt, holds_key, now()::text AS tx_at, (txid_current() % 4294967296)::text AS tx_xid`;
+/** The columns of a key's holder as the key policy sees it (`HolderRow`). */
+const HOLDER = `id, status, started_at IS NOT NULL AS picked_up, debounce_until IS NOT NULL AS debouncing, input`;
 /** The insert's arbiter: the unique `runs_key` index (a second holder of a key conflicts). */
 const ON_KEY_CONFLICT = 'ON CONFLICT (workflow, key, (holds_key OR NULL)) WHERE key IS NOT NULL DO NOTHING';
 
@@ -107,9 +109,13 @@ export function runsStatements(S: string): Record<string, string> {
           THEN set_config('synchronous_commit', 'off', true) END AS relaxed
       FROM v LEFT JOIN dup ON dup.start_id = v.id
       WHERE NOT EXISTS (SELECT 1 FROM ins WHERE ins.id = v.id) AND (SELECT count(*) FROM note) >= 0`,
-    holder: `
-      SELECT id, status, started_at IS NOT NULL AS picked_up, debounce_until IS NOT NULL AS debouncing, input
-      FROM ${S}.runs r WHERE workflow = $1 AND key = $2 AND ${holdsKey('r')} FOR UPDATE`,
+    holder: `SELECT ${HOLDER} FROM ${S}.runs r WHERE workflow = $1 AND key = $2 AND ${holdsKey('r')} FOR UPDATE`,
+    // the holder without a lock, and the run waiting behind it (explainStart)
+    peekHolder: `
+      SELECT ${HOLDER},
+        (SELECT w.id FROM ${S}.runs w
+         WHERE w.workflow = $1 AND w.key = $2 AND w.status = 'waiting' AND NOT w.holds_key AND w.takes_key_after IS NOT NULL) AS waiter_id
+      FROM ${S}.runs r WHERE workflow = $1 AND key = $2 AND ${holdsKey('r')}`,
     upsertWaiter: `
       INSERT INTO ${S}.runs (id, workflow, key, holds_key, status, input, run_at, timeout_ms, runs_after_id, takes_key_after, trace)
       VALUES ($1, $2, $3, false, 'waiting', $4, 'infinity', $5, $6, $7, $8)

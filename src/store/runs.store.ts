@@ -122,6 +122,12 @@ export class RunsStore {
     return row;
   }
 
+  /** The run holding (workflow, key), read without a lock, with the id of the run waiting behind it. */
+  async peekHolder(q: Queryable, workflow: string, key: string): Promise<(HolderRow & { waiter_id: string | null }) | undefined> {
+    const [row] = await q.query<HolderRow & { waiter_id: string | null }>(this.sql.peekHolder, [workflow, key]);
+    return row;
+  }
+
   /**
    * Leaves one run waiting behind `holderId` without the key (or gives the one already waiting the
    * newer input); it takes the key when the holder ends with one of `takesKeyAfter`. Returns its id.

@@ -125,6 +125,7 @@ describe('dashboard (HTTP)', () => {
     expect(await get('/')).toMatch(/dash_article<\/a><\/td>\s*<td class="num">\s*<a href="[^"]+status%3Apending">1<\/a>/); // 1 pending
     const run = await get(`/runs/${s.article}`);
     expect(run).toContain('added again <strong>2</strong> times');
+    expect(run).toMatch(/a start with this key now: <span class="badge">useExisting<\/span>/);
     expect(run).toContain('<code>$.title</code> <del>&quot;first&quot;</del> <ins>&quot;second&quot;</ins>');
     expect(run).toMatch(/same input/);
     expect(run).toContain('article:42');

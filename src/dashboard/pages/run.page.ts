@@ -1,4 +1,5 @@
 import { isFinished, type RunInfo } from '../../domain/run-info';
+import type { StartExplanation } from '../../domain/keys.explain';
 import type { ActivityEvent } from '../../runs/key-insights';
 import type { StepAttempt } from '../../runs/run-reader';
 import { jsonDiff } from '../diff';
@@ -16,6 +17,8 @@ export interface RunPageData {
   readds: ActivityEvent[];
   /** Hand-offs, releases and retakes of the key. */
   keyEvents: ActivityEvent[];
+  /** What a start with the key (and the workflow's own `onDuplicate`) would do now. */
+  startNow?: StartExplanation;
 }
 
 const pre = (value: unknown): SafeHtml => markup`<pre>${json(value)}</pre>`;
@@ -102,6 +105,7 @@ function keyPanel(ctx: PageContext, d: RunPageData): SafeHtml {
       <dt>holder</dt>
       <dd>${holder ? markup`<a class="mono" href="${ctx.base}/runs/${holder.id}">${holder.id}</a> ${badge(holder.status)}` : 'nobody holds it'}</dd>
     </dl>
+    ${d.startNow ? markup`<p class="start-now">a start with this key now: <span class="badge">${d.startNow.outcome}</span> — ${d.startNow.reason}</p>` : ''}
     <p class="readds">added again <strong>${run.readds}</strong> times</p>
     ${
       readds.length
