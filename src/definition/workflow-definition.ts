@@ -1,5 +1,6 @@
 import type { OnDuplicate, ReusePolicy } from '../domain/keys.policy';
 import type { ResolvedRetry } from '../domain/retry.policy';
+import type { DebounceMerge } from '../options/workflow-options.interface';
 
 /** One step of a registered workflow. */
 export interface StepDefinition {
@@ -20,7 +21,7 @@ export interface WorkflowDefinition {
   instance: object;
   reuse: ReusePolicy;
   onDuplicate: OnDuplicate;
-  debounce?: { periodMs: number; timeoutMs?: number };
+  debounce?: { periodMs: number; timeoutMs?: number; merge: DebounceMerge };
   timeoutMs?: number;
   steps: StepDefinition[];
 }

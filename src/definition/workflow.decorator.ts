@@ -1,7 +1,7 @@
 import { SetMetadata } from '@nestjs/common';
 import { DurableValidationError } from '../errors';
 import type { WorkflowOptions } from '../options/workflow-options.interface';
-import { assertValid, onDuplicateProblem, reuseProblem, unknownOptionProblems } from '../domain/validation';
+import { assertValid, onDuplicateProblem, problem, reuseProblem, unknownOptionProblems } from '../domain/validation';
 import { RETRY_OPTION_NAMES } from '../domain/retry.policy';
 import { DEBOUNCE_OPTION_NAMES, WORKFLOW_OPTION_NAMES } from '../options/option-names';
 import { DEFAULT_REUSE } from '../domain/keys.policy';
@@ -12,6 +12,11 @@ export interface WorkflowMetadata {
   name: string;
   options: WorkflowOptions;
 }
+
+const mergeProblem = (merge: unknown) =>
+  merge === undefined || merge === 'last' || merge === 'first' || typeof merge === 'function'
+    ? undefined
+    : problem('debounce.merge', merge, 'isMerge', "debounce.merge must be 'last', 'first' or a function (held, incoming) => input");
 
 /**
  * Marks a provider class as a durable workflow named `name`; its `@Step` methods run in the order
@@ -28,6 +33,7 @@ export function Workflow(name: string, options: WorkflowOptions = {}): ClassDeco
     ...unknownOptionProblems(options?.retry, RETRY_OPTION_NAMES, 'retry.'),
     reuseProblem(options?.reuse),
     onDuplicateProblem(options?.onDuplicate, options?.reuse ?? DEFAULT_REUSE),
+    mergeProblem(options?.debounce?.merge),
   ]);
   return SetMetadata<string, WorkflowMetadata>(WORKFLOW_METADATA, { name, options });
 }

@@ -92,6 +92,7 @@ export class WorkflowExplorer {
       debounce: options.debounce && {
         periodMs: toMs(options.debounce.period, `workflow "${name}": debounce.period`),
         timeoutMs: options.debounce.timeout === undefined ? undefined : toMs(options.debounce.timeout, `workflow "${name}": debounce.timeout`),
+        merge: options.debounce.merge ?? 'last',
       },
       timeoutMs: options.timeout === undefined ? undefined : toMs(options.timeout, `workflow "${name}": timeout`, MAX_TIMER_MS),
       steps,

@@ -6,7 +6,7 @@ import type { DebounceOptions, StepOptions, WorkflowOptions } from './workflow-o
 export const WORKFLOW_OPTION_NAMES = optionNames<WorkflowOptions>({ reuse: true, onDuplicate: true, debounce: true, timeout: true, retry: true });
 
 /** The option names of `@Workflow({ debounce })`. */
-export const DEBOUNCE_OPTION_NAMES = optionNames<DebounceOptions>({ period: true, timeout: true });
+export const DEBOUNCE_OPTION_NAMES = optionNames<DebounceOptions>({ period: true, timeout: true, merge: true });
 
 /** The option names of `@Step`. */
 export const STEP_OPTION_NAMES = optionNames<StepOptions>({ retry: true, timeout: true, compensate: true });

@@ -8,7 +8,16 @@ export interface DebounceOptions {
   period: Duration;
   /** Cap from the first start. */
   timeout?: Duration;
+  /**
+   * The input the run keeps when a start lands in its window: `'last'` (default) the newer one,
+   * `'first'` the one it has, or a function of both, called under the run's row lock (so each
+   * start's input is folded in exactly once, whatever the concurrency); its result must be JSON.
+   */
+  merge?: DebounceMerge;
 }
+
+/** How a debounced run's input and a newer start's input become one (see {@link DebounceOptions.merge}). */
+export type DebounceMerge = 'last' | 'first' | ((held: never, incoming: never) => unknown);
 
 interface WorkflowOptionsBase {
   /** Debounce keyed starts. */

@@ -102,6 +102,19 @@ function dueAt(what: string, runAt: unknown, delay: unknown, problems: (Validati
 }
 
 /**
+ * The input a debounced run keeps when a start lands in its window (`debounce.merge`; the holder's
+ * row is locked, so each start is folded in once). A merge result that is not JSON is refused.
+ */
+function mergedInput(def: WorkflowDefinition, held: unknown, incoming: unknown): unknown {
+  const { merge } = def.debounce!;
+  if (merge === 'last') return incoming;
+  if (merge === 'first') return held;
+  const out = (merge as (h: unknown, i: unknown) => unknown)(held, JSON.parse(JSON.stringify(incoming ?? null)));
+  assertValid(`start ${def.name}: debounce.merge`, [jsonProblem(out, 'result')]);
+  return out ?? null;
+}
+
+/**
  * The start algorithm (docs/how-it-works.md): `INSERT … ON CONFLICT DO NOTHING`; on conflict lock the holder,
  * let the pure key policy decide, hand off or answer, and try again (at most three hand-offs).
  * Runs on the caller's transaction when a `manager` is given; a duplicate never raises inside it.
@@ -307,8 +320,9 @@ export class Starter {
         return { runId: p.run.id, outcome: 'cancelExisting' };
       }
       case 'replaceInput': {
-        const restart = decision.outcome === 'debounced' ? def.debounce!.periodMs : null;
-        if (!(await runs.replaceInput(q, holder.id, p.run.input, restart))) return undefined;
+        const debounced = decision.outcome === 'debounced';
+        const input = debounced ? mergedInput(def, holder.input, p.run.input) : p.run.input;
+        if (!(await runs.replaceInput(q, holder.id, input, debounced ? def.debounce!.periodMs : null))) return undefined;
         await duplicate(decision.outcome === 'debounced' ? 'debounced' : 'runAgain');
         return { runId: holder.id, outcome: decision.outcome };
       }
