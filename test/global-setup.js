@@ -108,8 +108,20 @@ async function startContainer() {
   return container.getConnectionUri();
 }
 
+// The dashboard's browser tests need a headless Chromium: scripts/ensure-chromium.sh installs
+// Debian's chromium-headless-shell with apt when it is missing (a failure leaves the browser tests
+// to fail with their own message).
+function ensureChromium() {
+  try {
+    execFileSync('bash', [path.join(ROOT, 'scripts', 'ensure-chromium.sh')], { stdio: ['ignore', 'inherit', 'inherit'] });
+  } catch {
+    // reported by the script itself
+  }
+}
+
 module.exports = async function globalSetup() {
   ensureBuilt();
+  ensureChromium();
   if (process.env.DATABASE_URL) {
     process.env.DURABLE_TEST_DB = 'external';
     return;

@@ -204,17 +204,16 @@ describe('ctx.sleep', () => {
       message: '1000 runs asleep',
     });
     expect(Date.now()).toBeLessThan(due);
-    await waitFor(() => wokeAt.size === 1_000, { timeout: 20_000, message: 'all 1000 woke' });
+    // what is asserted is that every sleeper wakes, once and never early; how soon after due depends
+    // on the machine's load (bench/ measures wake-up latency), so the deadline is a generous one
+    await waitFor(() => wokeAt.size === 1_000, { timeout: 60_000, message: 'all 1000 woke' });
     const late = ids.map((id) => wokeAt.get(id)! - due);
-    const worst = Math.max(...late);
     expect(Math.min(...late)).toBeGreaterThanOrEqual(0);
-    // a bound on liveness, not on speed: how soon after due 1,000 sleepers wake depends on the machine's load
-    expect(worst).toBeLessThan(10_000);
-    process.stdout.write(`1000 sleepers: latest wake-up ${worst} ms after due\n`);
+    process.stdout.write(`1000 sleepers: latest wake-up ${Math.max(...late)} ms after due\n`);
     await waitFor(async () => (await durable.listRuns({ workflow: 'w_many', status: 'completed', limit: 1000 })).length === 1_000, {
-      timeout: 10_000,
+      timeout: 30_000,
     });
-  }, 90_000);
+  }, 150_000);
 
   it('a workflow timeout ends a waiting run: failed with a timeout error', async () => {
     const { durable } = await createApp({ workflows });
