@@ -95,8 +95,8 @@ export class DurableService {
 
   /**
    * Sends the event `name` to a run: `'delivered'` when it was waiting for it (it resumes); `'kept'`
-   * when it is kept for a later `waitForEvent(name)` — with `buffer: true`, or whenever a step of
-   * the run is running (it may be about to wait for it); else `'dropped'`.
+   * when it is kept for a later `waitForEvent(name)` — with `buffer: true` (or when the running
+   * step has just reached that wait and is suspending on it); else `'dropped'`.
    */
   sendEvent(runId: string, name: string, payload?: unknown, options?: { buffer?: boolean }): Promise<SendEventOutcome> {
     return this.events.send(runId, name, payload, options);

@@ -18,9 +18,9 @@ export interface DeliverOptions {
  * `onDuplicate: { sendEvent }` — or one of its own). Row-locks the run, so "is it waiting for it?"
  * and the status change are atomic:
  * - the run waits for `name` → the event is stored as received and the run becomes pending: `'delivered'`;
- * - else, while the run is going, with `buffer` — or whatever `buffer` says while a step is running
- *   (it may be about to wait for it) — the event is kept (the newest kept one is what a later wait
- *   gets; after the run got one for that name, later ones are kept but never read): `'kept'`;
+ * - else, while the run is going, with `buffer` — or whatever `buffer` says when its running step
+ *   has reached that wait and is suspending on it — the event is kept (the newest kept one is what
+ *   a later wait gets; after the run got one for that name, later ones are kept but never read): `'kept'`;
  * - else (finished, or not buffered): `'dropped'`.
  * Resolves undefined when the run does not exist.
  */
@@ -33,7 +33,7 @@ export async function deliverEvent(
   options: DeliverOptions = {},
 ): Promise<SendEventOutcome | undefined> {
   const kind = options.kind ?? 'event';
-  const run = await events.lockRun(q, runId);
+  const run = await events.lockRun(q, runId, kind, name);
   if (!run) return undefined;
   if (isFinished(run.status)) return 'dropped';
   const mark = inboxMark(kind, name);
@@ -42,7 +42,7 @@ export async function deliverEvent(
     await events.wake(q, runId, mark);
     return 'delivered';
   }
-  if (options.buffer || run.status === 'running') {
+  if (options.buffer || run.wait_open) {
     await events.insert(q, runId, kind, name, payload, false);
     await events.mark(q, runId, mark);
     return 'kept';

@@ -16,8 +16,8 @@ export class RunEvents {
 
   /**
    * Sends the event `name` to a run: `'delivered'` when it was waiting for it (it resumes); `'kept'`
-   * when it is kept for a later `waitForEvent(name)` — with `buffer: true`, or whenever a step of
-   * the run is running (it may be about to wait for it); else `'dropped'`.
+   * when it is kept for a later `waitForEvent(name)` — with `buffer: true`, or when the running
+   * step has just reached that wait and is suspending on it; else `'dropped'`.
    */
   async send(runId: string, name: string, payload: unknown, options: { buffer?: boolean } = {}): Promise<SendEventOutcome> {
     assertValid('sendEvent', unknownOptionProblems(options, ['buffer']));

@@ -9,6 +9,11 @@ export interface EventTarget {
   status: RunStatus;
   wait_kind: string | null;
   wait_name: string | null;
+  /**
+   * The running step has reached `wait(kind, name)` and is suspending on it (its wait is recorded,
+   * nothing received for the name yet, not timed out): the run is waiting for it in all but status.
+   */
+  wait_open: boolean;
 }
 
 /** Statements on `events` (and the run-row changes that delivering one makes). */
@@ -22,7 +27,13 @@ export class EventsStore {
   ) {
     const S = `"${schema}"`;
     this.sql = {
-      lockRun: `SELECT status, wait_kind, wait_name FROM ${S}.runs WHERE id = $1 FOR UPDATE`,
+      lockRun: `
+        SELECT status, wait_kind, wait_name,
+          EXISTS (SELECT 1 FROM ${S}.waits w
+                  WHERE w.run_id = r.id AND w.step = r.step AND w.kind = $2 AND w.name = $3 AND NOT w.timed_out)
+          AND NOT EXISTS (SELECT 1 FROM ${S}.events e
+                          WHERE e.run_id = r.id AND e.kind = $2 AND e.name = $3 AND e.received_at IS NOT NULL) AS wait_open
+        FROM ${S}.runs r WHERE id = $1 FOR UPDATE`,
       insert: `
         INSERT INTO ${S}.events (run_id, kind, name, payload, received_at)
         VALUES ($1, $2, $3, $4::jsonb, CASE WHEN $5::boolean THEN now() END)`,
@@ -49,9 +60,9 @@ export class EventsStore {
     };
   }
 
-  /** The run's status and what it waits for, row-locked for the caller's transaction. */
-  async lockRun(q: Queryable, runId: string): Promise<EventTarget | undefined> {
-    const [row] = await q.query<EventTarget>(this.sql.lockRun, [runId]);
+  /** The run's status and what it waits for (about `kind`/`name`), row-locked for the caller's transaction. */
+  async lockRun(q: Queryable, runId: string, kind: EventKind, name: string): Promise<EventTarget | undefined> {
+    const [row] = await q.query<EventTarget>(this.sql.lockRun, [runId, kind, name]);
     return row;
   }
 

@@ -1,7 +1,7 @@
 /**
  * ctx.waitForEvent + DurableService.sendEvent: delivered / kept / dropped, the buffer rules, one
- * event per name per run (newest kept one wins, later ones never read), an event sent while the
- * step is mid-flight (kept, not lost), timeouts, and a race of many sends against suspensions.
+ * event per name per run (newest kept one wins, later ones never read), an unbuffered event sent
+ * before the wait (dropped), timeouts, and a race of many sends against suspensions.
  */
 import { Client } from 'pg';
 import { RunContext, Step, TimeoutError, Workflow } from '../../src';
@@ -169,18 +169,22 @@ describe('sendEvent / waitForEvent', () => {
     ]);
   });
 
-  it('an event sent while the step is mid-flight (no buffer) is kept and not lost', async () => {
+  it('without buffer, an event sent before the step reaches its wait is dropped (running or pending); with buffer it is kept', async () => {
     const { durable } = await createApp({ workflows });
     const { runId } = await durable.start('e_midstep');
     await waitFor(() => got[runId]?.length === 1);
     expect((await durable.getRun(runId))!.status).toBe('running');
-    expect(await durable.sendEvent(runId, 'update', { fresh: true })).toBe('kept');
+    expect(await durable.sendEvent(runId, 'update', { stale: true })).toBe('dropped');
+    expect(await durable.sendEvent(runId, 'update', { fresh: true }, { buffer: true })).toBe('kept');
     gate.open();
     const done = await durable.waitForRun(runId, { timeout: 10_000 });
-    expect(done.status).toBe('completed');
-    expect(done.result).toEqual({ fresh: true });
-    // it never waited: one attempt
-    expect(got[runId]).toHaveLength(1);
+    expect(done).toMatchObject({ status: 'completed', result: { fresh: true } });
+    expect(got[runId]).toHaveLength(1); // the kept event was there when it waited: it never suspended
+
+    const idle = await createApp({ workflows, options: { worker: false } });
+    const pending = (await idle.durable.start('e_midstep')).runId;
+    expect(await idle.durable.sendEvent(pending, 'update', {})).toBe('dropped');
+    expect(await sql(`select 1 from "${idle.schema}".events where run_id = $1`, [pending])).toEqual([]);
   });
 
   it('on timeout the wait returns timeoutValue, or throws TimeoutError when none was given', async () => {
