@@ -43,6 +43,11 @@ export interface RunInfo {
   createdAt: Date;
   startedAt: Date | null;
   finishedAt: Date | null;
+  /**
+   * Set on a key tombstone (`retention.keys`): the run was pruned — its input, result, error,
+   * context and history are gone — and its row is kept only so that it keeps holding its key.
+   */
+  prunedAt: Date | null;
   /** What a `waiting` run waits for: a sleep, an event or input (`name`), its children; `until` = its timer. */
   waitingFor: { kind: 'sleep' | 'event' | 'input' | 'children'; name: string | null; until: Date | null } | null;
   /** Ids of its child runs (`getRun` and `waitForRun`; `[]` in `listRuns` — use `listRuns({ parentId })`). */

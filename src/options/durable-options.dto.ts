@@ -15,6 +15,7 @@ export class WorkerOptionsDto {
 export class RetentionOptionsDto {
   @IsOptional() @ValidateIf((_, v) => v !== false) @IsDuration(1, Infinity) runs?: Duration | false;
   @IsOptional() @IsDuration(1, Infinity) activity?: Duration;
+  @IsOptional() @IsDuration(1, Infinity) keys?: Duration;
 }
 
 /** What a schema name must be: a lower-case SQL identifier (it is quoted into statements). */

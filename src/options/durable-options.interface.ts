@@ -22,6 +22,13 @@ export interface RetentionOptions {
   runs?: Duration | false;
   /** Activity events older than this are pruned. Default `'7d'`. */
   activity?: Duration;
+  /**
+   * The key horizon. Unset (default): pruning a run that holds its key frees the key. Set: a pruned
+   * run whose key its workflow's `reuse` keeps (every finished run under `'never'`, a completed one
+   * under `'afterFailure'`) leaves a tombstone — its payloads and history deleted, its row kept with
+   * `prunedAt` set — that keeps the key taken until this long after the run finished.
+   */
+  keys?: Duration;
 }
 
 /** Options of `DurableModule.forRoot()`; see the README for each one. */

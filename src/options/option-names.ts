@@ -34,4 +34,4 @@ export const MODULE_OPTION_NAMES = optionNames<DurableModuleOptions>({
 export const WORKER_OPTION_NAMES = optionNames<WorkerOptions>({ concurrency: true, prefetch: true, pollInterval: true, workflows: true });
 
 /** The option names of `retention`. */
-export const RETENTION_OPTION_NAMES = optionNames<RetentionOptions>({ runs: true, activity: true });
+export const RETENTION_OPTION_NAMES = optionNames<RetentionOptions>({ runs: true, activity: true, keys: true });

@@ -20,7 +20,7 @@ export interface ResolvedOptions {
   nodeId: string;
   heartbeatMs: number;
   nodeTimeoutMs: number;
-  retention: { runsMs: number | false; activityMs: number };
+  retention: { runsMs: number | false; activityMs: number; keysMs?: number };
   shutdownTimeoutMs: number;
   activityCommit: 'synchronous' | 'asynchronous';
   /** In milliseconds; undefined: none. */
@@ -81,6 +81,7 @@ export function resolveOptions(raw: DurableModuleOptions): ResolvedOptions {
     retention: {
       runsMs: plain.retention?.runs === false ? false : toMs(plain.retention?.runs ?? '30d'),
       activityMs: toMs(plain.retention?.activity ?? '7d'),
+      keysMs: plain.retention?.keys === undefined ? undefined : toMs(plain.retention.keys),
     },
     shutdownTimeoutMs: toMs(plain.shutdownTimeout ?? '30s'),
     activityCommit: plain.activityCommit ?? 'synchronous',

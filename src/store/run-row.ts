@@ -43,6 +43,8 @@ export interface RunRow {
   created_at: Date;
   started_at: Date | null;
   finished_at: Date | null;
+  /** Set on a key tombstone (migration 1733040013000). */
+  pruned_at?: Date | null;
   // waits, sagas, children (migration 1733040002000)
   wait_kind?: string | null;
   wait_name?: string | null;
@@ -81,6 +83,7 @@ export function toRunInfo(row: RunRow, stepName: (workflow: string, index: numbe
     createdAt: row.created_at,
     startedAt: row.started_at,
     finishedAt: row.finished_at,
+    prunedAt: row.pruned_at ?? null,
     waitingFor: row.status === 'waiting' && row.wait_kind ? { kind: row.wait_kind as WaitKind, name: row.wait_name ?? null, until: row.wake_at ?? null } : null,
     children: row.children ?? [],
   };

@@ -6,6 +6,12 @@ import { holdsKey, indexedWorkflows } from './sql';
 const ENDED = `id, workflow, step, attempt, holds_key, now()::text AS tx_at, (txid_current() % 4294967296)::text AS tx_xid`;
 /** The columns of a key's holder as the key policy sees it (`HolderRow`). */
 const HOLDER = `id, status, started_at IS NOT NULL AS picked_up, debounce_until IS NOT NULL AS debouncing, input`;
+/** A finished run that keeps its key until the key horizon (see `prune`). */
+const KEEPS_KEY = (c: string) => `${c}.holds_key AND ${c}.finished_at >= now() - $3 * interval '1 millisecond'
+              AND (${c}.workflow, ${c}.status) IN (SELECT * FROM unnest($4::text[], $5::text[]))`;
+/** A child is kept while its parent is going (the parent's step reads it when it runs again). */
+const CHILD_PRUNABLE = (S: string, c: string) => `(${c}.parent_id IS NULL OR NOT EXISTS (
+              SELECT 1 FROM ${S}.runs p WHERE p.id = ${c}.parent_id AND p.finished_at IS NULL))`;
 /** The insert's arbiter: the unique `runs_key` index (a second holder of a key conflicts). */
 const ON_KEY_CONFLICT = 'ON CONFLICT (workflow, key, (holds_key OR NULL)) WHERE key IS NOT NULL DO NOTHING';
 
@@ -256,18 +262,36 @@ export function runsStatements(S: string): Record<string, string> {
          ORDER BY run_at LIMIT $2))
         AND status IN ('pending', 'waiting')
       RETURNING ${ENDED}`,
+    // $1 runs' cutoff, $2 batch, $3 the key horizon (0: none), $4/$5 the (workflow, status) pairs
+    // whose finished holder keeps its key: such a holder younger than the horizon is a tombstone
+    // (below), not deleted
     prune: `
       WITH d AS (
         DELETE FROM ${S}.runs WHERE id IN (
           SELECT id FROM ${S}.runs c WHERE finished_at < now() - $1 * interval '1 millisecond'
-            -- a child is kept while its parent is going (the parent's step reads it when it runs again)
-            AND (c.parent_id IS NULL OR NOT EXISTS (
-              SELECT 1 FROM ${S}.runs p WHERE p.id = c.parent_id AND p.finished_at IS NULL))
+            AND NOT (${KEEPS_KEY('c')})
+            AND ${CHILD_PRUNABLE(S, 'c')}
           LIMIT $2)
         RETURNING id
       ), h AS (
         DELETE FROM ${S}.step_attempts WHERE run_id IN (SELECT id FROM d)
       ) SELECT count(*)::int AS n FROM d`,
+    // the same holders, past the runs' cutoff and not yet tombstones: their history and payloads go,
+    // the row (and its key) stays until the horizon
+    tombstone: `
+      WITH t AS (
+        UPDATE ${S}.runs SET pruned_at = now(), input = NULL, context = '{}', result = NULL, results = '{}', error = NULL, trace = NULL
+        WHERE id IN (
+          SELECT id FROM ${S}.runs c WHERE finished_at < now() - $1 * interval '1 millisecond' AND pruned_at IS NULL
+            AND ${KEEPS_KEY('c')}
+            AND ${CHILD_PRUNABLE(S, 'c')}
+          LIMIT $2)
+        RETURNING id
+      ), h AS (DELETE FROM ${S}.step_attempts WHERE run_id IN (SELECT id FROM t)),
+      m AS (DELETE FROM ${S}.memos WHERE run_id IN (SELECT id FROM t)),
+      e AS (DELETE FROM ${S}.events WHERE run_id IN (SELECT id FROM t)),
+      w AS (DELETE FROM ${S}.waits WHERE run_id IN (SELECT id FROM t))
+      SELECT count(*)::int AS n FROM t`,
     wake: `SELECT pg_notify($1, '')`,
     // the tables whose rows changed since their last ANALYZE (autovacuum's or anyone's) exceed a
     // tenth of the row count the planner believes (-1: never analyzed) — autovacuum's default threshold

@@ -242,8 +242,18 @@ export class RunsStore {
   }
 
   /** Deletes up to `batch` runs finished more than `olderThanMs` ago; returns how many. */
-  async prune(q: Queryable, olderThanMs: number, batch: number): Promise<number> {
-    const [row] = await q.query<{ n: number }>(this.sql.prune, [olderThanMs, batch]);
+  async prune(q: Queryable, olderThanMs: number, batch: number, keys: KeyHorizon = NO_KEY_HORIZON): Promise<number> {
+    const [row] = await q.query<{ n: number }>(this.sql.prune, [olderThanMs, batch, ...keyParams(keys)]);
+    return row.n;
+  }
+
+  /**
+   * Turns up to `batch` runs finished more than `olderThanMs` ago that still hold a key their
+   * workflow's `reuse` keeps, and finished within the key horizon, into tombstones: their payloads
+   * and history are deleted, the row (and so the key) stays. Returns how many.
+   */
+  async tombstone(q: Queryable, olderThanMs: number, batch: number, keys: KeyHorizon): Promise<number> {
+    const [row] = await q.query<{ n: number }>(this.sql.tombstone, [olderThanMs, batch, ...keyParams(keys)]);
     return row.n;
   }
 
@@ -271,6 +281,18 @@ export class RunsStore {
     return { pending: row.pending, lagMs: row.lag_ms };
   }
 }
+
+/** `retention.keys`: how long after it finished a holder keeps its key, and for which (workflow, status). */
+export interface KeyHorizon {
+  ms: number;
+  /** The (workflow, final status) pairs whose holder keeps its key (its `reuse` does not free it). */
+  keeps: { workflow: string; status: RunStatus }[];
+}
+
+/** No key horizon: pruning deletes holders like any run. */
+const NO_KEY_HORIZON: KeyHorizon = { ms: 0, keeps: [] };
+
+const keyParams = (k: KeyHorizon) => [k.ms, k.keeps.map((p) => p.workflow), k.keeps.map((p) => p.status)];
 
 /** A row of {@link ENDED}. */
 interface EndedRow {

@@ -8,7 +8,9 @@ import type { ResolvedOptions } from '../options/resolve-options';
 import { ActivityStore } from '../store/activity.store';
 import type { Queryable } from '../store/db';
 import { NodesStore } from '../store/nodes.store';
-import { RunsStore } from '../store/runs.store';
+import { RunsStore, type KeyHorizon } from '../store/runs.store';
+import { statusesThatFreeKey } from '../domain/keys.policy';
+import { FINISHED_STATUSES } from '../domain/run-info';
 import { ANALYZED_TABLES, type AnalyzedTable } from '../store/runs.sql';
 import { FlowMaintenance } from '../flows/flow.maintenance';
 import { countKeyHandoffs } from '../runs/key-handoffs';
@@ -136,6 +138,17 @@ export class Maintenance {
     return { runs, activity };
   }
 
+  /** `retention.keys` as the prune statements take it: the horizon and the (workflow, status) pairs whose holder keeps its key. */
+  private keyHorizon(): KeyHorizon | undefined {
+    const { keysMs } = this.options.retention;
+    if (keysMs === undefined) return undefined;
+    const keeps = this.registry.names().flatMap((workflow) => {
+      const frees = statusesThatFreeKey(this.registry.find(workflow)!.reuse);
+      return FINISHED_STATUSES.filter((status) => !frees.includes(status)).map((status) => ({ workflow, status }));
+    });
+    return { ms: keysMs, keeps };
+  }
+
   /**
    * Prunes finished runs older than `olderThanMs` (default: retention.runs) and activity older than
    * retention.activity (key history is kept that long whatever the runs' cutoff), in batches, until
@@ -147,7 +160,13 @@ export class Maintenance {
     const runsMs = olderThanMs ?? options.retention.runsMs;
     let n = PRUNE_BATCH;
     if (runsMs !== false) {
-      for (; n === PRUNE_BATCH && Date.now() < until; out.runs += n) n = await runs.prune(q, runsMs, PRUNE_BATCH);
+      const keys = this.keyHorizon();
+      if (keys) {
+        for (; n === PRUNE_BATCH && Date.now() < until; out.runs += n) n = await runs.tombstone(q, runsMs, PRUNE_BATCH, keys);
+        if (n === PRUNE_BATCH) return out;
+        n = PRUNE_BATCH;
+      }
+      for (; n === PRUNE_BATCH && Date.now() < until; out.runs += n) n = await runs.prune(q, runsMs, PRUNE_BATCH, keys);
       if (n === PRUNE_BATCH) return out;
     }
     n = PRUNE_BATCH;
