@@ -236,17 +236,22 @@ describe('worker', () => {
 
   it('a node whose pool is saturated by its steps still heartbeats: no run is taken over', async () => {
     const schema = freshSchema();
+    // the steps hold every pooled connection for 1.5 × nodeTimeout: a heartbeat that needed the pool
+    // would stop that long and node b would take the runs over. (nodeTimeout is 3 s, not the suite's
+    // 1 s, so that a busy machine's event-loop stalls are not mistaken for that.)
+    const timing = { nodeTimeout: '3s' };
     const a = await createApp({
       schema,
       workflows: [Long],
       providers: [{ provide: NODE, useValue: 'a' }],
       concurrency: 16,
+      options: timing,
     });
-    const b = await createApp({ schema, workflows: [Long], providers: [{ provide: NODE, useValue: 'b' }], options: { worker: { workflows: [] } } });
+    const b = await createApp({ schema, workflows: [Long], providers: [{ provide: NODE, useValue: 'b' }], options: { ...timing, worker: { workflows: [] } } });
     const ids = (
       await a.durable.startMany(
         'worker_long',
-        Array.from({ length: 16 }, () => ({ input: { ms: 2_500, inDb: true } })),
+        Array.from({ length: 16 }, () => ({ input: { ms: 4_500, inDb: true } })),
       )
     ).map((r) => (r as { runId: string }).runId);
     const runs = await Promise.all(ids.map((id) => b.durable.waitForRun(id, { timeout: 30_000 })));
