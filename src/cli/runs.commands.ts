@@ -4,6 +4,7 @@ import { FINISHED_STATUSES, GOING_STATUSES, type RunInfo, type RunStatus } from 
 import { countOption, jsonArgument, stringOption } from './args';
 import type { Command, CommandContext, Output } from './command';
 import { fields, table } from './table';
+import { attemptLabel } from '../runs/run-reader';
 
 const STATUSES: readonly RunStatus[] = [...GOING_STATUSES, ...FINISHED_STATUSES];
 
@@ -100,7 +101,7 @@ export const runsCommands: Command[] = [
       const text = table(
         ['STEP', 'ATTEMPT', 'STATUS', 'STARTED', 'FINISHED', 'NODE', 'ERROR'],
         attempts.map((a) => [
-          a.name ?? `#${a.step}`,
+          attemptLabel(a),
           a.attempt,
           a.status,
           a.startedAt,

@@ -35,12 +35,14 @@ export interface ListRunsOptions {
 /** Filters of {@link DurableService.countRuns}. */
 export type CountRunsFilter = Pick<ListRunsOptions, 'workflow' | 'status' | 'key' | 'flowId'>;
 
-/** One attempt of a step, as {@link DurableService.getRunHistory} lists it. */
+/** One attempt of a step (or of a step's compensation), as {@link DurableService.getRunHistory} lists it. */
 export interface StepAttempt {
-  /** Index of the step. */
+  /** Index of the step (for a compensation: of the step it undoes). */
   step: number;
-  /** Its name (null when the workflow is not registered on this node). */
+  /** Its name — for a compensation, its method's (null when the workflow is not registered on this node). */
   name: string | null;
+  /** Set on an attempt of a compensation. */
+  compensation?: true;
   attempt: number;
   startedAt: Date;
   finishedAt: Date;
@@ -50,6 +52,9 @@ export interface StepAttempt {
   /** The node that ran it. */
   nodeId: string | null;
 }
+
+/** How a history line names an attempt: the step's (or compensation's) name, else `#<index>`; a compensation says so. */
+export const attemptLabel = (a: StepAttempt): string => `${a.name ?? `#${a.step}`}${a.compensation ? ' (compensation)' : ''}`;
 
 /** Most attempts `getRunHistory` returns. */
 const LIST_RUNS_OPTION_NAMES = optionNames<ListRunsOptions>({
@@ -139,16 +144,24 @@ export class RunReader {
     const run = await this.get(runId);
     if (!run) throw new RunNotFoundError(runId);
     const rows = await this.history.list(this.connection.db, runId, HISTORY_LIMIT);
-    return rows.map((r) => ({
-      step: r.step,
-      name: this.registry.stepName(run.workflow, r.step),
-      attempt: r.attempt,
-      startedAt: r.started_at,
-      finishedAt: r.finished_at,
-      status: r.status,
-      ...(r.error ? { error: r.error } : {}),
-      nodeId: r.node_id,
-    }));
+    const def = this.registry.find(run.workflow);
+    return rows.map((r) => {
+      // a compensation's attempt is stored at -(step + 1); its failure is the run's error's `compensation`
+      const compensation = r.step < 0;
+      const step = compensation ? -r.step - 1 : r.step;
+      const error = compensation ? ((r.error as { compensation?: { error?: unknown } } | null)?.compensation?.error ?? r.error) : r.error;
+      return {
+        step,
+        name: (compensation ? def?.steps[step]?.compensate : def?.steps[step]?.name) ?? null,
+        ...(compensation ? { compensation: true as const } : {}),
+        attempt: r.attempt,
+        startedAt: r.started_at,
+        finishedAt: r.finished_at,
+        status: r.status,
+        ...(error ? { error } : {}),
+        nodeId: r.node_id,
+      };
+    });
   }
 
   /** The store's filter of workflow, key, status and flow. */

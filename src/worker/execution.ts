@@ -298,24 +298,33 @@ export class Execution implements ExecutionHandle {
         const compensation = { step: step.name, method, attempt, error: serializeError(cause) };
         if (attempt < step.retry.attempts) {
           const delay = backoffDelay(step.retry, attempt);
-          const owned = await this.write({ status: 'compensating', comp_step: j, attempt, error: { ...error, compensation }, delay_ms: delay, release: true });
+          const owned = await this.write({
+            status: 'compensating',
+            comp_step: j,
+            attempt,
+            error: { ...error, compensation },
+            delay_ms: delay,
+            release: true,
+            ...this.tried(comp.index, attempt, 'failed'),
+          });
           if (owned) this.onRetryScheduled(delay);
           return owned;
         }
         this.services.logger.error(`${this.describe(step.name)}: compensation "${method}" failed for good: ${describeError(cause)}`, (cause as Error)?.stack);
-        return this.write({ status: 'compensation_failed', error: { ...error, compensation }, final: true });
+        return this.write({ status: 'compensation_failed', error: { ...error, compensation }, final: true, ...this.tried(comp.index, attempt, 'failed') });
       }
       if (this.lost) return false;
       const next = this.lastCompensable(j - 1);
-      if (next < 0) return this.write({ status: 'compensated', context: working, error, final: true });
-      if (!(await this.write({ status: 'compensating', comp_step: next, attempt: 0, context: working, error }))) return false;
+      const done = this.tried(comp.index, attempt, 'completed');
+      if (next < 0) return this.write({ status: 'compensated', context: working, error, final: true, ...done });
+      if (!(await this.write({ status: 'compensating', comp_step: next, attempt: 0, context: working, error, ...done }))) return false;
       context = working;
       attempt = 1;
     }
     return this.write({ status: 'compensated', error, final: true });
   }
 
-  /** The fields that record step `index`'s attempt `attempt`, which ends now with `status`. */
+  /** The fields that record step `index`'s attempt `attempt` (a compensation's index is `-(step + 1)`), which ends now with `status`. */
   private tried(index: number, attempt: number, status: StepAttemptStatus): Partial<Transition> {
     return { tried_step: index, tried_attempt: attempt, tried_status: status, tried_from: this.attemptFrom, tried_to: new Date().toISOString() };
   }

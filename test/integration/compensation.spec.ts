@@ -178,6 +178,24 @@ describe('compensation', () => {
     expect(log).toEqual(['a', 'b', 'undoB:1', 'undoB:2', 'undoB:3', 'undoA:1']);
     expect(done.error).toMatchObject({ message: 'c broke' });
     expect((done.error as Record<string, unknown>).compensation).toBeUndefined();
+    // the history has every attempt of the compensations too, after the steps'
+    const history = (await durable.getRunHistory(runId)).map((h) => [
+      h.name,
+      h.step,
+      h.compensation ?? false,
+      h.attempt,
+      h.status,
+      (h.error as { message?: string })?.message,
+    ]);
+    expect(history).toEqual([
+      ['a', 0, false, 1, 'completed', undefined],
+      ['b', 1, false, 1, 'completed', undefined],
+      ['c', 2, false, 1, 'failed', 'c broke'],
+      ['undoB', 1, true, 1, 'failed', 'undoB failed (1)'],
+      ['undoB', 1, true, 2, 'failed', 'undoB failed (2)'],
+      ['undoB', 1, true, 3, 'completed', undefined],
+      ['undoA', 0, true, 1, 'completed', undefined],
+    ]);
   });
 
   it('a compensation that fails after its retries: compensation_failed, the rest do not run', async () => {
@@ -190,6 +208,8 @@ describe('compensation', () => {
       message: 'c broke',
       compensation: { step: 'b', method: 'undoB', attempt: 3, error: { message: 'undoB failed (3)' } },
     });
+    const last = (await durable.getRunHistory(runId)).pop();
+    expect(last).toMatchObject({ name: 'undoB', compensation: true, attempt: 3, status: 'failed', error: { message: 'undoB failed (3)' } });
   });
 
   it('cancel does not run compensations', async () => {

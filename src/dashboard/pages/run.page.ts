@@ -1,7 +1,7 @@
 import { isFinished, type RunInfo } from '../../domain/run-info';
 import type { StartExplanation } from '../../domain/keys.explain';
 import type { ActivityEvent } from '../../runs/key-insights';
-import type { StepAttempt } from '../../runs/run-reader';
+import { attemptLabel, type StepAttempt } from '../../runs/run-reader';
 import { jsonDiff } from '../diff';
 import { markup, json, raw, when, type SafeHtml } from '../html';
 import { badge, layout, live, table, type PageContext } from '../layout';
@@ -128,7 +128,7 @@ export function runPage(ctx: PageContext, d: RunPageData): string {
   const timeline = d.history.map(
     (h) =>
       markup`<tr>
-        <td>${h.name ?? `#${h.step}`}</td>
+        <td>${attemptLabel(h)}</td>
         <td class="num">${h.attempt}</td>
         <td>${badge(h.status)}</td>
         <td>${when(h.startedAt)}</td>
