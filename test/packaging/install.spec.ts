@@ -283,6 +283,15 @@ describe('packaging: the packed module in a fresh app', () => {
       });
       const runs = await sql(`select workflow, key, status from ${ident(schema)}.runs`);
       expect(runs).toEqual([{ workflow: 'packaging_greet', key: 'greet:world', status: 'completed' }]);
+
+      // the operator CLI, as `npx nestjs-durable` runs it: the package's bin, linked by npm install
+      const bin = path.join(app, 'node_modules', '.bin', 'nestjs-durable');
+      const listed = await step('the bin', () =>
+        run(bin, ['runs', 'list', '--url', databaseUrl(), '--schema', schema, '--json'], { cwd: app, timeout: 60_000 }),
+      );
+      expect(
+        (JSON.parse(listed.stdout) as { workflow: string; key: string; status: string }[]).map(({ workflow, key, status }) => ({ workflow, key, status })),
+      ).toEqual(runs);
     }, 900_000); // ~1 min each on an idle 2-core machine; far more when it is shared
   });
 });
