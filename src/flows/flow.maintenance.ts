@@ -3,7 +3,7 @@ import { WorkflowRegistry } from '../definition/workflow.registry';
 import { DurableConnection } from '../core/durable.connection';
 import { LOG_CONTEXT, RESOLVED_OPTIONS } from '../core/durable.constants';
 import type { ResolvedOptions } from '../options/resolve-options';
-import type { Queryable } from '../store/db';
+import { sqlState, type Queryable } from '../store/db';
 import { FlowsStore } from '../store/flows.store';
 import { HooksStore, type HookRow } from '../store/hooks.store';
 import { toRunInfo } from '../store/run-row';
@@ -12,6 +12,8 @@ import { lifecycleHooksOf } from '../definition/run-lifecycle.interface';
 import { backoffDelay, DEFAULT_RETRY, type ResolvedRetry } from '../domain/retry.policy';
 import type { FlowCancelReason } from './on-flow-cancelled.interface';
 
+/** SQLSTATE of a missing table. */
+const UNDEFINED_TABLE = '42P01';
 /** Hooks claimed per round trip. */
 const HOOK_BATCH = 50;
 /**
@@ -78,7 +80,14 @@ export class FlowMaintenance implements BeforeApplicationShutdown {
   async registerHooks(): Promise<void> {
     const { registry } = this;
     const hooks = new Map(registry.names().map((name) => [name, lifecycleHooksOf(registry.find(name)!.instance)]));
-    if (hooks.size > 0) await this.hooks.register(this.connection.db, hooks);
+    if (hooks.size === 0) return;
+    try {
+      await this.hooks.register(this.connection.db, hooks);
+    } catch (err) {
+      // a schema the app migrates itself (migrationsRun: false) and has not brought this far yet
+      if (sqlState(err) !== UNDEFINED_TABLE) throw err;
+      this.logger.warn(`lifecycle hooks are off: the schema lacks the table hook_workflows (run the module's migrations, DurableRunHooks1733040011000)`);
+    }
   }
 
   /**
