@@ -26,7 +26,14 @@ export class RunEvents {
    */
   async send(runId: string, name: string, payload: unknown, options: { buffer?: boolean } = {}): Promise<SendEventOutcome> {
     assertValid('sendEvent', unknownOptionProblems(options, ['buffer']));
-    return this.deliver(runId, name, payload, { buffer: options.buffer ?? false, kind: 'event' }, 'sendEvent', transactionOf(managerOf(this.options, undefined)));
+    return this.deliver(
+      runId,
+      name,
+      payload,
+      { buffer: options.buffer ?? false, kind: 'event' },
+      'sendEvent',
+      transactionOf(managerOf(this.options, undefined)),
+    );
   }
 
   /** Provides the value a run waits for with `ctx.waitForInput(name)`; kept when it does not wait yet. */

@@ -4,7 +4,19 @@
  * commit or roll back with it — from a service method (`@Transactional()`) and from an HTTP route
  * whose transaction is opened around an `@IdempotentStart` (Express, supertest).
  */
-import { CallHandler, Controller, ExecutionContext, Global, INestApplication, Injectable, Module, NestInterceptor, Post, Query, UseInterceptors } from '@nestjs/common';
+import {
+  CallHandler,
+  Controller,
+  ExecutionContext,
+  Global,
+  INestApplication,
+  Injectable,
+  Module,
+  NestInterceptor,
+  Post,
+  Query,
+  UseInterceptors,
+} from '@nestjs/common';
 import { Transactional, TransactionHost, ClsPluginTransactional } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { ClsModule } from 'nestjs-cls';
@@ -48,14 +60,22 @@ class Orders {
 
   @Transactional()
   async placeMany(orders: string[], fail = false) {
-    const results = await this.durable.startMany(Ship, orders.map((o) => ({ input: { order: o }, key: o })));
+    const results = await this.durable.startMany(
+      Ship,
+      orders.map((o) => ({ input: { order: o }, key: o })),
+    );
     if (fail) throw new Error('rolled back');
     return results;
   }
 
   @Transactional()
   async flow(fail = false) {
-    const started = await this.durable.startFlow(this.durable.flow({ name: 'tx-flow' }).add('a', Ship, { order: 'fa' }).add('b', Ship, { order: 'fb' }, { deps: ['a'] }));
+    const started = await this.durable.startFlow(
+      this.durable
+        .flow({ name: 'tx-flow' })
+        .add('a', Ship, { order: 'fa' })
+        .add('b', Ship, { order: 'fb' }, { deps: ['a'] }),
+    );
     if (fail) throw new Error('rolled back');
     return started;
   }
@@ -105,7 +125,13 @@ describe('transactionManager with @nestjs-cls/transactional (TypeORM adapter)', 
     schema = freshSchema();
     dataSource = await new DataSource({ type: 'postgres', url: databaseUrl() }).initialize();
     @Global()
-    @Module({ providers: [{ provide: DataSource, useValue: dataSource }, { provide: SchemaName, useValue: new SchemaName(schema) }], exports: [DataSource, SchemaName] })
+    @Module({
+      providers: [
+        { provide: DataSource, useValue: dataSource },
+        { provide: SchemaName, useValue: new SchemaName(schema) },
+      ],
+      exports: [DataSource, SchemaName],
+    })
     class DbModule {}
     t = await createApp({
       schema,

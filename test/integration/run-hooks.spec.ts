@@ -140,7 +140,9 @@ describe('run lifecycle hooks', () => {
     expect(exit.signal).toBe('SIGKILL');
     const run = await starter.durable.getRun(runId);
     expect(run).toMatchObject({ status: 'completed', result: { by: 'hook-victim' } });
-    expect(await sql(`select hook, node_id from ${ident(schema)}.flow_hooks where run_id = $1`, [runId])).toEqual([{ hook: 'onRunCompleted', node_id: 'hook-victim' }]);
+    expect(await sql(`select hook, node_id from ${ident(schema)}.flow_hooks where run_id = $1`, [runId])).toEqual([
+      { hook: 'onRunCompleted', node_id: 'hook-victim' },
+    ]);
     expect(calls).toEqual([]);
 
     // a survivor node with the workflow: claims the dead node's hook once that node's heartbeat is stale
