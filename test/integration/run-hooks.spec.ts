@@ -5,6 +5,7 @@
  * writes nothing more per run.
  */
 import { OnRunCancelled, OnRunCompleted, OnRunFailed, RunContext, RunInfo, Step, Workflow } from '../../src';
+import { DurableTestEnv } from '../../src/testing';
 import { createApp, freshSchema, ident, RecordingLogger, spawnNode, sql, waitFor } from '../support';
 
 /** Hook calls seen in this process: `<hook> <runId> <status>`. */
@@ -127,6 +128,24 @@ describe('run lifecycle hooks', () => {
       ['2', '2000'],
     ]);
     expect(errors[0].message).toContain('hook down (1)');
+  });
+
+  it('the testing kit: runUntilIdle waits for due hooks, and skipTime brings a back-off forward', async () => {
+    const env = await DurableTestEnv.create({ providers: [FlakyHook] });
+    try {
+      const { runId } = await env.durable.start(FlakyHook);
+      await env.runUntilIdle({ timeout: '20s' });
+      expect(callsOf(runId)).toHaveLength(1);
+      await env.skipTime('1s');
+      await env.runUntilIdle({ timeout: '20s' });
+      expect(callsOf(runId)).toHaveLength(2);
+      await env.skipTime('2s');
+      await env.runUntilIdle({ timeout: '20s' });
+      expect(callsOf(runId)).toHaveLength(3);
+      expect(await owed(env.schema)).toBe(0);
+    } finally {
+      await env.close();
+    }
   });
 
   it('a node killed (SIGKILL) after the run ended and before its hook ran: another node calls the hook, once', async () => {
