@@ -228,6 +228,17 @@ describe('@IdempotentStart over HTTP', () => {
   });
 });
 
+describe('@IdempotentStart: bad options', () => {
+  it('are refused where the decorator is applied, naming the option', () => {
+    const apply = (options: unknown) => () => IdempotentStart(PlaceOrder, options as never);
+    expect(apply({})).toThrow(DurableValidationError);
+    expect(apply({})).toThrow(/input must be a function/);
+    expect(apply({ input: () => 1, header: 'Idempotency Key' })).toThrow(/header must be an HTTP header name/);
+    expect(apply({ input: () => 1, heder: 'X' })).toThrow(/heder/);
+    expect(apply({ input: () => 1, header: 'X-Request-Id' })).not.toThrow();
+  });
+});
+
 describe('@IdempotentStart: a retry after the run finished', () => {
   it('answers the finished run, even where reuse would let the key start another run', async () => {
     const t = await httpApp({});

@@ -23,7 +23,17 @@ import { ClsModule } from 'nestjs-cls';
 import { from, lastValueFrom } from 'rxjs';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
-import { DurableExceptionFilter, DurableService, IdempotentRun, IdempotentStart, RunContext, Step, Workflow, type StartResult } from '../../src';
+import {
+  DurableExceptionFilter,
+  DurableService,
+  DurableValidationError,
+  IdempotentRun,
+  IdempotentStart,
+  RunContext,
+  Step,
+  Workflow,
+  type StartResult,
+} from '../../src';
 import { countRuns, createApp, databaseUrl, freshSchema, ident, sql, TestApp, waitFor } from '../support';
 
 type Tx = TransactionHost<TransactionalAdapterTypeOrm>;
@@ -115,6 +125,15 @@ class OrdersController {
     return run;
   }
 }
+
+describe('transactionManager: bad values', () => {
+  it('a transactionManager that is not a function is refused at startup, naming the option', async () => {
+    await expect(createApp({ workflows: [Ship], options: { worker: false, transactionManager: 'txHost.tx' } })).rejects.toThrow(
+      /transactionManager: must be a function/,
+    );
+    await expect(createApp({ workflows: [Ship], options: { worker: false, transactionManager: 'txHost.tx' } })).rejects.toBeInstanceOf(DurableValidationError);
+  });
+});
 
 describe('transactionManager with @nestjs-cls/transactional (TypeORM adapter)', () => {
   let dataSource: DataSource;
