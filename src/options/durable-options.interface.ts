@@ -80,8 +80,8 @@ export interface DurableModuleOptions {
    */
   transactionPooler?: boolean;
   /**
-   * The ambient transaction: called by `start`, `startMany`, `startFlow` and `sendEvent` when they
-   * are given no `manager`; when it returns the `EntityManager` of an open transaction, they join
+   * The ambient transaction: called by `start`, `startMany`, `startFlow`, `sendEvent` and `rerun`
+   * when they are given no `manager`; when it returns the `EntityManager` of an open transaction, they join
    * it (written at its commit, gone at its rollback), else they run on their own. E.g.
    * `() => txHost.tx` with `@nestjs-cls/transactional`. Default: none.
    */
