@@ -94,6 +94,25 @@ describe('run lifecycle hooks', () => {
     expect(calls).toHaveLength(13);
   });
 
+  it('runs ended by a flow cascade or by cancelExisting owe their hooks too', async () => {
+    const t = await createApp({ workflows: [AllHooks] });
+    const { runIds } = await t.durable.startFlow(
+      t.durable
+        .flow({ name: 'hooks' })
+        .add('a', AllHooks, { outcome: 'fail' })
+        .add('b', AllHooks, { outcome: 'complete' }, { deps: ['a'] }),
+    );
+    const holder = await t.durable.start(AllHooks, { outcome: 'wait' }, { key: 'k' });
+    await waitFor(async () => (await t.durable.getRun(holder.runId))?.status === 'waiting', { message: 'the holder waits' });
+    const replacement = await t.durable.start(AllHooks, { outcome: 'complete' }, { key: 'k', onDuplicate: 'cancelExisting' });
+    expect(replacement.outcome).toBe('cancelExisting');
+    await waitFor(() => [runIds.a, runIds.b, holder.runId, replacement.runId].every((id) => callsOf(id).length === 1), { timeout: 15_000 });
+    expect(callsOf(runIds.a)).toEqual([`onRunFailed ${runIds.a} failed`]);
+    expect(callsOf(runIds.b)).toEqual([`onRunCancelled ${runIds.b} cancelled`]);
+    expect(callsOf(holder.runId)).toEqual([`onRunCancelled ${holder.runId} cancelled`]);
+    expect(callsOf(replacement.runId)).toEqual([`onRunCompleted ${replacement.runId} completed`]);
+  });
+
   it('a workflow without hooks writes no hook row and is not listed as having hooks', async () => {
     const t = await createApp({ workflows: [AllHooks, NoHooks] });
     const { runId } = await t.durable.start(NoHooks);
