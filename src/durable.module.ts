@@ -44,7 +44,8 @@ import { Worker } from './worker/worker';
     DurableService,
     DurableHealthIndicator,
   ],
-  // the internals the dashboard (nestjs-durable/dashboard) reads and acts through
-  exports: [DurableService, DurableHealthIndicator, ...coreProviders, DurableConnection, WorkflowRegistry, RunAdmin, RunEvents, Scheduler],
+  // the internals the dashboard (nestjs-durable/dashboard) reads and acts through, and those the
+  // interceptor of @IdempotentStart uses in the app's modules
+  exports: [DurableService, DurableHealthIndicator, ...coreProviders, DurableConnection, WorkflowRegistry, RunAdmin, RunEvents, Scheduler, Starter, RunReader],
 })
 export class DurableModule extends DurableConfigurableModule {}

@@ -2,15 +2,15 @@ import { DynamicModule, MiddlewareConsumer, Module, NestModule } from '@nestjs/c
 import { APP_FILTER } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { DurableModule, type Duration } from 'nestjs-durable';
+import { DurableExceptionFilter, DurableModule, type Duration } from 'nestjs-durable';
 import { DurableDashboardModule } from 'nestjs-durable/dashboard';
 import { DataSource } from 'typeorm';
 import { Article } from './articles/article.entity';
 import { ArticlesModule } from './articles/articles.module';
 import { EtlModule } from './etl/etl.module';
-import { DurableErrorFilter } from './common/durable-error.filter';
 import { HealthModule } from './health/health.module';
 import { MaintenanceModule } from './maintenance/maintenance.module';
+import { NewslettersModule } from './newsletters/newsletters.module';
 import { RunsModule } from './runs/runs.module';
 import { TraceMiddleware } from './telemetry/trace.middleware';
 
@@ -62,11 +62,13 @@ export class AppModule implements NestModule {
         }),
         ArticlesModule.register({ catchUpTimeout: options.catchUpTimeout }),
         EtlModule,
+        NewslettersModule,
         MaintenanceModule,
         RunsModule,
         HealthModule,
       ],
-      providers: [{ provide: APP_FILTER, useClass: DurableErrorFilter }],
+      // the module's errors as HTTP answers: 404 for an unknown run, 409 for a taken key, …
+      providers: [{ provide: APP_FILTER, useClass: DurableExceptionFilter }],
     };
   }
 }

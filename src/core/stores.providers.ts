@@ -6,6 +6,7 @@ import { ActivityStore } from '../store/activity.store';
 import { EventsStore } from '../store/events.store';
 import { FlowsStore } from '../store/flows.store';
 import { HistoryStore } from '../store/history.store';
+import { HooksStore } from '../store/hooks.store';
 import { MemosStore } from '../store/memos.store';
 import { NodesStore } from '../store/nodes.store';
 import { RunsStore } from '../store/runs.store';
@@ -23,5 +24,5 @@ const store = (type: new (schema: string, channel: string) => object): Provider 
 /** The resolved options and every store, as providers of the module. */
 export const coreProviders: Provider[] = [
   { provide: RESOLVED_OPTIONS, inject: [DURABLE_OPTIONS], useFactory: resolveOptions },
-  ...[RunsStore, NodesStore, MemosStore, ActivityStore, EventsStore, WaitsStore, FlowsStore, SchedulesStore, HistoryStore].map((t) => store(t)),
+  ...[RunsStore, NodesStore, MemosStore, ActivityStore, EventsStore, WaitsStore, FlowsStore, HooksStore, SchedulesStore, HistoryStore].map((t) => store(t)),
 ];

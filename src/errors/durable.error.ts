@@ -17,7 +17,8 @@ export type DurableErrorCode =
   | 'missing_dependency'
   | 'not_available'
   | 'usage'
-  | 'not_ready';
+  | 'not_ready'
+  | 'idempotency_key_reused';
 
 /** Base class of every error this package throws on purpose. */
 export abstract class DurableError extends Error {

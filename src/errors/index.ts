@@ -18,3 +18,4 @@ export * from './missing-dependency.error';
 export * from './not-available.error';
 export * from './usage.error';
 export * from './not-ready.error';
+export * from './idempotency-key-reused.error';

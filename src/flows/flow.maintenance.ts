@@ -3,16 +3,26 @@ import { WorkflowRegistry } from '../definition/workflow.registry';
 import { DurableConnection } from '../core/durable.connection';
 import { LOG_CONTEXT, RESOLVED_OPTIONS } from '../core/durable.constants';
 import type { ResolvedOptions } from '../options/resolve-options';
-import type { Queryable } from '../store/db';
+import { sqlState, type Queryable } from '../store/db';
 import { FlowsStore } from '../store/flows.store';
+import { HooksStore, type HookRow } from '../store/hooks.store';
 import { toRunInfo } from '../store/run-row';
 import { RunsStore } from '../store/runs.store';
+import { lifecycleHooksOf } from '../definition/run-lifecycle.interface';
+import { backoffDelay, DEFAULT_RETRY, type ResolvedRetry } from '../domain/retry.policy';
 import type { FlowCancelReason } from './on-flow-cancelled.interface';
 
+/** SQLSTATE of a missing table. */
+const UNDEFINED_TABLE = '42P01';
 /** Hooks claimed per round trip. */
 const HOOK_BATCH = 50;
-/** A claimed hook is retried by another node after this long (its node died mid-call). */
+/**
+ * A claimed hook is claimed again after this long even if its node still heartbeats (a call that
+ * hangs); the hook of a node that stopped heartbeating is claimed again after `nodeTimeout`.
+ */
 const HOOK_LEASE_MS = 5 * 60_000;
+/** Calls of a lifecycle hook that keeps throwing, and the back-off between them (1 s doubling, at most 5 min). */
+export const HOOK_RETRY: ResolvedRetry = { ...DEFAULT_RETRY, attempts: 25 };
 /**
  * How often the deeper repairs run at most (scans of open edges and waiting nodes; they find only
  * what a disabled trigger or a hand-made change left behind), and at least every `nodeTimeout`.
@@ -20,8 +30,9 @@ const HOOK_LEASE_MS = 5 * 60_000;
 const DEEP_REPAIR_EVERY_MS = 60_000;
 
 /**
- * The flows' part of the maintenance pass: repairs stuck flows (see docs/flows.md) and
- * runs due `afterCancelled` hooks.
+ * The flows' part of the maintenance pass: repairs stuck flows (see docs/flows.md); and the hooks
+ * owed to ended runs: flow nodes' `afterCancelled`, and the lifecycle hooks (`onRunCompleted`,
+ * `onRunFailed`, `onRunCancelled`, see docs/nest.md).
  */
 @Injectable()
 export class FlowMaintenance implements BeforeApplicationShutdown {
@@ -35,6 +46,7 @@ export class FlowMaintenance implements BeforeApplicationShutdown {
     private readonly registry: WorkflowRegistry,
     private readonly store: FlowsStore,
     private readonly runs: RunsStore,
+    private readonly hooks: HooksStore,
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedOptions,
   ) {}
 
@@ -62,15 +74,32 @@ export class FlowMaintenance implements BeforeApplicationShutdown {
   }
 
   /**
-   * Runs due `afterCancelled` hooks of the workflows registered here, in the background (one loop
-   * per node at a time). Every worker node calls it with its heartbeat: a hook runs where its
-   * workflow is.
+   * Records which lifecycle hooks this node's workflows have (`hook_workflows`), before the node
+   * ends any run: from then on a run of such a workflow owes its hook in the transaction that ends it.
+   */
+  async registerHooks(): Promise<void> {
+    const { registry } = this;
+    const hooks = new Map(registry.names().map((name) => [name, lifecycleHooksOf(registry.find(name)!.instance)]));
+    if (hooks.size === 0) return;
+    try {
+      await this.hooks.register(this.connection.db, hooks);
+    } catch (err) {
+      // a schema the app migrates itself (migrationsRun: false) and has not brought this far yet
+      if (sqlState(err) !== UNDEFINED_TABLE) throw err;
+      this.logger.warn(`lifecycle hooks are off: the schema lacks the table hook_workflows (run the module's migrations, DurableRunHooks1733040011000)`);
+    }
+  }
+
+  /**
+   * Runs due hooks (`afterCancelled`, lifecycle hooks) of the workflows registered here, in the
+   * background (one loop per node at a time). Every worker node calls it with its heartbeat: a
+   * hook runs where its workflow is.
    */
   kickHooks(): void {
     if (this.hooking || this.stopping) return;
     this.hooking = this.runHooks()
       .then(() => undefined)
-      .catch((err) => this.logger.warn(`afterCancelled hooks: ${(err as Error).message}`))
+      .catch((err) => this.logger.warn(`run hooks: ${(err as Error).message}`))
       .finally(() => {
         this.hooking = undefined;
       });
@@ -86,33 +115,50 @@ export class FlowMaintenance implements BeforeApplicationShutdown {
     if (timer) clearTimeout(timer);
   }
 
-  /** Claims and runs due hooks until none is left; each is called once (leased, deleted after). */
+  /**
+   * Claims and runs due hooks until none is left. Each is leased to this node and deleted once it
+   * returned; a lifecycle hook that throws is called again after a back-off (at most
+   * {@link HOOK_RETRY}`.attempts` calls), an `afterCancelled` that throws is only logged.
+   */
   async runHooks(): Promise<number> {
-    const { registry, runs, logger } = this;
+    const { registry, options } = this;
     const { db } = this.connection;
     const workflows = registry.names();
     if (workflows.length === 0) return 0;
     let ran = 0;
     while (!this.stopping) {
-      const hooks = await this.store.claimHooks(db, workflows, HOOK_BATCH, HOOK_LEASE_MS);
-      if (hooks.length === 0) return ran;
-      await Promise.all(
-        hooks.map(async (h) => {
-          const row = await runs.get(db, h.run_id);
-          const def = row && registry.find(row.workflow);
-          const fn = def && (def.instance as { afterCancelled?: unknown }).afterCancelled;
-          if (row && typeof fn === 'function') {
-            try {
-              await (fn as (r: FlowCancelReason, run: unknown) => unknown).call(def!.instance, h.reason, toRunInfo(row, registry.stepName));
-              ran++;
-            } catch (err) {
-              logger.error(`afterCancelled of run ${h.run_id} (${row.workflow}) threw: ${(err as Error).stack ?? err}`);
-            }
-          }
-          await this.store.doneHook(db, h.run_id);
-        }),
-      );
+      const claimed = await this.hooks.claim(db, workflows, HOOK_BATCH, HOOK_LEASE_MS, options.nodeId, options.nodeTimeoutMs);
+      if (claimed.length === 0) return ran;
+      const called = await Promise.all(claimed.map((h) => this.callHook(h)));
+      ran += called.filter(Boolean).length;
     }
     return ran;
+  }
+
+  /** Calls one claimed hook; true when it returned. */
+  private async callHook(h: HookRow): Promise<boolean> {
+    const { registry, logger } = this;
+    const { db } = this.connection;
+    const row = await this.runs.get(db, h.run_id);
+    const def = row ? registry.find(row.workflow) : undefined;
+    const fn = def && (def.instance as Record<string, unknown>)[h.hook];
+    if (!row || !def || typeof fn !== 'function') {
+      await this.hooks.done(db, h.run_id, h.hook);
+      return false;
+    }
+    const run = toRunInfo(row, registry.stepName);
+    try {
+      await (h.hook === 'afterCancelled' ? fn.call(def.instance, h.reason as FlowCancelReason, run) : fn.call(def.instance, run));
+    } catch (err) {
+      const retried = h.hook !== 'afterCancelled' && h.attempts < HOOK_RETRY.attempts;
+      const next = retried ? `; called again in ${backoffDelay(HOOK_RETRY, h.attempts)} ms` : h.hook === 'afterCancelled' ? '' : '; given up';
+      logger.error(`${h.hook} of run ${h.run_id} (${row.workflow}) threw (call ${h.attempts})${next}: ${(err as Error).stack ?? err}`);
+      if (retried) {
+        await this.hooks.later(db, h.run_id, h.hook, backoffDelay(HOOK_RETRY, h.attempts));
+        return false;
+      }
+    }
+    await this.hooks.done(db, h.run_id, h.hook);
+    return true;
   }
 }

@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { FlowExistsError, RunNotFoundError } from '../errors';
 import { isFinished, type RunStatus } from '../domain/run-info';
@@ -6,7 +6,9 @@ import { uuidv7 } from '../domain/uuid';
 import { assertValid, optionNames, Problems, unknownOptionProblems } from '../domain/validation';
 import { WorkflowRegistry } from '../definition/workflow.registry';
 import { DurableConnection } from '../core/durable.connection';
-import { managerQueryable, type Queryable } from '../store/db';
+import { RESOLVED_OPTIONS } from '../core/durable.constants';
+import { managerOf, type ResolvedOptions } from '../options/resolve-options';
+import { transactionOf, type Queryable } from '../store/db';
 import { depOutcome, FlowsStore, type NewFlowEdge, type NewFlowNode } from '../store/flows.store';
 import { FlowBuilder, type FlowOptions } from './flow.builder';
 import { FlowGraph } from './flow.graph';
@@ -40,6 +42,7 @@ export class FlowsEngine {
     private readonly connection: DurableConnection,
     private readonly registry: WorkflowRegistry,
     private readonly store: FlowsStore,
+    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedOptions,
   ) {}
 
   /** A new builder. */
@@ -71,8 +74,7 @@ export class FlowsEngine {
   async start(builder: FlowBuilder, options: { manager?: EntityManager } = {}): Promise<StartFlowResult> {
     assertValid('startFlow', unknownOptionProblems(options, START_FLOW_OPTION_NAMES));
     const planned = planFlow(builder, this.registry);
-    const manager = options?.manager;
-    const joined = manager?.queryRunner?.isTransactionActive ? managerQueryable(manager) : undefined;
+    const joined = transactionOf(managerOf(this.options, options?.manager));
     if (joined) return this.insert(joined, builder, planned);
     return this.connection.db.tx((q) => this.insert(q, builder, planned));
   }

@@ -1,4 +1,4 @@
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import type { Duration } from '../domain/duration';
 
 /** Options of the node's worker; `worker: false` makes a node that only starts runs. */
@@ -79,4 +79,11 @@ export interface DurableModuleOptions {
    * `worker.pollInterval`, logged once at startup) and no session settings. Default false.
    */
   transactionPooler?: boolean;
+  /**
+   * The ambient transaction: called by `start`, `startMany`, `startFlow`, `sendEvent` and `rerun`
+   * when they are given no `manager`; when it returns the `EntityManager` of an open transaction, they join
+   * it (written at its commit, gone at its rollback), else they run on their own. E.g.
+   * `() => txHost.tx` with `@nestjs-cls/transactional`. Default: none.
+   */
+  transactionManager?: () => EntityManager | undefined;
 }

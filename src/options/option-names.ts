@@ -28,6 +28,7 @@ export const MODULE_OPTION_NAMES = optionNames<DurableModuleOptions>({
   lockTimeout: true,
   keepAlive: true,
   transactionPooler: true,
+  transactionManager: true,
 });
 
 /** The option names of `worker`. */

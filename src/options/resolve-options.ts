@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { plainToInstance } from 'class-transformer';
 import { validateSync, ValidationError } from 'class-validator';
-import { DataSource } from 'typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
 import { DurableValidationError } from '../errors';
 import { DurableModuleOptions } from './durable-options.interface';
 import { DurableOptionsDto } from './durable-options.dto';
@@ -28,6 +28,8 @@ export interface ResolvedOptions {
   lockTimeoutMs?: number;
   keepAlive: boolean;
   transactionPooler: boolean;
+  /** The ambient transaction's manager, if the app gave a way to find it. */
+  transactionManager?: () => EntityManager | undefined;
 }
 
 /** Flattens class-validator errors to `path: message` lines. */
@@ -41,7 +43,7 @@ export function describeValidation(errors: ValidationError[], prefix = ''): stri
 
 /** Validates the module options (naming each bad option) and applies the defaults (docs/configuration.md). */
 export function resolveOptions(raw: DurableModuleOptions): ResolvedOptions {
-  const { dataSource, ...plain } = raw ?? {};
+  const { dataSource, transactionManager, ...plain } = raw ?? {};
   const dto = plainToInstance(DurableOptionsDto, plain);
   // an unknown (e.g. misspelt) option is refused by name, with the nearest known one
   const unknown = [
@@ -56,6 +58,9 @@ export function resolveOptions(raw: DurableModuleOptions): ResolvedOptions {
     problems.push('dataSource: must be a TypeORM DataSource');
   }
   if (dataSource && dataSource.options?.type !== 'postgres') problems.push('dataSource: must be a postgres DataSource');
+  if (transactionManager !== undefined && typeof transactionManager !== 'function') {
+    problems.push('transactionManager: must be a function returning the EntityManager of the ambient transaction (or undefined)');
+  }
   if (problems.length) {
     throw new DurableValidationError(`DurableModule options are invalid:\n  - ${problems.join('\n  - ')}`, errors);
   }
@@ -89,5 +94,11 @@ export function resolveOptions(raw: DurableModuleOptions): ResolvedOptions {
     lockTimeoutMs: plain.lockTimeout === undefined ? undefined : toMs(plain.lockTimeout),
     keepAlive: plain.keepAlive ?? true,
     transactionPooler: plain.transactionPooler ?? false,
+    transactionManager,
   };
+}
+
+/** The caller's `manager`, else the ambient transaction's (module option `transactionManager`), if any. */
+export function managerOf(options: ResolvedOptions, given: EntityManager | undefined): EntityManager | undefined {
+  return given ?? options.transactionManager?.();
 }

@@ -1,8 +1,11 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { RunNotFoundError } from '../errors';
 import { isUuid } from '../domain/uuid';
 import { assertValid, jsonProblem, nameProblem, unknownOptionProblems } from '../domain/validation';
 import { DurableConnection } from '../core/durable.connection';
+import { RESOLVED_OPTIONS } from '../core/durable.constants';
+import { managerOf, type ResolvedOptions } from '../options/resolve-options';
+import { transactionOf, type Queryable } from '../store/db';
 import { EventsStore } from '../store/events.store';
 import { deliverEvent, type SendEventOutcome } from './event-delivery';
 
@@ -12,16 +15,25 @@ export class RunEvents {
   constructor(
     private readonly connection: DurableConnection,
     private readonly events: EventsStore,
+    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedOptions,
   ) {}
 
   /**
    * Sends the event `name` to a run: `'delivered'` when it was waiting for it (it resumes); `'kept'`
    * when it is kept for a later `waitForEvent(name)` — with `buffer: true`, or when the running
-   * step has just reached that wait and is suspending on it; else `'dropped'`.
+   * step has just reached that wait and is suspending on it; else `'dropped'`. Joins the ambient
+   * transaction (module option `transactionManager`) when there is one.
    */
   async send(runId: string, name: string, payload: unknown, options: { buffer?: boolean } = {}): Promise<SendEventOutcome> {
     assertValid('sendEvent', unknownOptionProblems(options, ['buffer']));
-    return this.deliver(runId, name, payload, { buffer: options.buffer ?? false, kind: 'event' }, 'sendEvent');
+    return this.deliver(
+      runId,
+      name,
+      payload,
+      { buffer: options.buffer ?? false, kind: 'event' },
+      'sendEvent',
+      transactionOf(managerOf(this.options, undefined)),
+    );
   }
 
   /** Provides the value a run waits for with `ctx.waitForInput(name)`; kept when it does not wait yet. */
@@ -29,10 +41,12 @@ export class RunEvents {
     await this.deliver(runId, name, value, { buffer: true, kind: 'input' }, 'provideInput');
   }
 
-  private async deliver(runId: string, name: string, payload: unknown, opts: { buffer: boolean; kind: 'event' | 'input' }, what: string) {
+  /** Delivers on `joined` (a caller's transaction) when given, else in a transaction of its own. */
+  private async deliver(runId: string, name: string, payload: unknown, opts: { buffer: boolean; kind: 'event' | 'input' }, what: string, joined?: Queryable) {
     assertValid(what, [nameProblem(name), jsonProblem(payload, 'payload')]);
     if (!isUuid(runId)) throw new RunNotFoundError(runId);
-    const outcome = await this.connection.db.tx((q) => deliverEvent(this.events, q, runId, name, payload, opts));
+    const deliver = (q: Queryable) => deliverEvent(this.events, q, runId, name, payload, opts);
+    const outcome = await (joined ? deliver(joined) : this.connection.db.tx(deliver));
     if (!outcome) throw new RunNotFoundError(runId);
     return outcome;
   }

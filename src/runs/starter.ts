@@ -5,13 +5,13 @@ import type { DuplicateMode, OnDuplicate } from '../domain/keys.policy';
 import { toMs, type Duration } from '../domain/duration';
 import type { WorkflowDefinition } from '../definition/workflow-definition';
 import type { WorkflowRef } from '../definition/workflow-metadata';
-import { managerQueryable, type Queryable } from '../store/db';
+import { transactionOf, type Queryable } from '../store/db';
 import type { HolderRow, NewRun, StartAnswer, StartRow } from '../store/runs.types';
 import { isDeepStrictEqual } from 'node:util';
 import { DurableConnection } from '../core/durable.connection';
 import { RESOLVED_OPTIONS } from '../core/durable.constants';
 import { WorkflowRegistry } from '../definition/workflow.registry';
-import type { ResolvedOptions } from '../options/resolve-options';
+import { managerOf, type ResolvedOptions } from '../options/resolve-options';
 import { ActivityStore, type ActivityKind } from '../store/activity.store';
 import { EventsStore } from '../store/events.store';
 import { RunsStore } from '../store/runs.store';
@@ -205,7 +205,7 @@ export class Starter {
     // Outside a caller's transaction the common case is one autocommit statement (shared with the
     // concurrent starts of this process); only a start the key policy cannot settle at once opens a
     // transaction of its own, to lock the holder and decide.
-    const joined = manager?.queryRunner?.isTransactionActive ? managerQueryable(manager) : undefined;
+    const joined = transactionOf(managerOf(this.options, manager));
     // telemetry is counted once what it counts committed: at once after an autocommit statement or
     // a start's own transaction; in a caller's transaction when the whole call returns (the
     // caller's commit being out of sight)

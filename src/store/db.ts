@@ -80,3 +80,8 @@ export function managerQueryable(manager: EntityManager): Queryable {
     },
   };
 }
+
+/** The open transaction of `manager` as a {@link Queryable}; undefined without a manager or outside a transaction. */
+export function transactionOf(manager: EntityManager | undefined): Queryable | undefined {
+  return manager?.queryRunner?.isTransactionActive ? managerQueryable(manager) : undefined;
+}

@@ -51,12 +51,6 @@ export interface FlowNodeRow {
   status: RunStatus;
 }
 
-/** A claimed `afterCancelled` hook. */
-export interface HookRow {
-  run_id: string;
-  reason: 'cancelled' | 'failed' | 'deleted';
-}
-
 /** Maps a final run status to the outcome its dependants see. */
 export function depOutcome(status: RunStatus): DepOutcome | undefined {
   switch (status) {
@@ -76,7 +70,7 @@ export function depOutcome(status: RunStatus): DepOutcome | undefined {
 const FINAL = `('completed', 'failed', 'cancelled', 'compensated', 'compensation_failed')`;
 
 /**
- * Every statement of DAG flows: the `flows`, `flow_deps` and `flow_hooks` tables and the flow
+ * Every statement of DAG flows: the `flows` and `flow_deps` tables (hooks: `HooksStore`) and the flow
  * columns of `runs`. Dependency resolution itself is `durable_flow_resolve` (see the flows
  * migration), called by the triggers on `runs` and, for repairs and appends, from here.
  */
@@ -141,16 +135,6 @@ export class FlowsStore {
           AND ($3::text[] IS NULL OR name = ANY($3::text[]))
         ORDER BY name`,
       graph: `SELECT id, name, workflow, deps, status FROM ${S}.runs WHERE flow_id = $1 ORDER BY id`,
-      claimHooks: `
-        WITH c AS (
-          SELECT h.run_id FROM ${S}.flow_hooks h JOIN ${S}.runs r ON r.id = h.run_id
-          WHERE h.due_at <= now() AND r.workflow = ANY($1::text[])
-          ORDER BY h.due_at LIMIT $2 FOR UPDATE OF h SKIP LOCKED
-        )
-        UPDATE ${S}.flow_hooks h SET due_at = now() + $3 * interval '1 millisecond'
-        FROM c WHERE h.run_id = c.run_id
-        RETURNING h.run_id, h.reason`,
-      doneHook: `DELETE FROM ${S}.flow_hooks WHERE run_id = $1`,
       // repairs (the DynamicLifeline): edges left open although their dep is final
       missedEdges: `
         SELECT d.flow_id, array_agg(DISTINCT p.name) AS names
@@ -283,16 +267,6 @@ export class FlowsStore {
   /** Every node of the flow in insertion order (for drawing). */
   graph(q: Queryable, flowId: string): Promise<FlowNodeRow[]> {
     return q.query<FlowNodeRow>(this.sql.graph, [flowId]);
-  }
-
-  /** Claims up to `limit` due hooks of runs of `workflows`, leasing them for `leaseMs`. */
-  claimHooks(q: Queryable, workflows: string[], limit: number, leaseMs: number): Promise<HookRow[]> {
-    return q.query<HookRow>(this.sql.claimHooks, [workflows, limit, leaseMs]);
-  }
-
-  /** The hook of `runId` ran (or there is none to run). */
-  async doneHook(q: Queryable, runId: string): Promise<void> {
-    await q.query(this.sql.doneHook, [runId]);
   }
 
   /** Resolves edges left open although their dep is final (missed wake-ups); returns nodes woken. */

@@ -275,6 +275,9 @@ export function runsStatements(S: string): Record<string, string> {
         RETURNING id
       ), h AS (
         DELETE FROM ${S}.step_attempts WHERE run_id IN (SELECT id FROM d)
+      ), k AS (
+        -- hooks still owed to a pruned run (a lifecycle hook that kept failing) go with it
+        DELETE FROM ${S}.flow_hooks WHERE run_id IN (SELECT id FROM d)
       ) SELECT count(*)::int AS n FROM d`,
     // the same holders, past the runs' cutoff and not yet tombstones: their history and payloads go,
     // the row (and its key) stays until the horizon

@@ -36,17 +36,18 @@ export class TestEnvStore {
         ), s AS (
           UPDATE ${S}.schedules SET next_fire_at = next_fire_at - ${by} WHERE next_fire_at > now()
         ), h AS (
-          UPDATE ${S}.flow_hooks SET due_at = due_at - ${by} WHERE due_at > now()
+          UPDATE ${S}.flow_hooks SET due_at = due_at - ${by} WHERE due_at > now() AND node_id IS NULL
         )
         -- every data-modifying part of a WITH runs to completion, read or not; the wake-up is sent at commit
         SELECT pg_notify($2, '')`,
-      // due pending runs (deps all done), due waiting runs, running and compensating ones, due hooks
+      // due pending runs (deps all done), due waiting runs, running and compensating ones, due hooks and
+      // hooks being called (a hook's back-off moves earlier with the rest; a call's lease does not)
       going: `
         SELECT
           (SELECT count(*) FROM ${S}.runs WHERE status IN ('running', 'compensating')
              OR (status = 'pending' AND run_at <= now() AND coalesce(deps_left, 0) = 0)
              OR (status = 'waiting' AND wake_at <= now()))::int
-          + (SELECT count(*) FROM ${S}.flow_hooks WHERE due_at <= now())::int AS n`,
+          + (SELECT count(*) FROM ${S}.flow_hooks WHERE due_at <= now() OR node_id IS NOT NULL)::int AS n`,
       wake: `SELECT pg_notify($1, '')`,
       drop: `DROP SCHEMA IF EXISTS ${S} CASCADE`,
     };

@@ -95,6 +95,8 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     const { waits, events, memos, flows } = this;
     this.services = { db, dataSource, registry, runs, logger, waits, events, memos, flows };
     this.batcher = new TransitionBatcher(db, runs, options.nodeId, logger, (tx) => countKeyHandoffs(this.activity, logger, db, tx));
+    // before this node ends any run: the runs of workflows with lifecycle hooks owe them from now on
+    await this.flowHooks.registerHooks();
     if (options.worker === false) return;
     this.slots = new Slots(options.worker.concurrency);
     this.prefetch = options.worker.prefetch;

@@ -13,11 +13,11 @@ export async function startSampleApp(
   return { app, base: (await app.getUrl()).replace('[::1]', '127.0.0.1') };
 }
 
-/** One HTTP call; the body is parsed as JSON when it is JSON. */
-export async function call(base: string, method: string, route: string, body?: unknown) {
+/** One HTTP call (with extra `headers`); the body is parsed as JSON when it is JSON. */
+export async function call(base: string, method: string, route: string, body?: unknown, headers: Record<string, string> = {}) {
   const res = await fetch(`${base}${route}`, {
     method,
-    headers: body === undefined ? undefined : { 'content-type': 'application/json' },
+    headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
@@ -27,5 +27,5 @@ export async function call(base: string, method: string, route: string, body?: u
   } catch {
     /* text/plain */
   }
-  return { status: res.status, body: parsed, type: res.headers.get('content-type') };
+  return { status: res.status, body: parsed, type: res.headers.get('content-type'), headers: res.headers };
 }
