@@ -33,6 +33,6 @@ export { DurableExceptionFilter } from './nest/durable-exception.filter';
 export { httpStatusOf, type DurableErrorBody } from './nest/http-errors';
 export { IdempotentStart, IdempotentRun } from './nest/idempotent-start.decorator';
 export { IdempotentStartInterceptor } from './nest/idempotent-start.interceptor';
-export type { IdempotentStartOptions } from './nest/idempotent-start.spec';
+export type { IdempotentStartOptions } from './nest/idempotent-start.metadata';
 export * from './errors';
 export * from '../migrations';

@@ -3,7 +3,7 @@ import type { StartResult } from '../domain/run-info';
 import type { WorkflowRef } from '../definition/workflow-metadata';
 import { IdempotentStartInterceptor } from './idempotent-start.interceptor';
 import { assertValid, optionNames, problem, unknownOptionProblems } from '../domain/validation';
-import { IDEMPOTENT_RUN, IDEMPOTENT_START, type IdempotentStartOptions, type IdempotentStartSpec } from './idempotent-start.spec';
+import { IDEMPOTENT_RUN, IDEMPOTENT_START, type IdempotentStartOptions, type IdempotentStartSpec } from './idempotent-start.metadata';
 
 /** The option names of `@IdempotentStart` (anything else is refused as misspelt). */
 const OPTION_NAMES = optionNames<IdempotentStartOptions>({ input: true, header: true });

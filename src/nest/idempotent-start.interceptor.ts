@@ -7,7 +7,7 @@ import type { RunInfo, StartResult } from '../domain/run-info';
 import { RunReader } from '../runs/run-reader';
 import { Starter } from '../runs/starter';
 import { durableErrorResponse, toHttpException } from './http-errors';
-import { IDEMPOTENT_RUN, IDEMPOTENT_START, type IdempotentStartSpec } from './idempotent-start.spec';
+import { IDEMPOTENT_RUN, IDEMPOTENT_START, type IdempotentStartSpec } from './idempotent-start.metadata';
 
 /** A request as both Express and Fastify give it. */
 type HttpRequest = { headers: Record<string, string | string[] | undefined> } & Record<symbol, StartResult>;
