@@ -2,7 +2,7 @@ import { UsageError } from '../errors';
 import { tryParseDuration } from '../domain/duration';
 
 /** Options that take no value. */
-const SWITCHES = new Set(['json', 'help', 'print-sql', 'buffer']);
+const SWITCHES = new Set(['json', 'help', 'print-sql', 'buffer', 'concurrently']);
 
 /** A command line split into words (command and arguments) and `--options`. */
 export interface ParsedArgs {

@@ -1,5 +1,5 @@
 import { NotAvailableError } from '../errors';
-import { pendingMigrations, runMigrations } from '../store/migrator';
+import { buildIndexesConcurrently, concurrentIndexStatements, pendingMigrations, runMigrations } from '../store/migrator';
 import type { StatusCount } from '../store/overview.store';
 import { countOption, stringOption } from './args';
 import type { Command, CommandContext } from './command';
@@ -158,20 +158,33 @@ export const overviewCommands: Command[] = [
   {
     name: 'migrate',
     args: [],
-    options: { '--print-sql': 'print the statements of the pending migrations instead of applying them (writes nothing)' },
+    options: {
+      '--print-sql': 'print the statements of the pending migrations instead of applying them (writes nothing)',
+      '--concurrently':
+        'first build the pending migrations’ indexes with CREATE INDEX CONCURRENTLY, so that writes go on while they build (for big tables), then apply the migrations',
+    },
     summary: 'applies the module’s pending migrations to the schema',
     async run(ctx) {
       const { schema } = ctx.connection.target;
       const dataSource = await ctx.connection.dataSource();
+      const concurrently = ctx.parsed.options.has('concurrently');
       if (ctx.parsed.options.has('print-sql')) {
         const pending = await pendingMigrations(dataSource, schema);
-        const text = pending.length
-          ? pending.map((m) => `-- ${m.name}\n${m.statements.map((st) => `${st};`).join('\n\n')}`).join('\n\n')
-          : `-- schema ${schema} is up to date`;
-        return { json: { schema, pending }, text };
+        const first = concurrently ? concurrentIndexStatements(pending).map((c) => c.statement) : [];
+        const blocks = [
+          ...(first.length ? [`-- built first, each outside a transaction\n${first.map((st) => `${st};`).join('\n\n')}`] : []),
+          ...pending.map((m) => `-- ${m.name}\n${m.statements.map((st) => `${st};`).join('\n\n')}`),
+        ];
+        const text = pending.length ? blocks.join('\n\n') : `-- schema ${schema} is up to date`;
+        return { json: { schema, ...(concurrently ? { concurrently: first } : {}), pending }, text };
       }
+      const built = concurrently ? await buildIndexesConcurrently(dataSource, schema) : [];
       const applied = await runMigrations(dataSource, schema);
-      return { json: { schema, applied }, text: applied.length ? `applied to ${schema}: ${applied.join(', ')}` : `schema ${schema} is up to date` };
+      const text = [
+        ...(built.length ? [`built concurrently in ${schema}: ${built.join(', ')}`] : []),
+        applied.length ? `applied to ${schema}: ${applied.join(', ')}` : `schema ${schema} is up to date`,
+      ].join('\n');
+      return { json: { schema, ...(concurrently ? { builtConcurrently: built } : {}), applied }, text };
     },
   },
 ];

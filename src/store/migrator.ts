@@ -67,3 +67,57 @@ export async function pendingMigrations(dataSource: DataSource, schema: string):
   }
   return pending;
 }
+
+/** `CREATE [UNIQUE] INDEX IF NOT EXISTS <name> ON <rest>`, as the migrations write their indexes. */
+const INDEX_STATEMENT = /^CREATE (UNIQUE )?INDEX IF NOT EXISTS (\w+) ON (.+)$/s;
+
+/** SQLSTATEs of an index whose table or column a pending migration has not made yet. */
+const NOT_THERE_YET = new Set(['42P01', '42703', '42704', '3F000']);
+
+/** The index statements of the pending migrations, as `CREATE INDEX CONCURRENTLY` (see {@link buildIndexesConcurrently}). */
+export function concurrentIndexStatements(pending: PendingMigration[]): { index: string; statement: string }[] {
+  return pending.flatMap((m) =>
+    m.statements.flatMap((st) => {
+      const match = INDEX_STATEMENT.exec(st);
+      return match ? [{ index: match[2], statement: `CREATE ${match[1] ?? ''}INDEX CONCURRENTLY IF NOT EXISTS ${match[2]} ON ${match[3]}` }] : [];
+    }),
+  );
+}
+
+/**
+ * Builds the indexes of the pending migrations with `CREATE INDEX CONCURRENTLY`, one at a time,
+ * outside any transaction and without a statement timeout: writes to the table go on while each
+ * builds (it waits for the transactions already open). The migrations that follow then find
+ * them (`IF NOT EXISTS`) and hold their locks only briefly. An index whose table or column comes
+ * with a pending migration is left to that migration; an invalid index left by an earlier
+ * interrupted build is dropped and built again. Returns the indexes built.
+ */
+export async function buildIndexesConcurrently(dataSource: DataSource, schema: string): Promise<string[]> {
+  const statements = concurrentIndexStatements(await pendingMigrations(dataSource, schema));
+  const runner = dataSource.createQueryRunner();
+  const built: string[] = [];
+  try {
+    await runner.query(`SET statement_timeout = 0`);
+    for (const { index, statement } of statements) {
+      const [leftover] = (await runner.query(
+        `SELECT NOT i.indisvalid AS invalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+         JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2`,
+        [schema, index],
+      )) as { invalid: boolean }[];
+      if (leftover && !leftover.invalid) continue;
+      if (leftover) await runner.query(`DROP INDEX CONCURRENTLY IF EXISTS "${schema}".${index}`);
+      try {
+        await runner.query(statement);
+        built.push(index);
+      } catch (err) {
+        if (NOT_THERE_YET.has((err as { code?: string }).code ?? '')) continue;
+        await runner.query(`DROP INDEX CONCURRENTLY IF EXISTS "${schema}".${index}`).catch(() => undefined);
+        throw err;
+      }
+    }
+    return built;
+  } finally {
+    await runner.query(`RESET statement_timeout`).catch(() => undefined);
+    await runner.release();
+  }
+}

@@ -1,0 +1,71 @@
+/**
+ * `nestjs-durable migrate --concurrently`: the pending migrations' indexes are built with
+ * CREATE INDEX CONCURRENTLY before the migrations run, so writes to a big table go on while an
+ * index builds. Shown on a real schema whose key index migration is pending, with a transaction
+ * open on `runs` that the build has to wait for.
+ */
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { Client } from 'pg';
+import { databaseUrl, freshSchema, ident, sql, waitForLockWait } from '../support';
+
+const BIN = path.resolve(__dirname, '../../dist/src/cli/main.js');
+
+function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args], { env: { ...process.env, DATABASE_URL: databaseUrl() }, timeout: 60_000 }, (err, stdout, stderr) =>
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout, stderr }),
+    );
+  });
+}
+
+const insertRun = (schema: string) => `INSERT INTO ${ident(schema)}.runs (id, workflow) VALUES ('${randomUUID()}', 'mc_plain')`;
+
+describe('migrate --concurrently', () => {
+  it('builds a pending migration’s index without blocking writes, then applies the migration', async () => {
+    const schema = freshSchema();
+    expect((await cli(['migrate', '--schema', schema])).code).toBe(0);
+    // the key index migration is pending again, on a table with rows
+    await sql(`DROP INDEX ${ident(schema)}.runs_key`);
+    await sql(`DELETE FROM ${ident(schema)}.migrations WHERE name = 'DurableKeyIndex1733040005000'`);
+    await sql(insertRun(schema));
+
+    const printed = JSON.parse((await cli(['migrate', '--print-sql', '--concurrently', '--schema', schema, '--json'])).stdout);
+    expect(printed.concurrently).toEqual([
+      expect.stringMatching(new RegExp(`^CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS runs_key ON "${schema}"\\.runs `)),
+    ]);
+    expect(printed.pending.map((m: { name: string }) => m.name)).toEqual(['DurableKeyIndex1733040005000']);
+
+    const open = new Client({ connectionString: databaseUrl() });
+    const writer = new Client({ connectionString: databaseUrl() });
+    await Promise.all([open.connect(), writer.connect()]);
+    try {
+      await open.query('BEGIN');
+      await open.query(insertRun(schema)); // a write in flight when the build starts: it waits for it
+      const migrating = cli(['migrate', '--concurrently', '--schema', schema, '--json']);
+      await waitForLockWait(['CREATE UNIQUE INDEX CONCURRENTLY', 'runs_key'], 'the build waits for the open transaction');
+      // meanwhile other writes go through (a plain CREATE INDEX would hold them behind its lock)
+      await writer.query(`SET statement_timeout = '10s'`);
+      for (let i = 0; i < 5; i++) await writer.query(insertRun(schema));
+      await open.query('COMMIT');
+      const done = await migrating;
+      expect(done.code).toBe(0);
+      expect(JSON.parse(done.stdout)).toEqual({ schema, builtConcurrently: ['runs_key'], applied: ['DurableKeyIndex1733040005000'] });
+    } finally {
+      await Promise.all([open.end(), writer.end()]);
+    }
+    const [index] = await sql(
+      `SELECT i.indisvalid AS valid, i.indisunique AS "unique" FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+       JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = 'runs_key'`,
+      [schema],
+    );
+    expect(index).toEqual({ valid: true, unique: true });
+    expect(await sql(`SELECT count(*)::int AS n FROM ${ident(schema)}.runs`)).toEqual([{ n: 7 }]);
+    expect(JSON.parse((await cli(['migrate', '--print-sql', '--concurrently', '--schema', schema, '--json'])).stdout)).toEqual({
+      schema,
+      concurrently: [],
+      pending: [],
+    });
+  });
+});
