@@ -48,6 +48,18 @@ import { Worker } from './worker/worker';
   ],
   // the internals the dashboard (nestjs-durable/dashboard) reads and acts through, and those the
   // interceptor of @IdempotentStart uses in the app's modules
-  exports: [DurableService, DurableHealthIndicator, ...coreProviders, DurableConnection, WorkflowRegistry, RunAdmin, RunEvents, Scheduler, Starter, RunReader, QueueControls],
+  exports: [
+    DurableService,
+    DurableHealthIndicator,
+    ...coreProviders,
+    DurableConnection,
+    WorkflowRegistry,
+    RunAdmin,
+    RunEvents,
+    Scheduler,
+    Starter,
+    RunReader,
+    QueueControls,
+  ],
 })
 export class DurableModule extends DurableConfigurableModule {}

@@ -25,5 +25,7 @@ const store = (type: new (schema: string, channel: string) => object): Provider 
 /** The resolved options and every store, as providers of the module. */
 export const coreProviders: Provider[] = [
   { provide: RESOLVED_OPTIONS, inject: [DURABLE_OPTIONS], useFactory: resolveOptions },
-  ...[RunsStore, NodesStore, MemosStore, ActivityStore, EventsStore, WaitsStore, FlowsStore, HooksStore, SchedulesStore, HistoryStore, ControlsStore].map((t) => store(t)),
+  ...[RunsStore, NodesStore, MemosStore, ActivityStore, EventsStore, WaitsStore, FlowsStore, HooksStore, SchedulesStore, HistoryStore, ControlsStore].map((t) =>
+    store(t),
+  ),
 ];
