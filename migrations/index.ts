@@ -9,7 +9,9 @@ import { DurableEngine1733040006000 } from './1733040006000-durable-engine';
 import { DurableHistory1733040007000 } from './1733040007000-durable-history';
 import { DurableOutcomeSpelling1733040010000 } from './1733040010000-durable-outcome-spelling';
 import { DurableRunHooks1733040011000 } from './1733040011000-durable-run-hooks';
+import { DurableQueueControls1733040012000 } from './1733040012000-durable-queue-controls';
 import { DurableKeyTombstones1733040013000 } from './1733040013000-durable-key-tombstones';
+import { DurableQueueControlIndexes1733040014000 } from './1733040014000-durable-queue-control-indexes';
 
 export { DurableInit1733040000000, DurableKeys1733040001000, DurableWaits1733040002000 };
 export { DurableFlows1733040003000 };
@@ -19,7 +21,9 @@ export { DurableEngine1733040006000 };
 export { DurableHistory1733040007000 };
 export { DurableOutcomeSpelling1733040010000 };
 export { DurableRunHooks1733040011000 };
+export { DurableQueueControls1733040012000 };
 export { DurableKeyTombstones1733040013000 };
+export { DurableQueueControlIndexes1733040014000 };
 
 /** The module's migration classes in order, for schema `durable` (TypeORM `migrations: [...]`). */
 export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[] = [
@@ -33,7 +37,9 @@ export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[]
   DurableHistory1733040007000,
   DurableOutcomeSpelling1733040010000,
   DurableRunHooks1733040011000,
+  DurableQueueControls1733040012000,
   DurableKeyTombstones1733040013000,
+  DurableQueueControlIndexes1733040014000,
 ];
 
 /**

@@ -11,6 +11,7 @@ import { DurableHealthIndicator } from './health/durable.health';
 import { DurableConfigurableModule } from './options/durable.module-definition';
 import { ClusterReader } from './runs/cluster-reader';
 import { KeyInsights } from './runs/key-insights';
+import { QueueControls } from './runs/queue-controls';
 import { RunAdmin } from './runs/run-admin';
 import { RunEvents } from './runs/run-events';
 import { RunReader } from './runs/run-reader';
@@ -36,6 +37,7 @@ import { Worker } from './worker/worker';
     RunEvents,
     KeyInsights,
     ClusterReader,
+    QueueControls,
     FlowsEngine,
     FlowMaintenance,
     Scheduler,
@@ -46,6 +48,18 @@ import { Worker } from './worker/worker';
   ],
   // the internals the dashboard (nestjs-durable/dashboard) reads and acts through, and those the
   // interceptor of @IdempotentStart uses in the app's modules
-  exports: [DurableService, DurableHealthIndicator, ...coreProviders, DurableConnection, WorkflowRegistry, RunAdmin, RunEvents, Scheduler, Starter, RunReader],
+  exports: [
+    DurableService,
+    DurableHealthIndicator,
+    ...coreProviders,
+    DurableConnection,
+    WorkflowRegistry,
+    RunAdmin,
+    RunEvents,
+    Scheduler,
+    Starter,
+    RunReader,
+    QueueControls,
+  ],
 })
 export class DurableModule extends DurableConfigurableModule {}

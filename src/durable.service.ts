@@ -11,6 +11,7 @@ import type { FlowGraph } from './flows/flow.graph';
 import { FlowsEngine, type AppendFlowOptions, type StartFlowResult } from './flows/flows.engine';
 import type { SendEventOutcome } from './runs/event-delivery';
 import { ClusterReader, type NodeInfo, type WorkflowInfo } from './runs/cluster-reader';
+import { QueueControls } from './runs/queue-controls';
 import { KeyInsights, type ActivityEvent, type KeyInfo, type KeyStats, type ListActivityOptions, type ListKeysOptions } from './runs/key-insights';
 import { RunAdmin } from './runs/run-admin';
 import { RunEvents } from './runs/run-events';
@@ -35,6 +36,7 @@ export class DurableService {
     private readonly scheduler: Scheduler,
     private readonly maintenance: Maintenance,
     private readonly cluster: ClusterReader,
+    private readonly controls: QueueControls,
   ) {}
 
   /** Starts a run of `workflow` (see docs/keys.md for keys and `onDuplicate`). */
@@ -78,6 +80,19 @@ export class DurableService {
   /** The workflows registered on this node, with their options, steps and runs per status (bounded counts). */
   listWorkflows(): Promise<WorkflowInfo[]> {
     return this.cluster.workflows();
+  }
+
+  /**
+   * Pauses a workflow on every node: its runs are not claimed (pending ones wait, running steps
+   * finish) until {@link resume}. Shown by `listWorkflows` as `paused`.
+   */
+  pause(workflow: WorkflowRef): Promise<void> {
+    return this.controls.pause(workflow);
+  }
+
+  /** Resumes a paused workflow: its due runs are claimed again at once. */
+  resume(workflow: WorkflowRef): Promise<void> {
+    return this.controls.resume(workflow);
   }
 
   /** The nodes that heartbeat into this schema: alive or not, their running runs and slots. */

@@ -4,6 +4,7 @@ import type { Db } from '../store/db';
 import { OverviewStore } from '../store/overview.store';
 import type { RunsStore } from '../store/runs.store';
 import type { DurableService } from '../durable.service';
+import type { QueueControls } from '../runs/queue-controls';
 
 /** Where the CLI connects: a database URL and the module's schema. */
 export interface CliTarget {
@@ -29,6 +30,12 @@ export class CliConnection {
   async durable(): Promise<DurableService> {
     const { DurableService } = await import('../durable.service');
     return (await this.context()).get(DurableService);
+  }
+
+  /** Pausing and resuming workflows on the target schema. */
+  async controls(): Promise<QueueControls> {
+    const { QueueControls } = await import('../runs/queue-controls');
+    return (await this.context()).get(QueueControls, { strict: false });
   }
 
   /** The module's connection, its runs store and the overview reads on the target schema. */

@@ -1,5 +1,5 @@
-import { NotAvailableError } from '../errors';
-import { buildIndexesConcurrently, concurrentIndexStatements, pendingMigrations, runMigrations } from '../store/migrator';
+import { UnknownWorkflowError } from '../errors';
+import { concurrentIndexStatements, migrateConcurrently, pendingMigrations, runMigrations } from '../store/migrator';
 import type { StatusCount } from '../store/overview.store';
 import { countOption, stringOption } from './args';
 import type { Command, CommandContext } from './command';
@@ -30,22 +30,42 @@ async function counts(ctx: CommandContext) {
 function countsTable(
   counts: Map<string, Record<string, number>>,
   finished: StatusCount[],
-  extra?: { column: string; of: (workflow: string) => unknown },
+  extra: { column: string; of: (workflow: string) => unknown }[] = [],
 ): string {
   const finals = [...new Set(finished.map((c) => c.status))].sort();
   const statuses = [...GOING, ...finals];
-  const rows = [...counts].map(([workflow, n]) => [workflow, ...statuses.map((st) => n[st] ?? 0), ...(extra ? [extra.of(workflow)] : [])]);
-  const columns = ['WORKFLOW', ...GOING.map((st) => st.toUpperCase()), ...finals.map((st) => `${st.toUpperCase()} (1H)`), ...(extra ? [extra.column] : [])];
+  const rows = [...counts].map(([workflow, n]) => [workflow, ...statuses.map((st) => n[st] ?? 0), ...extra.map((e) => e.of(workflow))]);
+  const columns = ['WORKFLOW', ...GOING.map((st) => st.toUpperCase()), ...finals.map((st) => `${st.toUpperCase()} (1H)`), ...extra.map((e) => e.column)];
   return table(columns, rows, 'no runs going or finished in the last hour');
 }
 
+/**
+ * `workflows pause|resume <name>`: on every node, from its next claim on. The CLI has no
+ * definitions: a name the database knows nothing of (no run, no schedule, never paused) is refused
+ * as unknown rather than paused blindly (a misspelt name would pause nothing).
+ */
 const pauseCommand = (verb: 'pause' | 'resume'): Command => ({
   name: `workflows ${verb}`,
   args: ['<name>'],
   options: {},
-  summary: `${verb}s claiming a workflow's runs (not available: queue controls do not exist in this version)`,
-  run() {
-    return Promise.reject(new NotAvailableError(`workflows ${verb}: pausing and resuming workflows (queue controls) is not available in this version`));
+  summary:
+    verb === 'pause'
+      ? "stops claiming a workflow's runs on every node (running steps finish; pending runs wait)"
+      : "claims a paused workflow's runs again on every node",
+  async run(ctx) {
+    const [name] = ctx.args;
+    const durable = await ctx.connection.durable();
+    const [runs, schedules, paused] = await Promise.all([
+      durable.listRuns({ workflow: name, limit: 1 }),
+      durable.listSchedules(),
+      (await ctx.connection.controls()).paused(),
+    ]);
+    if (runs.length === 0 && !schedules.some((s) => s.workflow === name) && !paused.has(name)) {
+      throw new UnknownWorkflowError(name, undefined, `workflows ${verb}: schema ${ctx.connection.target.schema} has no run or schedule of workflow "${name}"`);
+    }
+    await (verb === 'pause' ? durable.pause(name) : durable.resume(name));
+    const json = { workflow: name, paused: verb === 'pause' };
+    return { json, text: `${name}: ${verb === 'pause' ? 'paused (its runs are not claimed until resumed)' : 'resumed'}` };
   },
 });
 
@@ -85,15 +105,18 @@ export const overviewCommands: Command[] = [
     name: 'workflows list',
     args: [],
     options: {},
-    summary: 'workflows with runs going or finished in the last hour, or a schedule (definitions live in the app, not the database)',
+    summary: 'workflows with runs going or finished in the last hour, a schedule, or paused (definitions live in the app, not the database)',
     async run(ctx) {
       const { going, finished } = await counts(ctx);
-      const schedules = await (await ctx.connection.durable()).listSchedules();
+      const [schedules, paused] = await Promise.all([(await ctx.connection.durable()).listSchedules(), (await ctx.connection.controls()).paused()]);
       const names = byWorkflow(going, finished);
-      for (const s of schedules) if (!names.has(s.workflow)) names.set(s.workflow, {});
+      for (const w of [...schedules.map((s) => s.workflow), ...paused]) if (!names.has(w)) names.set(w, {});
       const scheduleNames = (workflow: string) => schedules.filter((sc) => sc.workflow === workflow).map((sc) => sc.name);
-      const json = [...names].map(([workflow, n]) => ({ workflow, counts: n, schedules: scheduleNames(workflow) }));
-      const text = countsTable(names, finished, { column: 'SCHEDULES', of: (w) => scheduleNames(w).join(', ') });
+      const json = [...names].map(([workflow, n]) => ({ workflow, counts: n, schedules: scheduleNames(workflow), paused: paused.has(workflow) }));
+      const text = countsTable(names, finished, [
+        { column: 'SCHEDULES', of: (w) => scheduleNames(w).join(', ') },
+        { column: 'PAUSED', of: (w) => (paused.has(w) ? 'yes' : '') },
+      ]);
       return { json, text: json.length ? text : 'no workflows with runs or schedules' };
     },
   },
@@ -161,7 +184,7 @@ export const overviewCommands: Command[] = [
     options: {
       '--print-sql': 'print the statements of the pending migrations instead of applying them (writes nothing)',
       '--concurrently':
-        'first build the pending migrations’ indexes with CREATE INDEX CONCURRENTLY, so that writes go on while they build (for big tables), then apply the migrations',
+        'apply the migrations one by one, building each one’s indexes first with CREATE INDEX CONCURRENTLY, so that writes go on while they build (for big tables)',
     },
     summary: 'applies the module’s pending migrations to the schema',
     async run(ctx) {
@@ -178,8 +201,7 @@ export const overviewCommands: Command[] = [
         const text = pending.length ? blocks.join('\n\n') : `-- schema ${schema} is up to date`;
         return { json: { schema, ...(concurrently ? { concurrently: first } : {}), pending }, text };
       }
-      const built = concurrently ? await buildIndexesConcurrently(dataSource, schema) : [];
-      const applied = await runMigrations(dataSource, schema);
+      const { built, applied } = concurrently ? await migrateConcurrently(dataSource, schema) : { built: [], applied: await runMigrations(dataSource, schema) };
       const text = [
         ...(built.length ? [`built concurrently in ${schema}: ${built.join(', ')}`] : []),
         applied.length ? `applied to ${schema}: ${applied.join(', ')}` : `schema ${schema} is up to date`,

@@ -66,7 +66,7 @@ export const runsCommands: Command[] = [
     name: 'runs get',
     args: ['<id>'],
     options: {},
-    summary: 'one run: status, step, input, context, result, error, key',
+    summary: 'one run: status, step, progress, input, context, result, error, key',
     async run(ctx) {
       const run = await getRun(ctx, ctx.args[0]);
       const text = fields([
@@ -77,6 +77,8 @@ export const runsCommands: Command[] = [
         ['holds key', run.holdsKey],
         ['step', stepOf(run)],
         ['attempt', run.attempt],
+        ['progress', run.progress],
+        ['priority', run.priority],
         ['input', run.input],
         ['context', run.context],
         ['result', run.result],

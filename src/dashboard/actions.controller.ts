@@ -1,6 +1,7 @@
 import { Body, Controller, HttpStatus, Param, Post, Req, Res, UseGuards, UseInterceptors } from '@nestjs/common';
 import { DurableConnection } from '../core/durable.connection';
 import { DurableValidationError, RunNotFoundError } from '../errors';
+import { QueueControls } from '../runs/queue-controls';
 import { RunAdmin } from '../runs/run-admin';
 import { RunEvents } from '../runs/run-events';
 import { Scheduler } from '../schedules/scheduler';
@@ -77,6 +78,7 @@ export class ActionsController {
     private readonly scheduler: Scheduler,
     private readonly activity: ActivityStore,
     private readonly connection: DurableConnection,
+    private readonly controls: QueueControls,
   ) {}
 
   @Post('runs/:id/:action')
@@ -138,6 +140,23 @@ export class ActionsController {
     this.context.send(res, answer);
   }
 
+  /** Pauses or resumes a workflow on every node, then shows its page again. */
+  @Post('workflows/:name/:action')
+  async workflowAction(@Req() req: ActionRequest, @Res() res: Redirecting, @Param('name') name: string, @Param('action') action: string) {
+    if (action !== 'pause' && action !== 'resume') return this.refuse(res, HttpStatus.NOT_FOUND, `there is no action "${action}"`);
+    const refused = await this.refusal(req, action);
+    if (refused) return this.refuse(res, HttpStatus.FORBIDDEN, refused);
+    let target = '';
+    const answer = await this.context.render(async (ctx) => {
+      await (action === 'pause' ? this.controls.pause(name) : this.controls.resume(name));
+      await this.record(req, null, name, null, { action });
+      target = `${ctx.base}/workflows/${encodeURIComponent(name)}`;
+      return '';
+    });
+    if (target) return void res.redirect(HttpStatus.SEE_OTHER, target);
+    this.context.send(res, answer);
+  }
+
   /** Why `action` is refused for this request, or undefined. */
   private async refusal(req: ActionRequest, action: DashboardAction): Promise<string | undefined> {
     if (!this.context.writable) return 'the dashboard is read-only';
@@ -156,7 +175,7 @@ export class ActionsController {
     return (await this.context.options.actor?.(req)) ?? null;
   }
 
-  private async record(req: ActionRequest, runId: string, workflow: string | null, key: string | null, details: Record<string, unknown>): Promise<void> {
+  private async record(req: ActionRequest, runId: string | null, workflow: string | null, key: string | null, details: Record<string, unknown>): Promise<void> {
     await this.activity.record(this.connection.db, 'dashboard_action', runId, workflow, key, { ...details, actor: await this.actorOf(req) });
   }
 }

@@ -10,6 +10,7 @@ import { ClusterReader } from '../runs/cluster-reader';
 import { KeyInsights } from '../runs/key-insights';
 import { RunReader } from '../runs/run-reader';
 import { ActivityStore } from '../store/activity.store';
+import { ControlsStore } from '../store/controls.store';
 import { Db } from '../store/db';
 import { FlowsStore } from '../store/flows.store';
 import { HistoryStore } from '../store/history.store';
@@ -47,6 +48,7 @@ export class DashboardReads implements OnApplicationShutdown {
     private readonly activity: ActivityStore,
     private readonly nodes: NodesStore,
     private readonly flowsStore: FlowsStore,
+    private readonly controls: ControlsStore,
   ) {}
 
   /** The readers, bounded by the statement timeout. */
@@ -61,7 +63,7 @@ export class DashboardReads implements OnApplicationShutdown {
     this.made = {
       runs: new RunReader(bounded, registry, runsStore, history),
       keys: new KeyInsights(bounded, registry, activity, runsStore),
-      cluster: new ClusterReader(bounded, registry, runsStore, nodes, this.options),
+      cluster: new ClusterReader(bounded, registry, runsStore, nodes, this.controls, this.options),
       flows: new FlowsEngine(bounded, registry, this.flowsStore, this.options),
       backlog: () => runsStore.backlog(bounded.db),
     };

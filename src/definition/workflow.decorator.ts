@@ -1,9 +1,10 @@
 import { SetMetadata } from '@nestjs/common';
 import { DurableValidationError } from '../errors';
 import type { WorkflowOptions } from '../options/workflow-options.interface';
-import { assertValid, onDuplicateProblem, problem, reuseProblem, unknownOptionProblems } from '../domain/validation';
+import { assertValid, onDuplicateProblem, priorityProblem, problem, reuseProblem, unknownOptionProblems } from '../domain/validation';
 import { RETRY_OPTION_NAMES } from '../domain/retry.policy';
 import { DEBOUNCE_OPTION_NAMES, WORKFLOW_OPTION_NAMES } from '../options/option-names';
+import { queueControlProblems } from '../options/queue-controls';
 import { DEFAULT_REUSE } from '../domain/keys.policy';
 import { WORKFLOW_METADATA } from './metadata.constants';
 
@@ -32,6 +33,8 @@ export function Workflow(name: string, options: WorkflowOptions = {}): ClassDeco
     ...unknownOptionProblems(options?.debounce, DEBOUNCE_OPTION_NAMES, 'debounce.'),
     ...unknownOptionProblems(options?.retry, RETRY_OPTION_NAMES, 'retry.'),
     reuseProblem(options?.reuse),
+    priorityProblem(options?.priority),
+    ...queueControlProblems(options?.concurrency, options?.rateLimit),
     onDuplicateProblem(options?.onDuplicate, options?.reuse ?? DEFAULT_REUSE),
     mergeProblem(options?.debounce?.merge),
   ]);

@@ -7,9 +7,19 @@ import { DEFAULT_ON_DUPLICATE, DEFAULT_REUSE } from '../domain/keys.policy';
 import { DURABLE_OPTIONS } from '../options/durable.module-definition';
 import type { DurableModuleOptions } from '../options/durable-options.interface';
 import type { WorkflowMetadata } from './workflow.decorator';
-import type { StepDefinition, WorkflowDefinition } from './workflow-definition';
+import type { StepDefinition, WorkflowControls, WorkflowDefinition } from './workflow-definition';
+import type { WorkflowOptions } from '../options/workflow-options.interface';
 import { stepsMetadataOf, workflowMetadataOf } from './workflow-metadata';
 import { WorkflowRegistry } from './workflow.registry';
+
+/** The resolved limits of a workflow's options, or undefined when it has none. */
+function controlsOf(name: string, options: WorkflowOptions): WorkflowControls | undefined {
+  const { concurrency: c, rateLimit: r } = options;
+  if (c === undefined && r === undefined) return undefined;
+  const concurrency = c === undefined ? undefined : typeof c === 'number' ? { limit: c, grouped: false } : { limit: c.limit, grouped: true };
+  const rateLimit = r && { limit: r.limit, periodMs: toMs(r.period, `workflow "${name}": rateLimit.period`), grouped: r.by !== undefined };
+  return { by: (typeof c === 'object' ? c.by : undefined) ?? r?.by, concurrency, rateLimit };
+}
 
 /** Finds every `@Workflow` provider in the app and registers it with its steps. */
 @Injectable()
@@ -95,6 +105,8 @@ export class WorkflowExplorer {
         merge: options.debounce.merge ?? 'last',
       },
       timeoutMs: options.timeout === undefined ? undefined : toMs(options.timeout, `workflow "${name}": timeout`, MAX_TIMER_MS),
+      priority: options.priority ?? 0,
+      controls: controlsOf(name, options),
       steps,
     };
   }

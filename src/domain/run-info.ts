@@ -52,6 +52,10 @@ export interface RunInfo {
   waitingFor: { kind: 'sleep' | 'event' | 'input' | 'children'; name: string | null; until: Date | null } | null;
   /** Ids of its child runs (`getRun` and `waitForRun`; `[]` in `listRuns` — use `listRuns({ parentId })`). */
   children: string[];
+  /** The last value a step reported with `ctx.progress` (JSON), or null. */
+  progress: unknown;
+  /** Its priority among due runs (higher first). */
+  priority: number;
 }
 
 /** What a start did; `runId` is the run the outcome names (see docs/service.md#startresult). */

@@ -93,6 +93,15 @@ export function onDuplicateProblem(value: unknown, reuse: ReusePolicy, property 
   return problem(property, value, 'isOnDuplicate', `${property} must be one of ${modes.join(', ')} or { sendEvent: name }`);
 }
 
+/** Lowest and highest priority (the range of a Postgres integer). */
+export const PRIORITY_RANGE = [-2_147_483_648, 2_147_483_647] as const;
+
+/** Why `value` is not a priority (an integer in {@link PRIORITY_RANGE}), or undefined when it is one (or absent). */
+export function priorityProblem(value: unknown, property = 'priority'): ValidationError | undefined {
+  if (value === undefined || (Number.isInteger(value) && (value as number) >= PRIORITY_RANGE[0] && (value as number) <= PRIORITY_RANGE[1])) return undefined;
+  return problem(property, value, 'isPriority', `${property} must be an integer from ${PRIORITY_RANGE[0]} to ${PRIORITY_RANGE[1]}`);
+}
+
 /** Why `value` cannot be stored as JSON (BigInt, function, symbol, cycle, non-finite number, too big), or undefined. */
 export function jsonProblem(value: unknown, property = 'input'): ValidationError | undefined {
   const stack: unknown[] = [];

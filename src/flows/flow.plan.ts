@@ -1,6 +1,7 @@
 import { DurableValidationError } from '../errors';
 import { jsonProblem, Problems, unknownOptionProblems } from '../domain/validation';
 import type { WorkflowRegistry } from '../definition/workflow.registry';
+import { groupOf } from '../definition/workflow-definition';
 import { FLOW_NODE_OPTION_NAMES, FLOW_OPTION_NAMES, FlowBuilder } from './flow.builder';
 
 const bytes = (s: string) => Buffer.byteLength(s, 'utf8');
@@ -11,6 +12,10 @@ export interface PlannedNode {
   workflow: string;
   input: unknown;
   timeoutMs: number | null;
+  /** The workflow's priority. */
+  priority: number;
+  /** The group its workflow's limits count it in (null without limits). */
+  group: string | null;
   deps: string[];
   ignore: { cancelled?: boolean; failed?: boolean; deleted?: boolean };
 }
@@ -64,6 +69,8 @@ export function planFlow(builder: FlowBuilder, registry: WorkflowRegistry): Plan
       workflow: n.workflow,
       input: n.input ?? null,
       timeoutMs: def?.timeoutMs ?? null,
+      priority: def?.priority ?? 0,
+      group: def ? groupOf(def, null, n.input ?? null) : null,
       deps,
       ignore: { cancelled: n.options?.ignoreCancelled, failed: n.options?.ignoreFailed, deleted: n.options?.ignoreDeleted },
     });

@@ -155,6 +155,8 @@ export class FlowsEngine {
         workflow: n.workflow,
         input: n.input,
         timeout_ms: n.timeoutMs,
+        priority: n.priority,
+        group_key: n.group,
         flow_id: flowId,
         flow_name: flowName,
         name: n.name,

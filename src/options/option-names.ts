@@ -3,7 +3,16 @@ import type { DurableModuleOptions, RetentionOptions, WorkerOptions } from './du
 import type { DebounceOptions, StepOptions, WorkflowOptions } from './workflow-options.interface';
 
 /** The option names of `@Workflow` (anything else is refused as misspelt). */
-export const WORKFLOW_OPTION_NAMES = optionNames<WorkflowOptions>({ reuse: true, onDuplicate: true, debounce: true, timeout: true, retry: true });
+export const WORKFLOW_OPTION_NAMES = optionNames<WorkflowOptions>({
+  reuse: true,
+  onDuplicate: true,
+  debounce: true,
+  timeout: true,
+  retry: true,
+  priority: true,
+  concurrency: true,
+  rateLimit: true,
+});
 
 /** The option names of `@Workflow({ debounce })`. */
 export const DEBOUNCE_OPTION_NAMES = optionNames<DebounceOptions>({ period: true, timeout: true, merge: true });

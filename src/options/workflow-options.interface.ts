@@ -1,6 +1,7 @@
 import type { Duration } from '../domain/duration';
 import type { OnDuplicate } from '../domain/keys.policy';
 import type { RetryPolicy } from '../domain/retry.policy';
+import type { ConcurrencyOption, RateLimitOption } from './queue-controls';
 
 /** Debounce of keyed starts (spec: "Collapse a Burst"). */
 export interface DebounceOptions {
@@ -26,6 +27,12 @@ interface WorkflowOptionsBase {
   timeout?: Duration;
   /** Default retry policy of the steps. */
   retry?: RetryPolicy;
+  /** Among due runs, higher priority is claimed first (an integer, default 0); `start(…, { priority })` overrides it. */
+  priority?: number;
+  /** At most this many runs `running` at once across all nodes, or `{ limit, by }` per group (by key, or a function of the input). */
+  concurrency?: ConcurrencyOption;
+  /** At most `limit` runs begin in any window of `period` across all nodes (or per group with `by`). */
+  rateLimit?: RateLimitOption;
 }
 
 /**

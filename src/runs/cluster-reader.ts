@@ -2,9 +2,11 @@ import { Inject, Injectable } from '@nestjs/common';
 import { RESOLVED_OPTIONS } from '../core/durable.constants';
 import { DurableConnection } from '../core/durable.connection';
 import { WorkflowRegistry } from '../definition/workflow.registry';
+import type { WorkflowControls } from '../definition/workflow-definition';
 import type { OnDuplicate, ReusePolicy } from '../domain/keys.policy';
 import { FINISHED_STATUSES, GOING_STATUSES, type RunStatus } from '../domain/run-info';
 import type { ResolvedOptions } from '../options/resolve-options';
+import { ControlsStore } from '../store/controls.store';
 import { NodesStore } from '../store/nodes.store';
 import { RunsStore } from '../store/runs.store';
 
@@ -12,13 +14,36 @@ import { RunsStore } from '../store/runs.store';
 export interface WorkflowInfo {
   name: string;
   /** Its key policy, debounce and run timeout (durations in ms). */
-  options: { reuse: ReusePolicy; onDuplicate: OnDuplicate; debounce?: { period: number; timeout?: number }; timeout?: number };
+  options: {
+    reuse: ReusePolicy;
+    onDuplicate: OnDuplicate;
+    debounce?: { period: number; timeout?: number };
+    timeout?: number;
+    priority: number;
+    /** Its concurrency limit: a number for the whole workflow, else per group (`by: 'function'` when a function groups). */
+    concurrency?: number | { limit: number; by: 'key' | 'function' };
+    /** Its rate limit (`period` in ms). */
+    rateLimit?: { limit: number; period: number; by?: 'key' | 'function' };
+  };
   /** Its steps, in order. */
   steps: string[];
+  /** Paused by `pause` (on every node): its runs are not claimed. */
+  paused: boolean;
   /** Runs per status, each figure at most {@link WorkflowInfo.countsCap}. */
   counts: Record<RunStatus, number>;
   /** The most any figure of `counts` says: a figure equal to it means "at least that many". */
   countsCap: number;
+}
+
+/** How `listWorkflows` shows a workflow's limits. */
+function limitsOf(c: WorkflowControls | undefined): Pick<WorkflowInfo['options'], 'concurrency' | 'rateLimit'> {
+  if (!c) return {};
+  const by = c.by === undefined ? undefined : c.by === 'key' ? 'key' : 'function';
+  const { concurrency: conc, rateLimit: rate } = c;
+  return {
+    ...(conc ? { concurrency: conc.grouped ? { limit: conc.limit, by: by! } : conc.limit } : {}),
+    ...(rate ? { rateLimit: { limit: rate.limit, period: rate.periodMs, ...(rate.grouped ? { by } : {}) } } : {}),
+  };
 }
 
 /** A node as {@link DurableService.listNodes} describes it. */
@@ -48,6 +73,7 @@ export class ClusterReader {
     private readonly registry: WorkflowRegistry,
     private readonly runs: RunsStore,
     private readonly nodes: NodesStore,
+    private readonly controls: ControlsStore,
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedOptions,
   ) {}
 
@@ -55,7 +81,10 @@ export class ClusterReader {
   async workflows(cap = COUNTS_CAP): Promise<WorkflowInfo[]> {
     const names = this.registry.names().sort();
     const statuses = [...GOING_STATUSES, ...FINISHED_STATUSES];
-    const rows = names.length ? await this.runs.countByStatus(this.connection.db, names, statuses, cap) : [];
+    const [rows, paused] = await Promise.all([
+      names.length ? this.runs.countByStatus(this.connection.db, names, statuses, cap) : [],
+      this.controls.paused(this.connection.db),
+    ]);
     return names.map((name) => {
       const def = this.registry.get(name);
       const counts = Object.fromEntries(statuses.map((st) => [st, 0])) as Record<RunStatus, number>;
@@ -68,8 +97,11 @@ export class ClusterReader {
           onDuplicate: def.onDuplicate,
           ...(debounce ? { debounce } : {}),
           ...(def.timeoutMs === undefined ? {} : { timeout: def.timeoutMs }),
+          priority: def.priority,
+          ...limitsOf(def.controls),
         },
         steps: def.steps.map((s) => s.name),
+        paused: paused.has(name),
         counts,
         countsCap: cap,
       };

@@ -3,7 +3,7 @@ import type { EntityManager } from 'typeorm';
 import { KeyContendedError, KeyTakenError, SerializationError } from '../errors';
 import type { DuplicateMode, OnDuplicate } from '../domain/keys.policy';
 import { toMs, type Duration } from '../domain/duration';
-import type { WorkflowDefinition } from '../definition/workflow-definition';
+import { groupOf, type WorkflowDefinition } from '../definition/workflow-definition';
 import type { WorkflowRef } from '../definition/workflow-metadata';
 import { transactionOf, type Queryable } from '../store/db';
 import type { HolderRow, NewRun, StartAnswer, StartRow } from '../store/runs.types';
@@ -16,7 +16,17 @@ import { ActivityStore, type ActivityKind } from '../store/activity.store';
 import { EventsStore } from '../store/events.store';
 import { RunsStore } from '../store/runs.store';
 import { emitKeyMetric, emitRunFinished, startDone, startSpan, traceCarrier } from '../observe/telemetry';
-import { arrayProblem, assertValid, jsonProblem, keyProblem, onDuplicateProblem, optionNames, problem, unknownOptionProblems } from '../domain/validation';
+import {
+  arrayProblem,
+  assertValid,
+  jsonProblem,
+  keyProblem,
+  onDuplicateProblem,
+  optionNames,
+  priorityProblem,
+  problem,
+  unknownOptionProblems,
+} from '../domain/validation';
 import { decideStart, settledDuplicateStatuses, statusesThatFreeKey, type KeyDecision } from '../domain/keys.policy';
 import type { StartResult } from '../domain/run-info';
 import { uuidv7 } from '../domain/uuid';
@@ -37,6 +47,8 @@ export interface StartOptions {
   runAt?: Date;
   /** Due after this long. */
   delay?: Duration;
+  /** Overrides the workflow's priority for this run (higher is claimed first among due runs). */
+  priority?: number;
 }
 
 /** One item of `startMany`. */
@@ -44,11 +56,13 @@ export interface StartManyItem {
   input?: unknown;
   key?: string | null;
   runAt?: Date;
+  /** Overrides the workflow's priority for this run. */
+  priority?: number;
 }
 
 /** The option names of `start`, of a `startMany` item and of `startMany` (anything else is refused as misspelt). */
-const START_OPTION_NAMES = optionNames<StartOptions>({ key: true, onDuplicate: true, manager: true, runAt: true, delay: true });
-const START_MANY_ITEM_NAMES = optionNames<StartManyItem>({ input: true, key: true, runAt: true });
+const START_OPTION_NAMES = optionNames<StartOptions>({ key: true, onDuplicate: true, manager: true, runAt: true, delay: true, priority: true });
+const START_MANY_ITEM_NAMES = optionNames<StartManyItem>({ input: true, key: true, runAt: true, priority: true });
 const START_MANY_OPTION_NAMES = optionNames<{ manager?: EntityManager }>({ manager: true });
 
 /** A refused item of `startMany`. */
@@ -144,7 +158,10 @@ export class Starter {
     const def = this.registry.get(ref);
     assertValid(`start ${def.name}`, unknownOptionProblems(options, START_OPTION_NAMES));
     return startSpan(def.name, options.key, async (span) => {
-      const plan = { ...this.plan(def, { input, key: options.key, runAt: options.runAt }, options.delay, options.onDuplicate), rerun };
+      const plan = {
+        ...this.plan(def, { input, key: options.key, runAt: options.runAt, priority: options.priority }, options.delay, options.onDuplicate),
+        rerun,
+      };
       const [result] = await this.execute(def, [plan], options.manager);
       if ('error' in result) throw result.error;
       return startDone(span, result);
@@ -167,6 +184,7 @@ export class Starter {
       keyProblem(item.key, `${prefix}key`),
       jsonProblem(item.input, `${prefix}input`),
       onDuplicateProblem(onDuplicate, def.reuse),
+      priorityProblem(item.priority, `${prefix}priority`),
     ];
     const due = dueAt(`start ${def.name}`, item.runAt, delay, problems);
     assertValid(`start ${def.name}`, problems);
@@ -190,6 +208,8 @@ export class Starter {
         input: item.input ?? null,
         ...times,
         timeout_ms: def.timeoutMs ?? null,
+        priority: item.priority ?? def.priority,
+        group_key: groupOf(def, key, item.input ?? null),
         trace: traceCarrier(),
       },
       onDuplicate: onDuplicate ?? def.onDuplicate,

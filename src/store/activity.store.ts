@@ -162,7 +162,7 @@ export class ActivityStore {
   }
 
   /** Appends one event (in the caller's transaction when `q` is one). */
-  async record(q: Queryable, kind: ActivityKind, runId: string, workflow: string | null, key: string | null, details: object): Promise<void> {
+  async record(q: Queryable, kind: ActivityKind, runId: string | null, workflow: string | null, key: string | null, details: object): Promise<void> {
     await q.query(this.sql.record, [kind, runId, workflow, key, JSON.stringify({ workflow, key, ...details })]);
   }
 

@@ -25,6 +25,10 @@ export interface NewFlowNode {
   deps: string[];
   /** Deps not yet resolved; > 0 inserts the node `waiting`, else `pending`. */
   deps_left: number;
+  /** Its workflow's priority. */
+  priority: number;
+  /** The group its workflow's limits count it in (null without limits). */
+  group_key: string | null;
 }
 
 /** An edge to insert: `run_id` depends on the node named `dep_name`. */
@@ -102,11 +106,11 @@ export class FlowsStore {
         ORDER BY id FOR SHARE`,
       insertNodes: `
         WITH ins AS (
-          INSERT INTO ${S}.runs (id, workflow, input, timeout_ms, flow_id, flow_name, name, deps, deps_left, status)
+          INSERT INTO ${S}.runs (id, workflow, input, timeout_ms, flow_id, flow_name, name, deps, deps_left, status, priority, group_key)
           SELECT id, workflow, input, timeout_ms, flow_id, flow_name, name, deps, deps_left,
-            CASE WHEN deps_left > 0 THEN 'waiting' ELSE 'pending' END
+            CASE WHEN deps_left > 0 THEN 'waiting' ELSE 'pending' END, coalesce(priority, 0), group_key
           FROM jsonb_to_recordset($1::jsonb) AS v(id uuid, workflow text, input jsonb, timeout_ms integer,
-            flow_id text, flow_name text, name text, deps text[], deps_left integer)
+            flow_id text, flow_name text, name text, deps text[], deps_left integer, priority integer, group_key text)
           RETURNING status
         ), note AS MATERIALIZED (
           SELECT pg_notify($2, '') FROM ins WHERE status = 'pending' LIMIT 1

@@ -14,7 +14,7 @@ const recordSql = (schema: string) => `INSERT INTO "${schema}".migrations (name)
  * (released at commit, so safe behind PgBouncer in transaction mode) makes nodes that boot at the
  * same moment wait for the first one instead of racing on `CREATE`.
  */
-export async function runMigrations(dataSource: DataSource, schema: string): Promise<string[]> {
+export async function runMigrations(dataSource: DataSource, schema: string, limit = Infinity): Promise<string[]> {
   const runner = dataSource.createQueryRunner();
   const applied: string[] = [];
   try {
@@ -26,6 +26,7 @@ export async function runMigrations(dataSource: DataSource, schema: string): Pro
       const migration: MigrationInterface = new Migration();
       const name = migration.name ?? Migration.name;
       if (done.has(name)) continue;
+      if (applied.length >= limit) break;
       await migration.up(runner);
       await runner.query(recordSql(schema), [name]);
       applied.push(name);
@@ -85,15 +86,28 @@ export function concurrentIndexStatements(pending: PendingMigration[]): { index:
 }
 
 /**
- * Builds the indexes of the pending migrations with `CREATE INDEX CONCURRENTLY`, one at a time,
- * outside any transaction and without a statement timeout: writes to the table go on while each
- * builds (it waits for the transactions already open). The migrations that follow then find
- * them (`IF NOT EXISTS`) and hold their locks only briefly. An index whose table or column comes
- * with a pending migration is left to that migration; an invalid index left by an earlier
- * interrupted build is dropped and built again. Returns the indexes built.
+ * `migrate --concurrently`: applies the pending migrations one at a time, each in its own
+ * transaction, and before each builds its indexes with `CREATE INDEX CONCURRENTLY` — outside any
+ * transaction and without a statement timeout, so writes to the table go on while it builds (each
+ * build waits for the transactions already open on it). The migration then finds them built
+ * (`IF NOT EXISTS`) and holds its locks only briefly. An index on a table or column that the same
+ * migration creates is left to it; an invalid index left by an interrupted build is dropped and
+ * built again. Returns the indexes built concurrently and the migrations applied.
  */
-export async function buildIndexesConcurrently(dataSource: DataSource, schema: string): Promise<string[]> {
-  const statements = concurrentIndexStatements(await pendingMigrations(dataSource, schema));
+export async function migrateConcurrently(dataSource: DataSource, schema: string): Promise<{ built: string[]; applied: string[] }> {
+  const out = { built: [] as string[], applied: [] as string[] };
+  for (;;) {
+    const [next] = await pendingMigrations(dataSource, schema);
+    if (!next) return out;
+    out.built.push(...(await buildConcurrently(dataSource, schema, concurrentIndexStatements([next]))));
+    const applied = await runMigrations(dataSource, schema, 1);
+    if (applied.length === 0) return out; // only the bookkeeping was pending
+    out.applied.push(...applied);
+  }
+}
+
+async function buildConcurrently(dataSource: DataSource, schema: string, statements: { index: string; statement: string }[]): Promise<string[]> {
+  if (statements.length === 0) return [];
   const runner = dataSource.createQueryRunner();
   const built: string[] = [];
   try {

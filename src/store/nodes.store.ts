@@ -7,10 +7,19 @@ export interface NodeBeat {
   info: object;
   /** Runs it executes (or holds claimed for its slots), with the lease epoch of their claim. */
   running: { id: string; epoch: number }[];
+  /** The latest `ctx.progress` values of its runs not written yet. */
+  progress: ProgressReport[];
   /** Length of the maintenance lease it takes or renews. */
   leaseMs: number;
   /** No claim of this node is in flight: runs it holds beyond `running` are given back. */
   reconcile: boolean;
+}
+
+/** A run's progress value, written by the heartbeat while the claim of `epoch` still owns the run. */
+export interface ProgressReport {
+  id: string;
+  epoch: number;
+  value: unknown;
 }
 
 /** What a heartbeat learnt. */
@@ -69,6 +78,11 @@ export class NodesStore {
           WHERE $6 AND ((r.status = 'running' AND r.node_id = $1) OR (r.status = 'compensating' AND r.node_id = $1))
             AND r.id <> ALL ($3::uuid[])
           RETURNING r.id
+        ), progress AS (
+          -- $7: the progress values reported since the last beat, each written while its claim owns the run
+          UPDATE ${S}.runs r SET progress = v.value
+          FROM jsonb_to_recordset($7::jsonb) AS v (id uuid, epoch integer, value jsonb)
+          WHERE r.id = v.id AND r.epoch = v.epoch AND r.status IN ('running', 'compensating')
         )
         SELECT (SELECT fresh FROM hb) AS fresh, EXISTS (SELECT 1 FROM lease) AS leader,
           ARRAY(SELECT id FROM lost) AS lost, (SELECT count(*) FROM strays)::int AS strays`,
@@ -107,6 +121,7 @@ export class NodesStore {
       running.map((r) => r.epoch),
       beat.leaseMs,
       beat.reconcile,
+      JSON.stringify(beat.progress),
     ]);
     return row;
   }

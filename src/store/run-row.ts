@@ -52,6 +52,10 @@ export interface RunRow {
   inbox?: string[];
   comp_step?: number | null;
   has_children?: boolean;
+  /** The last value a step reported with `ctx.progress` (queue controls, migration 1733040012000). */
+  progress?: unknown;
+  /** Claimed before due runs of lower priority. */
+  priority?: number;
   /** Ids of the child runs (selected by `get` only). */
   children?: string[];
 }
@@ -86,5 +90,7 @@ export function toRunInfo(row: RunRow, stepName: (workflow: string, index: numbe
     prunedAt: row.pruned_at ?? null,
     waitingFor: row.status === 'waiting' && row.wait_kind ? { kind: row.wait_kind as WaitKind, name: row.wait_name ?? null, until: row.wake_at ?? null } : null,
     children: row.children ?? [],
+    progress: row.progress ?? null,
+    priority: row.priority ?? 0,
   };
 }

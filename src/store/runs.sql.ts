@@ -16,7 +16,8 @@ const CHILD_PRUNABLE = (S: string, c: string) => `(${c}.parent_id IS NULL OR NOT
 const ON_KEY_CONFLICT = 'ON CONFLICT (workflow, key, (holds_key OR NULL)) WHERE key IS NOT NULL DO NOTHING';
 
 const INSERT_COLUMNS = `id uuid, workflow text, key text, holds_key boolean, input jsonb, run_at timestamptz, delay_ms bigint,
-  timeout_ms integer, parent_id uuid, runs_after_id uuid, trace jsonb, debounce_until timestamptz, debounce_ms bigint`;
+  timeout_ms integer, parent_id uuid, runs_after_id uuid, trace jsonb, debounce_until timestamptz, debounce_ms bigint, priority integer,
+  group_key text`;
 
 /**
  * A new run's times, from the database's clock: due at `run_at`, else `delay_ms` from now; a
@@ -57,6 +58,26 @@ const listRuns = (S: string, order: 'ASC' | 'DESC'): string => `
 /** {@link RUN_FILTERS} for schema `S`. */
 const runFilters = (S: string): string => RUN_FILTERS.replace('%WORKFLOWS%', indexedWorkflows(`${S}.runs`, 'key'));
 
+/**
+ * The end of a claim statement: the runs of CTE `c` (id, woke) become this node's ($1), each with
+ * a new lease epoch and attempt, a run's first claim stamping `started_at` with `clock`; returns
+ * what an execution needs (see `ClaimedRow`).
+ */
+export const claimUpdate = (S: string, clock = 'now()'): string => `
+      UPDATE ${S}.runs r SET status = CASE WHEN r.status = 'compensating' THEN 'compensating' ELSE 'running' END,
+        node_id = $1, epoch = r.epoch + 1, attempt = r.attempt + 1,
+        started_at = coalesce(r.started_at, ${clock}),
+        deadline_at = coalesce(r.deadline_at, r.run_at + r.timeout_ms * interval '1 millisecond'),
+        wake_at = NULL, wait_kind = NULL, wait_name = NULL
+      -- the ids again as an array: the runs are read by primary key whatever the planner thinks c holds
+      FROM c WHERE r.id = c.id AND r.id = ANY (ARRAY(SELECT id FROM c))
+      RETURNING r.flow_id, r.flow_name, r.name, r.deps, r.id, r.workflow, r.key, r.input, r.context, r.step, r.attempt, r.epoch, r.deadline_at,
+        r.parent_id, r.trace, r.created_at, r.run_at, r.status, r.comp_step, r.error,
+        -- the step's recorded waits, for runs woken by their timer (others look them up if they wait again)
+        CASE WHEN c.woke THEN (SELECT jsonb_object_agg(w.call, jsonb_build_object('kind', w.kind, 'name', w.name, 'until', w.until,
+           'due', w.until IS NOT NULL AND w.until <= now(), 'children', w.children, 'timed_out', w.timed_out))
+         FROM ${S}.waits w WHERE w.run_id = r.id AND w.step = r.step) END AS waits`;
+
 /** Every statement on the `runs` table, by name; `S` is the validated, quoted schema. */
 export function runsStatements(S: string): Record<string, string> {
   // The runs of $1 (JSON array) whose key is free, and one wake-up for the workers ($2) if any is due.
@@ -64,9 +85,9 @@ export function runsStatements(S: string): Record<string, string> {
   const insertAndNotify = (keyed: boolean, source = `jsonb_to_recordset($1::jsonb) AS v(${INSERT_COLUMNS})`, guard = '') => `
       ins AS (
         INSERT INTO ${S}.runs (id, workflow, key, holds_key, input, run_at, timeout_ms, parent_id, runs_after_id, trace,
-          debounce_until)
+          debounce_until, priority, group_key)
         SELECT id, workflow, key, holds_key, input, ${RUN_AT}, timeout_ms, parent_id, runs_after_id, trace,
-          ${DEBOUNCE_UNTIL}
+          ${DEBOUNCE_UNTIL}, coalesce(priority, 0), group_key
         FROM ${source} ${guard}
         ${keyed ? ON_KEY_CONFLICT : ''}
         RETURNING id, run_at
@@ -123,11 +144,11 @@ export function runsStatements(S: string): Record<string, string> {
          WHERE w.workflow = $1 AND w.key = $2 AND w.status = 'waiting' AND NOT w.holds_key AND w.takes_key_after IS NOT NULL) AS waiter_id
       FROM ${S}.runs r WHERE workflow = $1 AND key = $2 AND ${holdsKey('r')}`,
     upsertWaiter: `
-      INSERT INTO ${S}.runs (id, workflow, key, holds_key, status, input, run_at, timeout_ms, runs_after_id, takes_key_after, trace)
-      VALUES ($1, $2, $3, false, 'waiting', $4, 'infinity', $5, $6, $7, $8)
+      INSERT INTO ${S}.runs (id, workflow, key, holds_key, status, input, run_at, timeout_ms, runs_after_id, takes_key_after, trace, priority, group_key)
+      VALUES ($1, $2, $3, false, 'waiting', $4, 'infinity', $5, $6, $7, $8, $9, $10)
       ON CONFLICT (workflow, key) WHERE status = 'waiting' AND NOT holds_key AND takes_key_after IS NOT NULL
       DO UPDATE SET input = EXCLUDED.input, runs_after_id = EXCLUDED.runs_after_id, takes_key_after = EXCLUDED.takes_key_after,
-        trace = EXCLUDED.trace
+        trace = EXCLUDED.trace, priority = EXCLUDED.priority, group_key = EXCLUDED.group_key
       RETURNING id`,
     repointWaiter: `
       UPDATE ${S}.runs SET runs_after_id = $3
@@ -152,41 +173,41 @@ export function runsStatements(S: string): Record<string, string> {
         SELECT 1 FROM ${S}.runs r WHERE r.workflow = w.workflow AND r.status = st.status LIMIT $3) x) AS n
       FROM unnest($1::text[]) w (workflow) CROSS JOIN unnest($2::text[]) st (status)`,
     // Only while the node's own heartbeat is fresh ($4: nodeTimeout): a node declared dead, or one
-    // that cannot heartbeat, claims nothing. w: waiting runs whose timer ended (sleep, wait timeout,
-    // workflow deadline) and released compensating runs whose retry delay passed; p: due pending
-    // runs of the node's workflows ($3), oldest first, read per workflow from runs_pending (a
-    // workflow the node does not run costs nothing). One statement.
+    // that cannot heartbeat, claims nothing. wf: the node's workflows ($3) that no operator paused.
+    // w: waiting runs whose timer ended (sleep, wait timeout, workflow deadline) and released
+    // compensating runs whose retry delay passed; p: due pending runs of those workflows, higher
+    // priority first, then oldest first, read per workflow (a workflow the node does not run costs
+    // nothing): p0, runs of priority 0 from runs_pending; pp, the others from runs_pending_priority
+    // (which holds only them, so it is empty unless priorities are used). One statement.
     claim: `
       WITH alive AS (
         SELECT 1 FROM ${S}.nodes WHERE id = $1 AND heartbeat_at > now() - $4 * interval '1 millisecond'
+      ), wf AS (
+        SELECT f.workflow FROM unnest($3::text[]) AS f (workflow)
+        WHERE NOT EXISTS (SELECT 1 FROM ${S}.workflow_controls wc WHERE wc.workflow = f.workflow AND wc.paused)
       ), w AS (
         SELECT id FROM ${S}.runs
         WHERE ((status = 'waiting' AND wake_at <= now()) OR (status = 'compensating' AND node_id IS NULL AND run_at <= now()))
-          AND workflow = ANY($3::text[]) AND EXISTS (SELECT 1 FROM alive)
+          AND workflow = ANY(ARRAY(SELECT workflow FROM wf)) AND EXISTS (SELECT 1 FROM alive)
         LIMIT $2 FOR UPDATE SKIP LOCKED
-      ), p AS (
-        SELECT d.id FROM unnest($3::text[]) AS f (workflow) CROSS JOIN LATERAL (
+      ), p0 AS (
+        SELECT d.id, 0 AS priority, d.run_at FROM wf CROSS JOIN LATERAL (
           SELECT id, run_at FROM ${S}.runs
-          WHERE status = 'pending' AND workflow = f.workflow AND run_at <= now() AND EXISTS (SELECT 1 FROM alive)
+          WHERE status = 'pending' AND workflow = wf.workflow AND run_at <= now() AND priority = 0 AND EXISTS (SELECT 1 FROM alive)
           ORDER BY run_at LIMIT $2 FOR UPDATE SKIP LOCKED
         ) d
-        ORDER BY d.run_at LIMIT $2
+      ), pp AS (
+        SELECT d.id, d.priority, d.run_at FROM wf CROSS JOIN LATERAL (
+          SELECT id, priority, run_at FROM ${S}.runs
+          WHERE status = 'pending' AND workflow = wf.workflow AND run_at <= now() AND priority <> 0 AND EXISTS (SELECT 1 FROM alive)
+          ORDER BY priority DESC, run_at LIMIT $2 FOR UPDATE SKIP LOCKED
+        ) d
+      ), p AS (
+        SELECT id FROM (SELECT * FROM p0 UNION ALL SELECT * FROM pp) d ORDER BY d.priority DESC, d.run_at LIMIT $2
       ), c AS (
         SELECT id, true AS woke FROM w UNION ALL SELECT id, false FROM p LIMIT $2
       )
-      UPDATE ${S}.runs r SET status = CASE WHEN r.status = 'compensating' THEN 'compensating' ELSE 'running' END,
-        node_id = $1, epoch = r.epoch + 1, attempt = r.attempt + 1,
-        started_at = coalesce(r.started_at, now()),
-        deadline_at = coalesce(r.deadline_at, r.run_at + r.timeout_ms * interval '1 millisecond'),
-        wake_at = NULL, wait_kind = NULL, wait_name = NULL
-      -- the ids again as an array: the runs are read by primary key whatever the planner thinks c holds
-      FROM c WHERE r.id = c.id AND r.id = ANY (ARRAY(SELECT id FROM c))
-      RETURNING r.flow_id, r.flow_name, r.name, r.deps, r.id, r.workflow, r.key, r.input, r.context, r.step, r.attempt, r.epoch, r.deadline_at,
-        r.parent_id, r.trace, r.created_at, r.run_at, r.status, r.comp_step, r.error,
-        -- the step's recorded waits, for runs woken by their timer (others look them up if they wait again)
-        CASE WHEN c.woke THEN (SELECT jsonb_object_agg(w.call, jsonb_build_object('kind', w.kind, 'name', w.name, 'until', w.until,
-           'due', w.until IS NOT NULL AND w.until <= now(), 'children', w.children, 'timed_out', w.timed_out))
-         FROM ${S}.waits w WHERE w.run_id = r.id AND w.step = r.step) END AS waits`,
+${claimUpdate(S)}`,
     transition: `
       WITH u AS (
       UPDATE ${S}.runs r SET
@@ -208,11 +229,12 @@ export function runsStatements(S: string): Record<string, string> {
         wake_at = CASE WHEN v.status = 'waiting' AND NOT (v.status = 'waiting' AND (v.wait_kind || ':' || coalesce(v.wait_name, '')) = ANY(r.inbox)) THEN least(v.wake_at, r.deadline_at) END,
         inbox = CASE WHEN v.status = 'waiting' THEN array_remove(r.inbox, v.wait_kind || ':' || coalesce(v.wait_name, ''))
                      ELSE r.inbox END,
-        comp_step = coalesce(v.comp_step, r.comp_step)
+        comp_step = coalesce(v.comp_step, r.comp_step),
+        progress = coalesce(v.progress, r.progress)
       FROM jsonb_to_recordset($1::jsonb) AS v(id uuid, epoch integer, status text, step integer, attempt integer,
         context jsonb, result jsonb, results jsonb, error jsonb, delay_ms bigint, final boolean,
         wait_kind text, wait_name text, wake_at timestamptz, comp_step integer, release boolean,
-        tried_step integer, tried_attempt integer, tried_status text, tried_from timestamptz, tried_to timestamptz)
+        tried_step integer, tried_attempt integer, tried_status text, tried_from timestamptz, tried_to timestamptz, progress jsonb)
       WHERE r.id = v.id AND r.epoch = v.epoch AND r.status IN ('running', 'compensating')
       RETURNING r.id,
         -- a key holder's final status: the key trigger may have handed its key over in this transaction

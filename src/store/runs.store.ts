@@ -142,6 +142,8 @@ export class RunsStore {
       holderId,
       takesKeyAfter,
       run.trace ? JSON.stringify(run.trace) : null,
+      run.priority ?? 0,
+      run.group_key ?? null,
     ]);
     return row.id;
   }

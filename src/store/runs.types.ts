@@ -22,6 +22,10 @@ export interface NewRun {
   debounce_until?: string | null;
   /** Debounced runs: that latest time as this long after now (the database's clock), instead. */
   debounce_ms?: number | null;
+  /** Claimed before due runs of lower priority (default 0). */
+  priority?: number;
+  /** The group its workflow's limits count it in ('' the whole workflow); null without limits. */
+  group_key?: string | null;
 }
 
 /** What a keyed start's statement did: inserted the run, or found a holder whose status settles the start (`rejected`: with KeyTakenError, else useExisting). */
@@ -97,6 +101,8 @@ export interface Transition {
   tried_status?: StepAttemptStatus;
   tried_from?: string;
   tried_to?: string;
+  /** The latest `ctx.progress` value not yet written by a heartbeat. */
+  progress?: unknown;
 }
 
 /** How a step attempt ended: its step completed, it failed, or a wait suspended it. */

@@ -39,6 +39,9 @@ export class Execution implements ExecutionHandle {
   private ended!: () => void;
   /** The run's context as of the last completed step (what compensations get). */
   private context: Record<string, unknown> = {};
+  /** The latest `ctx.progress` value, and whether it is still to be written. */
+  private progressValue: unknown = null;
+  private progressDirty = false;
 
   constructor(
     private readonly services: RunServices,
@@ -78,6 +81,26 @@ export class Execution implements ExecutionHandle {
     this.lostReason = reason;
     this.losing.abort(reason);
     this.scope.abort(reason);
+  }
+
+  reportProgress(value: unknown): void {
+    this.progressValue = value;
+    this.progressDirty = true;
+  }
+
+  /**
+   * The progress value not written yet, if any; `taken` marks it written (a later report makes it
+   * dirty again). The heartbeat takes it only once its write succeeded.
+   */
+  unsentProgress(): { value: unknown; taken: () => void } | undefined {
+    if (!this.progressDirty) return undefined;
+    const value = this.progressValue;
+    return {
+      value,
+      taken: () => {
+        if (this.progressValue === value) this.progressDirty = false;
+      },
+    };
   }
 
   /** Executes until the run finishes, waits for a retry, or is lost. Never throws. */
@@ -336,7 +359,9 @@ export class Execution implements ExecutionHandle {
 
   private async write(t: Omit<Transition, 'id' | 'epoch'>): Promise<boolean> {
     if (this.lost) return false;
-    const owned = await this.batcher.submit({ id: this.runId, epoch: this.epoch, ...t });
+    const progress = this.unsentProgress();
+    const owned = await this.batcher.submit({ id: this.runId, epoch: this.epoch, ...t, ...(progress ? { progress: progress.value } : {}) });
+    if (owned) progress?.taken();
     runTransition(this.row, t, owned);
     if (!owned) this.lose(new CancelledError(`run ${this.runId} was cancelled or recovered by another node`));
     return owned;

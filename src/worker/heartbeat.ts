@@ -1,6 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import type { Queryable } from '../store/db';
-import type { BeatResult, NodesStore } from '../store/nodes.store';
+import type { BeatResult, NodesStore, ProgressReport } from '../store/nodes.store';
 import { DedicatedConnection } from './dedicated-connection';
 
 /** Share of `nodeTimeout` after the last successful beat when a node gives its runs up itself. */
@@ -10,6 +10,8 @@ const SELF_FENCE_SHARE = 0.75;
 export interface HeartbeatHost {
   /** The runs the node holds (executing, or claimed for its slots), with their lease epochs. */
   owned(): { id: string; epoch: number }[];
+  /** Progress values of its runs not written yet; `taken()` once a beat wrote one. */
+  progress(): (ProgressReport & { taken: () => void })[];
   /** True when no claim is in flight; claims then wait until the beat is back. */
   holdClaims(): boolean;
   /** Lets claims go on again. */
@@ -97,13 +99,16 @@ export class Heartbeat {
     const reconcile = this.host.holdClaims();
     try {
       const running = this.host.owned();
+      const progress = this.host.progress();
       const result = await this.store.beat(this.connection.queryable ?? this.options.fallback, {
         nodeId: this.options.nodeId,
         info: this.host.info(),
         running,
+        progress: progress.map(({ id, epoch, value }) => ({ id, epoch, value })),
         leaseMs: this.options.nodeTimeoutMs,
         reconcile,
       });
+      for (const p of progress) p.taken();
       const lost = new Set(result.lost);
       this.ok(
         result,

@@ -36,6 +36,12 @@ export interface RunContext<TInput = unknown> {
   /** Renews the lease for long steps; throws `CancelledError` when the run was cancelled or lost. */
   heartbeat(): Promise<void>;
   /**
+   * Records a JSON progress value (e.g. `{ done: 40, of: 100 }`), read by `getRun(id).progress`,
+   * the dashboard and the CLI. Kept in memory and written with the node's next heartbeat (the
+   * latest value only; no write per call), and with the step's outcome.
+   */
+  progress(value: unknown): void;
+  /**
    * Runs `fn` in a transaction that also records its result under (run, step, call): when the step
    * runs again the recorded result is returned and `fn` is not run, so its writes happen once.
    */
@@ -69,6 +75,8 @@ export interface ExecutionHandle {
   readonly lost: boolean;
   /** Marks the execution lost (cancelled/fenced) and aborts its signals. */
   lose(reason: Error): void;
+  /** Keeps the run's latest progress value, for the next heartbeat. */
+  reportProgress(value: unknown): void;
   /** The run's flow facts (flow nodes only). */
   readonly flowNode?: FlowNodeInfo;
 }
@@ -142,6 +150,11 @@ export class RunContextImpl<TInput = unknown> implements RunContext<TInput> {
   put(name: string, value: unknown): void {
     assertValid(`ctx.put('${name}')`, [jsonProblem(value, name)]);
     this.context[name] = value === undefined ? null : JSON.parse(JSON.stringify(value));
+  }
+
+  progress(value: unknown): void {
+    assertValid('ctx.progress', [jsonProblem(value, 'progress')]);
+    this.exec.reportProgress(value === undefined ? null : JSON.parse(JSON.stringify(value)));
   }
 
   async heartbeat(): Promise<void> {

@@ -1,5 +1,6 @@
 import { CancelledError, ChildFailedError, DurableValidationError, TimeoutError } from '../errors';
 import type { WorkflowRef } from '../definition/workflow-metadata';
+import { groupOf } from '../definition/workflow-definition';
 import type { EventKind } from '../store/events.store';
 import type { NewRun } from '../store/runs.types';
 import type { WaitRow } from '../store/waits.store';
@@ -120,6 +121,8 @@ export async function callChildren(scope: WaitScope, calls: ChildCall[], options
       run_at: null,
       delay_ms: delayMs,
       timeout_ms: def.timeoutMs ?? null,
+      priority: def.priority,
+      group_key: groupOf(def, null, calls[i].input ?? null),
       parent_id: scope.runId,
       trace: traceCarrier(),
     }));

@@ -12,6 +12,7 @@ import { MemosStore } from '../store/memos.store';
 import { NodesStore } from '../store/nodes.store';
 import { RunsStore } from '../store/runs.store';
 import { WaitsStore } from '../store/waits.store';
+import { ControlsStore, type ClaimLimits } from '../store/controls.store';
 import type { ResolvedOptions } from '../options/resolve-options';
 import type { RunServices } from './run-services';
 import { Execution } from './execution';
@@ -64,6 +65,9 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
   /** Most runs claimed ahead of the free slots. */
   private prefetch = 0;
   private workflows: string[] | null = null;
+  /** Of those, the ones without limits (the plain claim), and the limited ones with their limits. */
+  private plain: string[] = [];
+  private limited: ClaimLimits[] = [];
 
   private readonly logger = new Logger(LOG_CONTEXT);
   /** What executions use, once connected. */
@@ -82,6 +86,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     private readonly events: EventsStore,
     private readonly memos: MemosStore,
     private readonly flows: FlowsStore,
+    private readonly controls: ControlsStore,
   ) {}
 
   /** True when this node runs a worker. */
@@ -105,6 +110,16 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     if (this.workflows.length === 0) {
       this.logger.warn('worker has no registered workflows to run; it will only heartbeat');
     }
+    for (const name of this.workflows) {
+      const controls = registry.find(name)?.controls;
+      if (controls) this.limited.push({ workflow: name, concurrency: controls.concurrency, rateLimit: controls.rateLimit });
+      else this.plain.push(name);
+    }
+    if (this.limited.length)
+      await this.controls.ensure(
+        db,
+        this.limited.map((l) => l.workflow),
+      );
     this.started = true;
     const config = () => this.connection.connectionConfig();
     const { nodeId } = options;
@@ -216,7 +231,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
         this.deferredSince = undefined;
         let rows: ClaimedRow[];
         try {
-          rows = await this.runs.claim(this.connection.db, this.options.nodeId, room, this.workflows, this.options.nodeTimeoutMs);
+          rows = await this.claim(room);
         } catch (err) {
           this.logger.warn(`claim failed: ${(err as Error).message}`);
           break;
@@ -227,6 +242,20 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     } finally {
       this.claiming = false;
     }
+  }
+
+  /**
+   * Claims up to `room` runs: first those of limited workflows, within their limits and only for
+   * the slots free now (a run claimed ahead would count against a limit while it waits); then, in
+   * the room left, due runs of the others through the plain claim.
+   */
+  private async claim(room: number): Promise<ClaimedRow[]> {
+    const { db } = this.connection;
+    const { nodeId, nodeTimeoutMs } = this.options;
+    const free = Math.min(room, this.slots.size - this.slots.active - this.slots.waiting);
+    const limited = this.limited.length && free > 0 ? await this.controls.claim(db, nodeId, free, this.limited, nodeTimeoutMs) : [];
+    if (!this.plain.length || limited.length >= room) return limited;
+    return [...limited, ...(await this.runs.claim(db, nodeId, room - limited.length, this.plain, nodeTimeoutMs))];
   }
 
   private lingerThenTick(): void {
@@ -278,6 +307,11 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
   private heartbeatHost(): HeartbeatHost {
     return {
       owned: () => [...this.running.values()].map((e) => ({ id: e.runId, epoch: e.epoch })),
+      progress: () =>
+        [...this.running.values()].flatMap((e) => {
+          const p = e.unsentProgress();
+          return p ? [{ id: e.runId, epoch: e.epoch, ...p }] : [];
+        }),
       holdClaims: () => {
         if (this.claiming) return false;
         this.claimsHeld = true;

@@ -294,9 +294,24 @@ describe('nestjs-durable overview', () => {
     await app.durable.cancel(waiting.runId);
   });
 
-  it('workflows pause|resume: not available in this version', async () => {
-    expectError(await on('workflows', 'pause', 'cli_echo'), 1, 'not_available');
-    expectError(await on('workflows', 'resume', 'cli_echo'), 1, 'not_available');
+  it('workflows pause|resume: a paused workflow’s runs are not claimed until resumed; shown by workflows list; an unknown name is refused', async () => {
+    await app.durable.waitForRun((await app.durable.start(Echo, { n: 0 })).runId); // the database knows cli_echo
+    const paused = await on('workflows', 'pause', 'cli_echo');
+    expect({ code: paused.code, stderr: paused.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(paused.stdout).toMatch(/^cli_echo: paused/);
+    expect((await app.durable.listWorkflows()).find((w) => w.name === 'cli_echo')?.paused).toBe(true);
+    expect(await json('workflows', 'list')).toContainEqual(expect.objectContaining({ workflow: 'cli_echo', paused: true }));
+    expect((await on('workflows', 'list')).stdout).toMatch(/^WORKFLOW\s+PENDING.*SCHEDULES\s+PAUSED$/m);
+    const held = await app.durable.start(Echo, { n: 1 });
+    // a run of another workflow started after it is claimed and finishes; the paused one is still pending
+    const other = await app.durable.start(Approval);
+    await waitFor(async () => (await statusOf(other.runId)) === 'waiting');
+    expect(await statusOf(held.runId)).toBe('pending');
+    expect(await json('workflows', 'resume', 'cli_echo')).toEqual({ workflow: 'cli_echo', paused: false });
+    await waitFor(async () => (await statusOf(held.runId)) === 'completed');
+    expect((await app.durable.listWorkflows()).find((w) => w.name === 'cli_echo')?.paused).toBe(false);
+    await app.durable.cancel(other.runId);
+    expectError(await on('workflows', 'pause', 'cli_no_such_workflow'), 1, 'unknown_workflow');
   });
 
   it('migrate --print-sql writes nothing; migrate applies; then nothing is pending', async () => {

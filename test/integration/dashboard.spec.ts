@@ -202,6 +202,7 @@ describe('dashboard (HTTP)', () => {
       [`/runs/${s.article}/provide-input`, { name: 'approval', value: '"yes"' }] as const,
       [`/runs/${s.article}/send-event`, { name: 'go', payload: '1' }] as const,
       ['/schedules/dash_yearly/trigger', {}] as const,
+      ['/workflows/dash_node/pause', {}] as const,
     ];
     for (const [path, form] of posts) {
       const res = await request(t.server).post(`${BASE}${path}`).set('Origin', 'http://127.0.0.1').type('form').send(form);
@@ -211,6 +212,7 @@ describe('dashboard (HTTP)', () => {
     expect(await sql(`select id, status, holds_key, input from "${t.schema}".runs order by id`)).toEqual(before);
     expect(await sql(`select 1 from "${t.schema}".activity where kind = 'dashboard_action'`)).toEqual([]);
     expect(await sql(`select 1 from "${t.schema}".events`)).toEqual([]);
+    expect(await sql(`select 1 from "${t.schema}".workflow_controls`)).toEqual([]);
   });
 
   it('the guards given to the module refuse an anonymous request on every route, assets included', async () => {
@@ -265,8 +267,30 @@ describe('dashboard (HTTP)', () => {
     const firedId = String(fired.headers.location).split('/').pop()!;
     expect((await durable.waitForRun(firedId, { timeout: 20_000 })).result).toBe(7);
 
+    const paused = await post('/workflows/dash_node/pause').expect(303);
+    expect(paused.headers.location).toBe(`${BASE}/workflows/dash_node`);
+    expect((await durable.listWorkflows()).find((w) => w.name === 'dash_node')?.paused).toBe(true);
+    const pausedPage = (await request(t.server).get(`${BASE}/workflows/dash_node`).expect(200)).text;
+    expect(pausedPage).toContain(`action="${BASE}/workflows/dash_node/resume"`);
+    expect((await request(t.server).get(`${BASE}/workflows`).expect(200)).text).toContain('dash_node</a> (paused)');
+    const held = (await durable.start('dash_node', 8)).runId;
+    await post('/workflows/dash_node/resume').expect(303);
+    expect((await durable.waitForRun(held, { timeout: 20_000 })).result).toBe(8);
+    expect((await request(t.server).get(`${BASE}/workflows/dash_node`).expect(200)).text).toContain(`action="${BASE}/workflows/dash_node/pause"`);
+    expect((await post('/workflows/dash_node/stop')).status).toBe(404);
+
     const actions = await durable.listActivity({ kinds: ['dashboard_action'] });
-    expect(actions.map((a) => a.details.action).sort()).toEqual(['cancel', 'provideInput', 'releaseKey', 'retry', 'sendEvent', 'triggerSchedule']);
+    expect(actions.map((a) => a.details.action).sort()).toEqual([
+      'cancel',
+      'pause',
+      'provideInput',
+      'releaseKey',
+      'resume',
+      'retry',
+      'sendEvent',
+      'triggerSchedule',
+    ]);
+    expect(actions.find((a) => a.details.action === 'pause')).toMatchObject({ runId: null, details: { workflow: 'dash_node' } });
     for (const a of actions) expect(a.details.actor).toBe('ada@example.com');
     expect(actions.find((a) => a.details.action === 'sendEvent')?.details).toMatchObject({ name: 'nudge', outcome: 'dropped' }); // a pending run does not wait for it
     expect((await durable.listActivity({ kinds: ['key_released'] }))[0].details.by).toBe('ada@example.com');

@@ -68,4 +68,28 @@ describe('migrate --concurrently', () => {
       pending: [],
     });
   });
+
+  it('applies the migrations one by one: indexes on columns an earlier pending migration adds are built concurrently too', async () => {
+    const schema = freshSchema();
+    expect((await cli(['migrate', '--schema', schema])).code).toBe(0);
+    // back to before the queue controls: their columns, indexes and records gone
+    const s = ident(schema);
+    await sql(`DROP INDEX ${s}.runs_pending_priority, ${s}.runs_group_open, ${s}.runs_group_running, ${s}.runs_group_started, ${s}.runs_group_started_all`);
+    await sql(`ALTER TABLE ${s}.runs DROP COLUMN priority, DROP COLUMN progress, DROP COLUMN group_key`);
+    await sql(`DELETE FROM ${s}.migrations WHERE name IN ('DurableQueueControls1733040012000', 'DurableQueueControlIndexes1733040014000')`);
+    await sql(insertRun(schema));
+    const done = await cli(['migrate', '--concurrently', '--schema', schema, '--json']);
+    expect(done.code).toBe(0);
+    expect(JSON.parse(done.stdout)).toEqual({
+      schema,
+      builtConcurrently: ['runs_pending_priority', 'runs_group_open', 'runs_group_running', 'runs_group_started', 'runs_group_started_all'],
+      applied: ['DurableQueueControls1733040012000', 'DurableQueueControlIndexes1733040014000'],
+    });
+    const invalid = await sql(
+      `SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+       WHERE n.nspname = $1 AND NOT i.indisvalid`,
+      [schema],
+    );
+    expect(invalid).toEqual([]);
+  });
 });

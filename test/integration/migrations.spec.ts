@@ -1,4 +1,4 @@
-import { DataSource } from 'typeorm';
+import { DataSource, type MigrationInterface, type QueryRunner } from 'typeorm';
 import { durableMigrations } from '../../migrations';
 import { RunContext, Step, Workflow } from '../../src';
 import { createApp, databaseUrl, freshSchema, spawnNode, sql, tableExists } from '../support';
@@ -18,6 +18,18 @@ async function runsIndexes(schema: string): Promise<Map<string, string>> {
     schema,
   ]);
   return new Map(rows.map((r) => [r.indexname, r.indexdef]));
+}
+
+/**
+ * Applies the migrations after `all[at]` (the module's code needs the newest schema to run on the
+ * upgraded one); resolves with what reverts them, newest first.
+ */
+async function upLater(all: (new () => MigrationInterface)[], at: number, runner: QueryRunner): Promise<() => Promise<void>> {
+  const later = all.slice(at + 1);
+  for (const M of later) await new M().up(runner);
+  return async () => {
+    for (const M of [...later].reverse()) await new M().down(runner);
+  };
 }
 
 async function migrationRows(schema: string): Promise<{ name: string }[]> {
@@ -126,11 +138,14 @@ describe('migrations', () => {
       expect(idx).not.toEqual(expect.arrayContaining(['runs_key_holder']));
       expect(idx).not.toEqual(expect.arrayContaining(['runs_by_key']));
       await expect(insert('a', true)).rejects.toMatchObject({ code: '23505', constraint: 'runs_key' });
-      // the module on the upgraded schema answers a duplicate with the holder from before
+      // the module on the upgraded schema (with the migrations after it: the code needs their columns)
+      // answers a duplicate with the holder from before
+      const revertLater = await upLater(all, at, runner);
       const { durable } = await createApp({ schema, workflows: [Echo], options: { migrationsRun: false, worker: false } });
       expect(await durable.start('migrations_echo', 'again', { key: 'b' })).toEqual({ runId: holders[1], outcome: 'useExisting' });
       expect((await durable.listRuns({ workflow: 'migrations_echo', key: 'a' })).filter((r) => r.holdsKey).map((r) => r.id)).toEqual([holders[0]]);
       // and down restores the two indexes it replaced
+      await revertLater();
       await new keyIndex().down(runner);
       const back = [...(await runsIndexes(schema)).keys()];
       expect(back).toEqual(expect.arrayContaining(['runs_key_holder', 'runs_by_key']));
@@ -186,6 +201,7 @@ describe('migrations', () => {
       ]);
       // the module on the upgraded schema: keyStats counts the old records under the new keys, and
       // a runAgain hand-off by the trigger is recorded with the same spelling
+      const revertLater = await upLater(all, at, runner);
       const { durable } = await createApp({ schema, workflows: [Echo], options: { migrationsRun: false, worker: false } });
       expect((await durable.keyStats({ workflow: 'migrations_echo' })).readdsByOutcome).toEqual({
         useExisting: 1,
@@ -204,6 +220,7 @@ describe('migrations', () => {
         { runId: waiter.runId, details: { via: 'runAgain', from: holder.runId } },
       ]);
       // and down spells the records back
+      await revertLater();
       await new spelling().down(runner);
       const back = await stored();
       expect(back.slice(0, old.length)).toEqual(old.map(([kind, field, value]) => [kind, { [field]: value, key: 'k' }]));

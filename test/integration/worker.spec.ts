@@ -9,7 +9,7 @@ const attemptsAt: { runId: string; attempt: number; at: number }[] = [];
 
 @Workflow('worker_flaky')
 class Flaky {
-  @Step({ retry: { attempts: 3, backoff: 'exponential', initialDelay: '300ms', maxDelay: '5s' } })
+  @Step({ retry: { attempts: 3, backoff: 'exponential', initialDelay: '300ms', maxDelay: '5s', jitter: false } })
   async flaky(ctx: RunContext<{ succeedOn: number }>) {
     attemptsAt.push({ runId: ctx.runId, attempt: ctx.attempt, at: Date.now() });
     if (ctx.attempt < ctx.input.succeedOn) throw new Error(`attempt ${ctx.attempt} failed`);

@@ -146,6 +146,8 @@ export function runPage(ctx: PageContext, d: RunPageData): string {
           <dd><a href="${ctx.base}/workflows/${encodeURIComponent(run.workflow)}">${run.workflow}</a></dd>
           <dt>step</dt>
           <dd>${run.step ?? '—'} (attempt ${run.attempt})</dd>
+          <dt>progress</dt>
+          <dd>${run.progress === null ? '—' : markup`<code class="progress">${JSON.stringify(run.progress)}</code>`}</dd>
           <dt>waiting for</dt>
           <dd>
             ${run.waitingFor ? markup`${run.waitingFor.kind} ${run.waitingFor.name ?? ''} ${run.waitingFor.until ? `until ${when(run.waitingFor.until)}` : ''}` : '—'}

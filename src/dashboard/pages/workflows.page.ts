@@ -2,7 +2,7 @@ import type { RunInfo } from '../../domain/run-info';
 import type { WorkflowInfo } from '../../runs/cluster-reader';
 import type { KeyInfo, KeyStats } from '../../runs/key-insights';
 import type { ScheduleInfo } from '../../schedules/scheduler';
-import { markup, json, when } from '../html';
+import { markup, json, raw, when } from '../html';
 import { layout, query, table, type PageContext } from '../layout';
 import { searchValue } from '../search';
 import { barChart } from '../svg';
@@ -15,7 +15,7 @@ export function workflowsPage(ctx: PageContext, workflows: WorkflowInfo[]): stri
   const rows = workflows.map(
     (w) =>
       markup`<tr>
-        <td><a href="${ctx.base}/workflows/${encodeURIComponent(w.name)}">${w.name}</a></td>
+        <td><a href="${ctx.base}/workflows/${encodeURIComponent(w.name)}">${w.name}</a>${w.paused ? ' (paused)' : ''}</td>
         <td>${w.steps.join(' → ')}</td>
         <td>${w.options.reuse}</td>
         <td>${typeof w.options.onDuplicate === 'string' ? w.options.onDuplicate : `sendEvent ${w.options.onDuplicate.sendEvent}`}</td>
@@ -67,11 +67,19 @@ export function workflowPage(ctx: PageContext, d: WorkflowPageData): string {
         <td class="num">${n ? markup`<a href="${ctx.base}/runs${query({ q: `workflow:${w.name} status:${st}` })}">${countText(n, w.countsCap)}</a>` : '0'}</td>
       </tr>`,
   );
+  const toggle = w.paused ? { action: 'resume', label: 'Resume' } : { action: 'pause', label: 'Pause' };
   const body = markup`<h2>Definition</h2>
     <dl class="facts">
       <dt>steps</dt>
       <dd>${w.steps.join(' → ')}</dd>
+      <dt>paused</dt>
+      <dd>${w.paused ? 'yes: its runs are not claimed until it is resumed' : 'no'}</dd>
     </dl>
+    ${
+      ctx.actions
+        ? markup`<form class="action" method="post" action="${ctx.base}/workflows/${encodeURIComponent(w.name)}/${toggle.action}"><button>${toggle.label}</button></form>`
+        : raw('')
+    }
     <pre>${json(w.options)}</pre>
     <h2>Runs by status</h2>
     ${table(['status', 'runs'], counts)}

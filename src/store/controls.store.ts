@@ -1,0 +1,138 @@
+import type { Db, Queryable } from './db';
+import { claimUpdate } from './runs.sql';
+import type { ClaimedRow } from './runs.types';
+
+/** A workflow's limits as the claim of its runs needs them (see `WorkflowControls`). */
+export interface ClaimLimits {
+  workflow: string;
+  concurrency?: { limit: number; grouped: boolean };
+  rateLimit?: { limit: number; periodMs: number; grouped: boolean };
+}
+
+/** Runs of workflow $3 in group `g.k` matching `cond`, counting at most `cap`. */
+const bounded = (S: string, cond: string, cap: string, group: boolean): string =>
+  `(SELECT count(*)::int FROM (SELECT 1 FROM ${S}.runs WHERE workflow = $3 AND group_key IS NOT NULL${group ? ' AND group_key = g.k' : ''} AND ${cond} LIMIT ${cap}) x)`;
+
+/**
+ * Statements on `workflow_controls` (which workflows an operator paused, and one row per limited
+ * workflow that its claims lock), and the claim of a limited workflow's runs. The plain claim
+ * (runs.sql.ts) reads the pauses too, so every node obeys a pause from its next claim on.
+ */
+export class ControlsStore {
+  private readonly sql: Record<string, string>;
+
+  constructor(
+    schema: string,
+    /** Channel the workers LISTEN on: a resume wakes them. */
+    readonly channel: string,
+  ) {
+    const S = `"${schema}"`;
+    const running = (group: boolean) => bounded(S, `status = 'running'`, '$4::int', group);
+    const begun = (group: boolean) => bounded(S, `started_at > statement_timestamp() - $7::bigint * interval '1 millisecond'`, '$6::int', group);
+    this.sql = {
+      // $2 false: resumed; the workers are woken (in the same transaction: after it commits)
+      set: `
+        WITH c AS (
+          INSERT INTO ${S}.workflow_controls (workflow, paused) VALUES ($1, $2)
+          ON CONFLICT (workflow) DO UPDATE SET paused = EXCLUDED.paused, updated_at = now()
+          RETURNING paused
+        )
+        SELECT CASE WHEN NOT c.paused THEN pg_notify($3, '') END AS woke FROM c`,
+      paused: `SELECT workflow FROM ${S}.workflow_controls WHERE paused ORDER BY workflow`,
+      ensure: `INSERT INTO ${S}.workflow_controls (workflow) SELECT unnest($1::text[]) ON CONFLICT (workflow) DO NOTHING`,
+      // the claims of a limited workflow take turns across the cluster: each counts what the
+      // others committed before it got the lock (its next statement's snapshot), and stamps the
+      // runs it begins with that statement's time (not the transaction's, which began before the
+      // wait for the lock), so begin times follow the order of the claims
+      lock: `SELECT workflow, paused FROM ${S}.workflow_controls WHERE workflow = ANY($1::text[]) ORDER BY workflow FOR UPDATE`,
+      // Claims up to $2 runs of limited workflow $3 for node $1 (alive within $9 ms). Limits: $4
+      // concurrency ($5: per group), $6 runs begun per $7 ms ($8: per group); NULL: none. g: the
+      // groups with runs to claim, by a skip scan of runs_group_open (one probe per group); per
+      // group, what its limits leave free, then its due runs (pending, woken from a wait, or a
+      // released compensation) by priority and age; across groups the first of each group come
+      // first (fair: a group with many due runs does not starve one with a few); a limit of the
+      // whole workflow caps the total.
+      claim: `
+        WITH RECURSIVE alive AS (
+          SELECT 1 FROM ${S}.nodes WHERE id = $1 AND heartbeat_at > now() - $9 * interval '1 millisecond'
+        ), g AS (
+          SELECT (SELECT min(group_key) FROM ${S}.runs
+                  WHERE workflow = $3 AND group_key IS NOT NULL AND status IN ('pending', 'waiting', 'compensating')) AS k
+          UNION ALL
+          SELECT (SELECT min(group_key) FROM ${S}.runs
+                  WHERE workflow = $3 AND group_key > g.k AND status IN ('pending', 'waiting', 'compensating'))
+          FROM g WHERE g.k IS NOT NULL
+        ), whole AS (
+          SELECT least($2::int,
+            CASE WHEN $4::int IS NOT NULL AND NOT $5::boolean THEN $4 - ${running(false)} END,
+            CASE WHEN $6::int IS NOT NULL AND NOT $8::boolean THEN $6 - ${begun(false)} END) AS room
+        ), cand AS (
+          SELECT d.id, d.priority, d.run_at, d.woke, row_number() OVER (PARTITION BY g.k ORDER BY d.priority DESC, d.run_at) AS rn
+          FROM g CROSS JOIN LATERAL (
+            SELECT least($2::int,
+              CASE WHEN $4::int IS NOT NULL AND $5::boolean THEN $4 - ${running(true)} END,
+              CASE WHEN $6::int IS NOT NULL AND $8::boolean THEN $6 - ${begun(true)} END) AS free
+          ) f CROSS JOIN LATERAL (
+            SELECT id, priority, run_at, status = 'waiting' AS woke FROM ${S}.runs
+            WHERE workflow = $3 AND group_key = g.k
+              AND ((status = 'pending' AND run_at <= now()) OR (status = 'waiting' AND wake_at <= now())
+                   OR (status = 'compensating' AND node_id IS NULL AND run_at <= now()))
+            ORDER BY priority DESC, run_at LIMIT greatest(f.free, 0) FOR UPDATE SKIP LOCKED
+          ) d
+          WHERE g.k IS NOT NULL AND EXISTS (SELECT 1 FROM alive)
+        ), c AS (
+          SELECT id, woke FROM cand ORDER BY rn, priority DESC, run_at LIMIT greatest((SELECT room FROM whole), 0)
+        )
+        ${claimUpdate(S, 'statement_timestamp()')}`,
+    };
+  }
+
+  /** Pauses (`paused`) or resumes a workflow on every node; a resume wakes the workers. */
+  async setPaused(q: Queryable, workflow: string, paused: boolean): Promise<void> {
+    await q.query(this.sql.set, [workflow, paused, this.channel]);
+  }
+
+  /** The names of the paused workflows. */
+  async paused(q: Queryable): Promise<Set<string>> {
+    return new Set((await q.query<{ workflow: string }>(this.sql.paused)).map((r) => r.workflow));
+  }
+
+  /** Makes the row each limited workflow's claims lock (once per worker start). */
+  async ensure(q: Queryable, workflows: string[]): Promise<void> {
+    await q.query(this.sql.ensure, [workflows]);
+  }
+
+  /**
+   * Claims up to `free` runs of limited workflows for `nodeId` within their limits, in one
+   * transaction that locks the workflows' rows first (claims of one limited workflow take turns
+   * across the cluster); a paused workflow is skipped.
+   */
+  claim(db: Db, nodeId: string, free: number, limits: ClaimLimits[], nodeTimeoutMs: number): Promise<ClaimedRow[]> {
+    return db.tx(async (q) => {
+      const locked = await q.query<{ workflow: string; paused: boolean }>(this.sql.lock, [limits.map((l) => l.workflow)], 'durable_claim_limited_lock');
+      const paused = new Set(locked.filter((r) => r.paused).map((r) => r.workflow));
+      const claimed: ClaimedRow[] = [];
+      for (const l of limits) {
+        if (claimed.length >= free || paused.has(l.workflow)) continue;
+        const { concurrency: c, rateLimit: r } = l;
+        const rows = await q.query<ClaimedRow>(
+          this.sql.claim,
+          [
+            nodeId,
+            free - claimed.length,
+            l.workflow,
+            c?.limit ?? null,
+            c?.grouped ?? false,
+            r?.limit ?? null,
+            r?.periodMs ?? null,
+            r?.grouped ?? false,
+            nodeTimeoutMs,
+          ],
+          'durable_claim_limited',
+        );
+        claimed.push(...rows);
+      }
+      return claimed;
+    });
+  }
+}

@@ -1,0 +1,216 @@
+/**
+ * Queue controls: pause/resume (stored in the database, obeyed by every node), priorities (higher
+ * first among due runs), `ctx.progress` (visible while the step runs), and the refusal of bad
+ * values with `DurableValidationError` naming the option.
+ */
+import { DurableValidationError, RunContext, Step, UnknownWorkflowError, Workflow } from '../../src';
+import { runCli } from '../../src/cli/cli';
+import { createApp, databaseUrl, freshSchema, waitFor } from '../support';
+
+/** Run order of the priority workflows, by input label. */
+const order: string[] = [];
+
+@Workflow('qc_low')
+class Low {
+  @Step()
+  async run(ctx: RunContext<string>) {
+    order.push(ctx.input);
+  }
+}
+
+@Workflow('qc_high', { priority: 10 })
+class High {
+  @Step()
+  async run(ctx: RunContext<string>) {
+    order.push(ctx.input);
+  }
+}
+
+/** Reports progress, then waits until the test lets it finish. */
+const gate = { open: false };
+@Workflow('qc_progress')
+class Progress {
+  @Step()
+  async work(ctx: RunContext) {
+    ctx.progress({ done: 1, of: 3 });
+    ctx.progress({ done: 2, of: 3 });
+    while (!gate.open) await new Promise((r) => setTimeout(r, 10));
+    ctx.progress({ done: 3, of: 3 });
+    return 'done';
+  }
+}
+
+/** A step that runs until released: "running ones finish" after a pause. */
+const held = { release: false, started: 0 };
+@Workflow('qc_slow')
+class Slow {
+  @Step()
+  async work(ctx: RunContext<number>) {
+    held.started++;
+    while (!held.release) await new Promise((r) => setTimeout(r, 10));
+    return ctx.input;
+  }
+}
+
+const statusOf = async (t: { durable: { getRun(id: string): Promise<{ status: string } | null> } }, id: string) => (await t.durable.getRun(id))?.status;
+
+describe('pause / resume', () => {
+  it('a pause made on one node holds the workflow on every node (running steps finish); resume lets them claim at once', async () => {
+    const schema = freshSchema();
+    const a = await createApp({ workflows: [Slow, Low], schema });
+    const b = await createApp({ workflows: [Slow, Low], schema });
+    held.release = false;
+    held.started = 0;
+    const running = await a.durable.start(Slow, 1);
+    await waitFor(() => held.started === 1);
+    await a.durable.pause(Slow);
+    expect((await b.durable.listWorkflows()).find((w) => w.name === 'qc_slow')).toMatchObject({ paused: true, options: { priority: 0 } });
+    expect((await b.durable.listWorkflows()).find((w) => w.name === 'qc_low')?.paused).toBe(false);
+    const waiting = await Promise.all([2, 3, 4].map((n) => b.durable.start(Slow, n)));
+    // both nodes claim runs of other workflows started after them, never the paused ones
+    const others = await Promise.all(['x', 'y', 'z', 'w'].map((s) => b.durable.start(Low, s)));
+    for (const o of others) await b.durable.waitForRun(o.runId, { timeout: 20_000 });
+    for (const w of waiting) expect(await statusOf(a, w.runId)).toBe('pending');
+    // the step that was running when the pause came finishes
+    held.release = true;
+    expect((await a.durable.waitForRun(running.runId, { timeout: 20_000 })).status).toBe('completed');
+    for (const w of waiting) expect(await statusOf(a, w.runId)).toBe('pending');
+    await b.durable.resume('qc_slow');
+    for (const w of waiting) expect((await a.durable.waitForRun(w.runId, { timeout: 20_000 })).status).toBe('completed');
+    expect((await a.durable.listWorkflows()).find((w) => w.name === 'qc_slow')?.paused).toBe(false);
+  });
+
+  it('refuses an unknown workflow and a name that is no name, writing nothing', async () => {
+    const t = await createApp({ workflows: [Low] });
+    await expect(t.durable.pause('qc_nope')).rejects.toBeInstanceOf(UnknownWorkflowError);
+    await expect(t.durable.pause(Slow)).rejects.toBeInstanceOf(UnknownWorkflowError); // not a provider of this app
+    await expect(t.durable.resume('')).rejects.toThrow(DurableValidationError);
+    expect((await t.durable.listWorkflows()).every((w) => !w.paused)).toBe(true);
+  });
+});
+
+describe('priority', () => {
+  it('higher first among due runs: the workflow default, and start(…, { priority }) overriding it', async () => {
+    const schema = freshSchema();
+    // runs started by a node without a worker are all due when the worker node (one slot, no
+    // claiming ahead: one run per claim) comes up
+    const starter = await createApp({ workflows: [Low, High], schema, options: { worker: false } });
+    order.length = 0;
+    const started = [
+      await starter.durable.start(Low, 'low-1'),
+      await starter.durable.start(Low, 'low-2'),
+      await starter.durable.start(High, 'high-10'),
+      await starter.durable.start(Low, 'low-urgent-50', { priority: 50 }),
+      await starter.durable.start(High, 'high-demoted--5', { priority: -5 }),
+      await starter.durable.start(Low, 'low-3'),
+    ];
+    expect((await starter.durable.getRun(started[3].runId))?.priority).toBe(50);
+    expect((await starter.durable.getRun(started[2].runId))?.priority).toBe(10);
+    const worker = await createApp({ workflows: [Low, High], schema, concurrency: 1, options: { worker: { prefetch: 0 } } });
+    for (const s of started) await worker.durable.waitForRun(s.runId, { timeout: 20_000 });
+    expect(order).toEqual(['low-urgent-50', 'high-10', 'low-1', 'low-2', 'low-3', 'high-demoted--5']);
+  });
+
+  it('startMany items take a priority too; a bad priority is refused before anything is written', async () => {
+    const t = await createApp({ workflows: [Low], options: { worker: false } });
+    const [r] = await t.durable.startMany(Low, [{ input: 'a', priority: 7 }]);
+    expect((await t.durable.getRun((r as { runId: string }).runId))?.priority).toBe(7);
+    for (const bad of [1.5, '3', 2 ** 31, Number.NaN]) {
+      const err = await t.durable.start(Low, 'x', { priority: bad as number }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(DurableValidationError);
+      expect((err as DurableValidationError).message).toMatch(/priority must be an integer/);
+    }
+    await expect(t.durable.startMany(Low, [{ input: 'ok' }, { input: 'bad', priority: 0.5 }])).rejects.toThrow(/items\[1\]\.priority/);
+    expect(await t.durable.countRuns({ workflow: 'qc_low' })).toEqual({ count: 1, capped: false });
+  });
+});
+
+describe('ctx.progress', () => {
+  it('is visible while the step runs (written with the heartbeat), then the last value stays with the finished run; CLI runs get shows it', async () => {
+    gate.open = false;
+    const t = await createApp({ workflows: [Progress] });
+    const { runId } = await t.durable.start(Progress);
+    const seen = await waitFor(async () => {
+      const r = await t.durable.getRun(runId);
+      return r?.status === 'running' && r.progress ? r : undefined;
+    });
+    expect(seen.progress).toEqual({ done: 2, of: 3 });
+    let out = '';
+    const code = await runCli(['runs', 'get', runId, '--schema', t.schema, '--url', databaseUrl()], {
+      stdout: (s) => (out += s),
+      stderr: (s) => (out += s),
+      env: {},
+    });
+    expect(code).toBe(0);
+    expect(JSON.parse(/^progress:\s+(.*)$/m.exec(out)?.[1] ?? 'null')).toEqual({ done: 2, of: 3 });
+    gate.open = true;
+    const done = await t.durable.waitForRun(runId, { timeout: 20_000 });
+    expect(done).toMatchObject({ status: 'completed', progress: { done: 3, of: 3 } });
+  });
+
+  it('refuses a value JSON cannot hold', async () => {
+    @Workflow('qc_bad_progress')
+    class BadProgress {
+      @Step({ retry: { attempts: 1 } })
+      async work(ctx: RunContext) {
+        ctx.progress({ n: 10n });
+      }
+    }
+    const t = await createApp({ workflows: [BadProgress] });
+    const run = await t.durable.waitForRun((await t.durable.start(BadProgress)).runId, { timeout: 20_000 });
+    expect(run.status).toBe('failed');
+    expect(JSON.stringify(run.error)).toMatch(/progress.*BigInt/);
+  });
+});
+
+describe('bad values are refused at startup, naming the option', () => {
+  it('@Workflow priority and retry.jitter', async () => {
+    expect(() => Workflow('qc_bad', { priority: 1.5 })).toThrow(DurableValidationError);
+    expect(() => Workflow('qc_bad', { priority: 'high' as never })).toThrow(/priority must be an integer/);
+    expect(() => Workflow('qc_bad', { priorty: 1 } as never)).toThrow(/did you mean "priority"/);
+    @Workflow('qc_bad_jitter', { retry: { jitter: 'yes' as never } })
+    class BadJitter {
+      @Step()
+      async work() {}
+    }
+    await expect(createApp({ workflows: [BadJitter] })).rejects.toThrow(/retry\.jitter must be a boolean/);
+  });
+
+  it.each([
+    [{ concurrency: 0 }, /concurrency must be an integer from 1/],
+    [{ concurrency: 2.5 }, /concurrency must be an integer from 1/],
+    [{ concurrency: '3' }, /concurrency must be a number or \{ limit, by \}/],
+    [{ concurrency: { limit: 2 } }, /concurrency\.by must be 'key' or a function/],
+    [{ concurrency: { limit: -1, by: 'key' } }, /concurrency\.limit must be an integer from 1/],
+    [{ concurrency: { limit: 1, by: 'tenant' } }, /concurrency\.by must be 'key' or a function/],
+    [{ concurrency: { limit: 1, by: 'key', per: 'x' } }, /unknown option "concurrency\.per"/],
+    [{ rateLimit: 10 }, /rateLimit must be \{ limit, period, by\? \}/],
+    [{ rateLimit: { limit: 10 } }, /rateLimit\.period must be a duration longer than 0/],
+    [{ rateLimit: { limit: 10, period: '0s' } }, /rateLimit\.period must be a duration longer than 0/],
+    [{ rateLimit: { limit: 0, period: '1m' } }, /rateLimit\.limit must be an integer from 1/],
+    [{ rateLimit: { limit: 1, period: '1m', by: 'key' }, concurrency: { limit: 1, by: (i: { t: string }) => i.t } }, /must be the same/],
+  ])('@Workflow(%j) is refused when the class is defined, naming the option', (options, message) => {
+    const err = (() => {
+      try {
+        Workflow('qc_bad_limits', options as never);
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(err).toBeInstanceOf(DurableValidationError);
+    expect((err as Error).message).toMatch(message);
+  });
+
+  it('a by function that throws or returns no name refuses the start, writing nothing; listWorkflows shows the limits', async () => {
+    @Workflow('qc_tenant', { concurrency: { limit: 2, by: (input: { tenant?: string }) => input.tenant as string }, rateLimit: { limit: 5, period: '1m' } })
+    class Tenant {
+      @Step()
+      async work() {}
+    }
+    const t = await createApp({ workflows: [Tenant], options: { worker: false } });
+    await expect(t.durable.start(Tenant, {})).rejects.toThrow(/by\(input\) must be a string of 1 to 255 bytes/);
+    await expect(t.durable.start(Tenant, null)).rejects.toThrow(DurableValidationError);
+    expect(await t.durable.countRuns({ workflow: 'qc_tenant' })).toEqual({ count: 0, capped: false });
+    expect((await t.durable.listWorkflows())[0].options).toMatchObject({ concurrency: { limit: 2, by: 'function' }, rateLimit: { limit: 5, period: 60_000 } });
+  });
+});
