@@ -26,6 +26,14 @@ class High {
   }
 }
 
+@Workflow('qc_limited', { concurrency: 1 })
+class Limited {
+  @Step()
+  async run(ctx: RunContext<string>) {
+    order.push(ctx.input);
+  }
+}
+
 /** Reports progress, then waits until the test lets it finish. */
 const gate = { open: false };
 @Workflow('qc_progress')
@@ -109,6 +117,27 @@ describe('priority', () => {
     const worker = await createApp({ workflows: [Low, High], schema, concurrency: 1, options: { worker: { prefetch: 0 } } });
     for (const s of started) await worker.durable.waitForRun(s.runId, { timeout: 20_000 });
     expect(order).toEqual(['low-urgent-50', 'high-10', 'low-1', 'low-2', 'low-3', 'high-demoted--5']);
+  });
+
+  it('a workflow with a concurrency limit claims by priority too (its own claim), then by age', async () => {
+    const schema = freshSchema();
+    const starter = await createApp({ workflows: [Limited], schema, options: { worker: false } });
+    order.length = 0;
+    const started = [];
+    for (const [input, priority] of [
+      ['p0-a', 0],
+      ['p5-a', 5],
+      ['p-3', -3],
+      ['p0-b', 0],
+      ['p5-b', 5],
+      ['p9', 9],
+    ] as const) {
+      started.push(await starter.durable.start(Limited, input, { priority }));
+    }
+    // slots to spare: the limit (1 at a time across the cluster) decides, one run per claim
+    const worker = await createApp({ workflows: [Limited], schema, concurrency: 4 });
+    for (const s of started) await worker.durable.waitForRun(s.runId, { timeout: 20_000 });
+    expect(order).toEqual(['p9', 'p5-a', 'p5-b', 'p0-a', 'p0-b', 'p-3']);
   });
 
   it('startMany items take a priority too; a bad priority is refused before anything is written', async () => {
