@@ -151,10 +151,12 @@ export class FlowMaintenance implements BeforeApplicationShutdown {
       await (h.hook === 'afterCancelled' ? fn.call(def.instance, h.reason as FlowCancelReason, run) : fn.call(def.instance, run));
     } catch (err) {
       const retried = h.hook !== 'afterCancelled' && h.attempts < HOOK_RETRY.attempts;
-      const next = retried ? `; called again in ${backoffDelay(HOOK_RETRY, h.attempts)} ms` : h.hook === 'afterCancelled' ? '' : '; given up';
+      // one draw of the (jittered) back-off: the delay logged is the one scheduled
+      const delay = retried ? backoffDelay(HOOK_RETRY, h.attempts) : 0;
+      const next = retried ? `; called again in ${delay} ms` : h.hook === 'afterCancelled' ? '' : '; given up';
       logger.error(`${h.hook} of run ${h.run_id} (${row.workflow}) threw (call ${h.attempts})${next}: ${(err as Error).stack ?? err}`);
       if (retried) {
-        await this.hooks.later(db, h.run_id, h.hook, backoffDelay(HOOK_RETRY, h.attempts));
+        await this.hooks.later(db, h.run_id, h.hook, delay);
         return false;
       }
     }

@@ -142,10 +142,18 @@ describe('run lifecycle hooks', () => {
     const { runId } = await t.durable.start(FlakyHook);
     await waitFor(async () => callsOf(runId).length === 3 && (await owed(t.schema)) === 0, { timeout: 20_000, message: 'the third call returns' });
     const errors = logger.find('error', `onRunCompleted of run ${runId} (hk_flaky) threw`);
-    expect(errors.map((e) => e.message.match(/\(call (\d)\); called again in (\d+) ms/)?.slice(1))).toEqual([
-      ['1', '1000'],
-      ['2', '2000'],
-    ]);
+    // back-off 1 s, then 2 s, with jitter (each delay drawn between half of it and all of it)
+    const delays = errors.map((e) =>
+      e.message
+        .match(/\(call (\d)\); called again in (\d+) ms/)
+        ?.slice(1)
+        .map(Number),
+    );
+    expect(delays.map((d) => d?.[0])).toEqual([1, 2]);
+    expect(delays[0]![1]).toBeGreaterThanOrEqual(500);
+    expect(delays[0]![1]).toBeLessThanOrEqual(1000);
+    expect(delays[1]![1]).toBeGreaterThanOrEqual(1000);
+    expect(delays[1]![1]).toBeLessThanOrEqual(2000);
     expect(errors[0].message).toContain('hook down (1)');
   });
 

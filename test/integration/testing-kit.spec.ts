@@ -23,7 +23,7 @@ class Sleepy {
     await ctx.sleep('1h');
   }
 
-  @Step({ retry: { attempts: 2, backoff: 'fixed', initialDelay: '10m', maxDelay: '1h' } })
+  @Step({ retry: { attempts: 2, backoff: 'fixed', initialDelay: '10m', maxDelay: '1h', jitter: false } })
   async charge() {
     if (++this.attempts.charge === 1) throw new Error('card declined');
     return 'charged';
