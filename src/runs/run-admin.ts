@@ -54,7 +54,7 @@ export class RunAdmin {
     for (let attempt = 1; ; attempt++) {
       try {
         const ended = await runs.cancel(db, runId, reason, error);
-        if (ended.ids.length === 0) break;
+        if (ended.runs.length === 0) break;
         emitRunFinished(row.workflow, 'cancelled');
         return countKeyHandoffs(this.activity, this.logger, db, ended.tx); // a run waiting behind it may have taken its key
       } catch (err) {

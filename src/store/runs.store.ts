@@ -310,7 +310,6 @@ interface EndedRow {
 function endedRuns(rows: EndedRow[]): EndedRuns {
   const keyed = rows.find((r) => r.holds_key);
   return {
-    ids: rows.map((r) => r.id),
     runs: rows.map((r) => ({ id: r.id, workflow: r.workflow, step: r.step, started: r.attempt > 0 || r.step > 0 })),
     tx: keyed ? { at: keyed.tx_at, xid: keyed.tx_xid } : null,
   };

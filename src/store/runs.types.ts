@@ -110,8 +110,7 @@ export type StepAttemptStatus = 'completed' | 'failed' | 'suspended';
 
 /** The runs one statement ended (`cancel`, the timeout sweep). */
 export interface EndedRuns {
-  ids: string[];
-  /** The same runs with their workflow, the step they were at and whether that step had begun. */
+  /** Each with its workflow, the step it was at and whether that step had begun. */
   runs: { id: string; workflow: string; step: number; started: boolean }[];
   /**
    * Set when one of them held its key: the statement's transaction, in which the key trigger may

@@ -158,20 +158,22 @@ export class Maintenance {
     const { runs, activity, options } = this;
     const out = { runs: 0, activity: 0, done: false };
     const runsMs = olderThanMs ?? options.retention.runsMs;
-    let n = PRUNE_BATCH;
+    // runs `statement` deletes (or changes) PRUNE_BATCH rows at a time, until fewer are left or time is up; true when none are left
+    const batches = async (add: (n: number) => void, statement: () => Promise<number>): Promise<boolean> => {
+      let n = PRUNE_BATCH;
+      for (; n === PRUNE_BATCH && Date.now() < until; add(n)) n = await statement();
+      return n < PRUNE_BATCH;
+    };
+    const addRuns = (n: number) => (out.runs += n);
     if (runsMs !== false) {
       const keys = this.keyHorizon();
-      if (keys) {
-        for (; n === PRUNE_BATCH && Date.now() < until; out.runs += n) n = await runs.tombstone(q, runsMs, PRUNE_BATCH, keys);
-        if (n === PRUNE_BATCH) return out;
-        n = PRUNE_BATCH;
-      }
-      for (; n === PRUNE_BATCH && Date.now() < until; out.runs += n) n = await runs.prune(q, runsMs, PRUNE_BATCH, keys);
-      if (n === PRUNE_BATCH) return out;
+      if (keys && !(await batches(addRuns, () => runs.tombstone(q, runsMs, PRUNE_BATCH, keys)))) return out;
+      if (!(await batches(addRuns, () => runs.prune(q, runsMs, PRUNE_BATCH, keys)))) return out;
     }
-    n = PRUNE_BATCH;
-    for (; n === PRUNE_BATCH && Date.now() < until; out.activity += n) n = await activity.prune(q, options.retention.activityMs, PRUNE_BATCH);
-    out.done = n < PRUNE_BATCH;
+    out.done = await batches(
+      (n) => (out.activity += n),
+      () => activity.prune(q, options.retention.activityMs, PRUNE_BATCH),
+    );
     return out;
   }
 }
