@@ -9,6 +9,13 @@ export interface ClaimLimits {
   rateLimit?: { limit: number; periodMs: number; grouped: boolean };
 }
 
+/** What a limited claim took, and when a rate limit that held it back may let it take more. */
+export interface LimitedClaim {
+  rows: ClaimedRow[];
+  /** Milliseconds until the earliest run begun inside a full rate-limit window leaves it (none: no window was full). */
+  retryInMs?: number;
+}
+
 /** Runs of workflow $3 in group `g.k` matching `cond`, counting at most `cap`. */
 const bounded = (S: string, cond: string, cap: string, group: boolean): string =>
   `(SELECT count(*)::int FROM (SELECT 1 FROM ${S}.runs WHERE workflow = $3 AND group_key IS NOT NULL${group ? ' AND group_key = g.k' : ''} AND ${cond} LIMIT ${cap}) x)`;
@@ -84,6 +91,15 @@ export class ControlsStore {
           SELECT id, woke FROM cand ORDER BY rn, priority DESC, run_at LIMIT greatest((SELECT room FROM whole), 0)
         )
         ${claimUpdate(S, 'statement_timestamp()')}`,
+      // when the rate window of limited workflow $1 ($2 runs per $3 ms; $4: per group) lets another
+      // run begin: its earliest begun run leaves the window. Without groups, only a full window
+      // counts (at most $2 rows read by the index on start times); with groups, any group's window
+      window: `
+        SELECT ceil(extract(epoch FROM min(started_at) + $3::bigint * interval '1 millisecond' - statement_timestamp()) * 1000)::bigint AS ms
+        FROM (SELECT started_at FROM ${S}.runs
+              WHERE workflow = $1 AND group_key IS NOT NULL AND started_at > statement_timestamp() - $3::bigint * interval '1 millisecond'
+              ORDER BY started_at LIMIT $2::int) w
+        HAVING $4::boolean OR count(*) >= $2::int`,
     };
   }
 
@@ -105,13 +121,15 @@ export class ControlsStore {
   /**
    * Claims up to `free` runs of limited workflows for `nodeId` within their limits, in one
    * transaction that locks the workflows' rows first (claims of one limited workflow take turns
-   * across the cluster); a paused workflow is skipped.
+   * across the cluster); a paused workflow is skipped. When a rate-limited workflow gave fewer runs
+   * than asked, also says when its window lets more begin (the worker claims again then).
    */
-  claim(db: Db, nodeId: string, free: number, limits: ClaimLimits[], nodeTimeoutMs: number): Promise<ClaimedRow[]> {
+  claim(db: Db, nodeId: string, free: number, limits: ClaimLimits[], nodeTimeoutMs: number): Promise<LimitedClaim> {
     return db.tx(async (q) => {
       const locked = await q.query<{ workflow: string; paused: boolean }>(this.sql.lock, [limits.map((l) => l.workflow)], 'durable_claim_limited_lock');
       const paused = new Set(locked.filter((r) => r.paused).map((r) => r.workflow));
       const claimed: ClaimedRow[] = [];
+      let retryInMs: number | undefined;
       for (const l of limits) {
         if (claimed.length >= free || paused.has(l.workflow)) continue;
         const { concurrency: c, rateLimit: r } = l;
@@ -131,8 +149,16 @@ export class ControlsStore {
           'durable_claim_limited',
         );
         claimed.push(...rows);
+        if (r && claimed.length < free) retryInMs = min(retryInMs, await this.windowFrees(q, l.workflow, r));
       }
-      return claimed;
+      return { rows: claimed, retryInMs };
     });
   }
+
+  private async windowFrees(q: Queryable, workflow: string, r: NonNullable<ClaimLimits['rateLimit']>): Promise<number | undefined> {
+    const [row] = await q.query<{ ms: string | null }>(this.sql.window, [workflow, r.limit, r.periodMs, r.grouped], 'durable_claim_limited_window');
+    return row?.ms == null ? undefined : Math.max(0, Number(row.ms));
+  }
 }
+
+const min = (a: number | undefined, b: number | undefined): number | undefined => (a === undefined ? b : b === undefined ? a : Math.min(a, b));

@@ -3,7 +3,7 @@ import { runColumns } from './run-row';
 import { holdsKey, indexedWorkflows } from './sql';
 
 /** RETURNING list of a statement that ends runs, read by {@link endedRuns}. */
-const ENDED = `id, workflow, step, attempt, holds_key, now()::text AS tx_at, (txid_current() % 4294967296)::text AS tx_xid`;
+const ENDED = `id, workflow, step, started_at IS NOT NULL AS started, holds_key, now()::text AS tx_at, (txid_current() % 4294967296)::text AS tx_xid`;
 /** The columns of a key's holder as the key policy sees it (`HolderRow`). */
 const HOLDER = `id, status, started_at IS NOT NULL AS picked_up, debounce_until IS NOT NULL AS debouncing, input`;
 /** A finished run that keeps its key until the key horizon (see `prune`). */

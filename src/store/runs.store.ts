@@ -301,7 +301,7 @@ interface EndedRow {
   id: string;
   workflow: string;
   step: number;
-  attempt: number;
+  started: boolean;
   holds_key: boolean;
   tx_at: string;
   tx_xid: string;
@@ -310,7 +310,7 @@ interface EndedRow {
 function endedRuns(rows: EndedRow[]): EndedRuns {
   const keyed = rows.find((r) => r.holds_key);
   return {
-    runs: rows.map((r) => ({ id: r.id, workflow: r.workflow, step: r.step, started: r.attempt > 0 || r.step > 0 })),
+    runs: rows.map((r) => ({ id: r.id, workflow: r.workflow, step: r.step, started: r.started })),
     tx: keyed ? { at: keyed.tx_at, xid: keyed.tx_xid } : null,
   };
 }

@@ -247,13 +247,20 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
   /**
    * Claims up to `room` runs: first those of limited workflows, within their limits and only for
    * the slots free now (a run claimed ahead would count against a limit while it waits); then, in
-   * the room left, due runs of the others through the plain claim.
+   * the room left, due runs of the others through the plain claim. A rate limit that held runs back
+   * sets the wake-up timer to when its window frees.
    */
   private async claim(room: number): Promise<ClaimedRow[]> {
     const { db } = this.connection;
     const { nodeId, nodeTimeoutMs } = this.options;
     const free = Math.min(room, this.slots.size - this.slots.active - this.slots.waiting);
-    const limited = this.limited.length && free > 0 ? await this.controls.claim(db, nodeId, free, this.limited, nodeTimeoutMs) : [];
+    let limited: ClaimedRow[] = [];
+    if (this.limited.length && free > 0) {
+      const claim = await this.controls.claim(db, nodeId, free, this.limited, nodeTimeoutMs);
+      // a rate window held runs back: claim again as it lets the next one begin, not at the next poll
+      if (claim.retryInMs !== undefined) this.wakeTimer.after(claim.retryInMs);
+      limited = claim.rows;
+    }
     if (!this.plain.length || limited.length >= room) return limited;
     return [...limited, ...(await this.runs.claim(db, nodeId, room - limited.length, this.plain, nodeTimeoutMs))];
   }

@@ -4,7 +4,7 @@
  * debug level.
  */
 import { RunContext, Step, Workflow } from '../../src';
-import { createApp, RecordingLogger } from '../support';
+import { createApp, RecordingLogger, waitFor } from '../support';
 
 let flakyCalls = 0;
 
@@ -101,6 +101,8 @@ describe('failure logs', () => {
     const { runId } = await durable.start(NeverAnswered, {});
     const run = await durable.waitForRun(runId, { timeout: 30_000 });
     expect(run).toMatchObject({ status: 'failed', error: { name: 'TimeoutError', code: 'timeout' } });
+    // whichever ended it (the worker's timer or the maintenance sweep), the log follows the commit
+    await waitFor(() => logger.find('error', runId).length > 0);
     expect(logger.find('error', runId).map((e) => e.message)).toEqual([
       `run ${runId} (fl_never_answered) step "ask" failed for good: TimeoutError: ${(run.error as { message: string }).message}`,
     ]);
@@ -113,6 +115,7 @@ describe('failure logs', () => {
     const { runId } = await durable.start(NeverAnswered, {});
     const run = await durable.waitForRun(runId, { timeout: 30_000 });
     expect(run).toMatchObject({ status: 'failed', attempt: 0, error: { name: 'TimeoutError', code: 'timeout', message: 'the run timed out' } });
+    await waitFor(() => logger.find('error', runId).length > 0);
     expect(logger.find('error', runId).map((e) => e.message)).toEqual([`run ${runId} (fl_never_answered) failed for good: TimeoutError: the run timed out`]);
   });
 });

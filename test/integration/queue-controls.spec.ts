@@ -5,7 +5,7 @@
  */
 import { DurableValidationError, RunContext, Step, UnknownWorkflowError, Workflow } from '../../src';
 import { runCli } from '../../src/cli/cli';
-import { createApp, databaseUrl, freshSchema, waitFor } from '../support';
+import { createApp, databaseUrl, freshSchema, ident, sql, waitFor } from '../support';
 
 /** Run order of the priority workflows, by input label. */
 const order: string[] = [];
@@ -32,6 +32,12 @@ class Limited {
   async run(ctx: RunContext<string>) {
     order.push(ctx.input);
   }
+}
+
+@Workflow('qc_rated', { rateLimit: { limit: 3, period: '400ms' } })
+class Rated {
+  @Step()
+  async run() {}
 }
 
 /** Reports progress, then waits until the test lets it finish. */
@@ -151,6 +157,28 @@ describe('priority', () => {
     }
     await expect(t.durable.startMany(Low, [{ input: 'ok' }, { input: 'bad', priority: 0.5 }])).rejects.toThrow(/items\[1\]\.priority/);
     expect(await t.durable.countRuns({ workflow: 'qc_low' })).toEqual({ count: 1, capped: false });
+  });
+});
+
+describe('rate limit', () => {
+  it('a backlog held back by its window is claimed again as the window frees, not at the next poll', async () => {
+    const schema = freshSchema();
+    const starter = await createApp({ workflows: [Rated], schema, options: { worker: false } });
+    const started = await starter.durable.startMany(
+      Rated,
+      Array.from({ length: 9 }, () => ({ input: {} })),
+    );
+    // a poll every 10 minutes and a heartbeat (which also asks for a claim) every minute: only the
+    // window's own wake-up can start the second and third thirds within the test's deadline
+    await createApp({ workflows: [Rated], schema, concurrency: 10, options: { worker: { pollInterval: '10m' }, heartbeatInterval: '1m', nodeTimeout: '5m' } });
+    for (const s of started) expect((await starter.durable.waitForRun((s as { runId: string }).runId, { timeout: 30_000 })).status).toBe('completed');
+    const [w] = await sql<{ most: number; span: number }>(
+      `SELECT max((SELECT count(*) FROM ${ident(schema)}.runs b WHERE b.started_at >= a.started_at AND b.started_at < a.started_at + interval '400 milliseconds'))::int AS most,
+              extract(epoch FROM max(a.started_at) - min(a.started_at))::float8 AS span
+       FROM ${ident(schema)}.runs a`,
+    );
+    expect(w.most).toBe(3);
+    expect(w.span).toBeGreaterThanOrEqual(0.8); // three windows of 400 ms
   });
 });
 

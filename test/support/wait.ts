@@ -103,7 +103,8 @@ export class ConcurrencyTracker {
 
 /**
  * Waits until some backend is blocked on a lock while running a statement that contains every one
- * of `fragments` (the moment a race under test is set up).
+ * of `fragments` (the moment a race under test is set up). The statement may come from a process
+ * that is still starting, so the deadline is long.
  */
 export async function waitForLockWait(fragments: string[], message: string): Promise<void> {
   await waitFor(
@@ -113,6 +114,6 @@ export async function waitForLockWait(fragments: string[], message: string): Pro
           fragments,
         ])
       ).length > 0,
-    { message },
+    { message, timeout: 60_000 },
   );
 }
