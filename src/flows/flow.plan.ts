@@ -71,7 +71,13 @@ export function planFlow(builder: FlowBuilder, registry: WorkflowRegistry): Plan
       const id = `${String(n.workflow)}\u0000${key}`;
       const first = keys.get(id);
       if (first === undefined) keys.set(id, String(n.name));
-      else p.add(`nodes[${i}].key`, key, 'uniqueKey', `${at}: key ${JSON.stringify(key)} of workflow "${String(n.workflow)}" is already the key of node "${first}"`);
+      else
+        p.add(
+          `nodes[${i}].key`,
+          key,
+          'uniqueKey',
+          `${at}: key ${JSON.stringify(key)} of workflow "${String(n.workflow)}" is already the key of node "${first}"`,
+        );
     }
     for (const k of ['ignoreCancelled', 'ignoreFailed', 'ignoreDeleted'] as const) {
       const v = n.options?.[k];

@@ -96,10 +96,7 @@ export class FlowsEngine {
   async rerun(flowId: string, options: RerunFlowOptions): Promise<StartFlowResult> {
     if (typeof flowId !== 'string' || flowId.length === 0) throw new RunNotFoundError(String(flowId));
     const from = options?.from;
-    assertValid(`rerunFlow ${flowId}`, [
-      ...unknownOptionProblems(options, RERUN_FLOW_OPTION_NAMES),
-      nameProblem(from, 'from'),
-    ]);
+    assertValid(`rerunFlow ${flowId}`, [...unknownOptionProblems(options, RERUN_FLOW_OPTION_NAMES), nameProblem(from, 'from')]);
     const runIds = await this.keyedTransaction(undefined, (q) => rerunNodes(q, this.store, this.keys, flowId, from));
     return { flowId, runIds };
   }

@@ -178,11 +178,7 @@ export class FlowsStore {
 
   /** The nodes of flow `flowId` keyed with one of `keys` (their workflow and key). */
   keyedNodes(q: Queryable, flowId: string, keys: { workflow: string; key: string }[]) {
-    return q.query<{ name: string; workflow: string; key: string }>(this.sql.keyedNodes, [
-      flowId,
-      keys.map((k) => k.workflow),
-      keys.map((k) => k.key),
-    ]);
+    return q.query<{ name: string; workflow: string; key: string }>(this.sql.keyedNodes, [flowId, keys.map((k) => k.workflow), keys.map((k) => k.key)]);
   }
 
   /** The flow's nodes named `names`, locked for an update, with what a fresh run of each copies. */

@@ -169,7 +169,14 @@ describe('DAG flows: keyed nodes', () => {
     for (let round = 0; round < 10; round++) {
       const key = `race-${round}`;
       const results = await Promise.allSettled(
-        [0, 1, 2].map((i) => durable.startFlow(durable.flow({ id: `${key}-${i}` }).add('a', FkClose).add('n', FkClose, {}, { deps: ['a'], key }))),
+        [0, 1, 2].map((i) =>
+          durable.startFlow(
+            durable
+              .flow({ id: `${key}-${i}` })
+              .add('a', FkClose)
+              .add('n', FkClose, {}, { deps: ['a'], key }),
+          ),
+        ),
       );
       const won = results.filter((r) => r.status === 'fulfilled');
       expect(won).toHaveLength(1);

@@ -132,7 +132,12 @@ describe('DAG flows: rerunFlow', () => {
 
   it('a keyed node takes its key over from the run it replaces; under reuse "never" the rerun is refused as rerun is', async () => {
     const { durable, schema } = await createApp({ workflows });
-    const { flowId, runIds } = await durable.startFlow(durable.flow().add('k', Node, null, { key: 'k1' }).add('n', Never, null, { deps: ['k'], key: 'n1' }));
+    const { flowId, runIds } = await durable.startFlow(
+      durable
+        .flow()
+        .add('k', Node, null, { key: 'k1' })
+        .add('n', Never, null, { deps: ['k'], key: 'n1' }),
+    );
     await settled(durable, flowId, 2);
     await expectKeyTaken(durable.rerunFlow(flowId, { from: 'n' }), runIds.n);
     await expectKeyTaken(durable.rerunFlow(flowId, { from: 'k' }), runIds.n);
