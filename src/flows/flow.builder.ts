@@ -58,7 +58,7 @@ export interface FlowAppendTarget {
  * Builds a DAG flow: named nodes, each a run of a workflow, with dependency edges. Chain `add`
  * calls (loops for dynamic fan-out / fan-in), then `durable.startFlow(builder)`. Nothing is checked
  * until `startFlow`, which refuses a bad graph with one `DurableValidationError` listing every
- * problem (duplicate names, unknown deps or workflows, cycles, an empty flow).
+ * problem (duplicate names or keys, unknown deps or workflows, cycles, an empty flow).
  */
 export class FlowBuilder {
   private readonly list: FlowNodeSpec[] = [];

@@ -17,7 +17,7 @@ export interface RerunFlowOptions {
 export const RERUN_FLOW_OPTION_NAMES = optionNames<RerunFlowOptions>({ from: true });
 
 /** `from` and every node that depends on it, directly or not (names, each once). */
-export function downstreamOf(nodes: readonly { name: string; deps: readonly string[] }[], from: string): string[] {
+function downstreamOf(nodes: readonly { name: string; deps: readonly string[] }[], from: string): string[] {
   const out = [from];
   const seen = new Set(out);
   for (let i = 0; i < out.length; i++) {

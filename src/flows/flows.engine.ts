@@ -38,8 +38,8 @@ const APPEND_OPTION_NAMES = optionNames<AppendFlowOptions>({ checkDeps: true });
 const START_FLOW_OPTION_NAMES = optionNames<{ manager?: EntityManager }>({ manager: true });
 
 /**
- * DAG flows: validates and inserts flows (one transaction, or the caller's), appends to them and
- * draws them. Dependency resolution runs in the database (`durable_flow_resolve`, flows
+ * DAG flows: validates and inserts flows (one transaction, or the caller's), with their nodes'
+ * keys ({@link FlowKeys}); appends to them, runs part of them again (`rerunFlow`) and draws them. Dependency resolution runs in the database (`durable_flow_resolve`, flows
  * migration); repairs and `afterCancelled` hooks are {@link FlowMaintenance}'s.
  */
 @Injectable()
