@@ -39,8 +39,9 @@ const START_FLOW_OPTION_NAMES = optionNames<{ manager?: EntityManager }>({ manag
 
 /**
  * DAG flows: validates and inserts flows (one transaction, or the caller's), with their nodes'
- * keys ({@link FlowKeys}); appends to them, runs part of them again (`rerunFlow`) and draws them. Dependency resolution runs in the database (`durable_flow_resolve`, flows
- * migration); repairs and `afterCancelled` hooks are {@link FlowMaintenance}'s.
+ * keys ({@link FlowKeys}); appends to them, runs part of them again (`rerunFlow`) and draws them.
+ * Dependency resolution runs in the database (`durable_flow_resolve`, flows migration); repairs
+ * and `afterCancelled` hooks are {@link FlowMaintenance}'s.
  */
 @Injectable()
 export class FlowsEngine {
