@@ -130,6 +130,27 @@ describe('DAG flows: rerunFlow', () => {
     expect((again.after.result as { seen: Record<string, unknown> }).seen.flaky).toEqual({ name: 'flaky', runId: runIds.flaky });
   });
 
+  it('deps outside the rerun apply again with the ignore options of the edges: a failed one cancels, unless ignored', async () => {
+    const { durable } = await createApp({ workflows });
+    const { flowId } = await durable.startFlow(
+      durable
+        .flow()
+        .add('a', Node)
+        .add('bad', Flaky)
+        .add('strict', Node, null, { deps: ['a', 'bad'] })
+        .add('lenient', Node, null, { deps: ['a', 'bad'], ignoreFailed: true }),
+    );
+    const first = await settled(durable, flowId, 4);
+    expect([first.strict.status, first.lenient.status]).toEqual(['cancelled', 'completed']);
+    const { runIds } = await durable.rerunFlow(flowId, { from: 'a' });
+    expect(Object.keys(runIds).sort()).toEqual(['a', 'lenient', 'strict']);
+    const again = await settled(durable, flowId, 4);
+    expect(again.bad.id).toBe(first.bad.id);
+    expect(again.strict).toMatchObject({ id: runIds.strict, status: 'cancelled' });
+    expect(again.lenient).toMatchObject({ id: runIds.lenient, status: 'completed' });
+    expect(again.lenient.startedAt!.getTime()).toBeGreaterThanOrEqual(again.a.finishedAt!.getTime());
+  });
+
   it('a keyed node takes its key over from the run it replaces; under reuse "never" the rerun is refused as rerun is', async () => {
     const { durable, schema } = await createApp({ workflows });
     const { flowId, runIds } = await durable.startFlow(
