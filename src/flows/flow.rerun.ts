@@ -16,15 +16,22 @@ export interface RerunFlowOptions {
 /** The option names of `rerunFlow` (anything else is refused as misspelt). */
 export const RERUN_FLOW_OPTION_NAMES = optionNames<RerunFlowOptions>({ from: true });
 
-/** `from` and every node that depends on it, directly or not (names, each once). */
+/** `from` and every node that depends on it, directly or not (names, each once; linear in the graph's size). */
 function downstreamOf(nodes: readonly { name: string; deps: readonly string[] }[], from: string): string[] {
+  const dependants = new Map<string, string[]>();
+  for (const n of nodes) {
+    for (const d of n.deps) {
+      if (!dependants.has(d)) dependants.set(d, []);
+      dependants.get(d)!.push(n.name);
+    }
+  }
   const out = [from];
   const seen = new Set(out);
   for (let i = 0; i < out.length; i++) {
-    for (const n of nodes) {
-      if (!seen.has(n.name) && n.deps.includes(out[i])) {
-        seen.add(n.name);
-        out.push(n.name);
+    for (const name of dependants.get(out[i]) ?? []) {
+      if (!seen.has(name)) {
+        seen.add(name);
+        out.push(name);
       }
     }
   }

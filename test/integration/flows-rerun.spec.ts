@@ -171,6 +171,23 @@ describe('DAG flows: rerunFlow', () => {
     expect(await holdersOf(schema, 'fr_never', 'n1')).toEqual([again.runIds.n]);
   });
 
+  it('reruns a wide flow from its root in one transaction: a thousand fresh nodes waiting for the fresh root', async () => {
+    const { durable, schema } = await createApp({ workflows, options: { worker: false } });
+    let f = durable.flow().add('root', Node);
+    for (let i = 0; i < 1000; i++) f = f.add(`leaf_${i}`, Node, null, { deps: ['root'] });
+    const { flowId } = await durable.startFlow(f);
+    // every node finished (no worker here: marked by hand)
+    await sql(`UPDATE ${ident(schema)}.runs SET status = 'completed', finished_at = now() WHERE flow_id = $1`, [flowId]);
+    const { runIds } = await durable.rerunFlow(flowId, { from: 'root' });
+    expect(Object.keys(runIds)).toHaveLength(1001);
+    const statuses = await sql(`SELECT status, count(*)::int AS n FROM ${ident(schema)}.runs WHERE flow_id = $1 GROUP BY status ORDER BY status`, [flowId]);
+    expect(statuses).toEqual([
+      { status: 'pending', n: 1 },
+      { status: 'waiting', n: 1000 },
+    ]);
+    expect(await countRuns(schema, 'flow_id IS NULL')).toBe(1001);
+  });
+
   it('validates: unknown flow, unknown node, misspelt or missing options', async () => {
     const { durable } = await createApp({ workflows, options: { worker: false } });
     const { flowId } = await durable.startFlow(durable.flow().add('a', Node));
