@@ -3,8 +3,9 @@
  * a run; a taken key refuses the whole startFlow / appendFlow with KeyTakenError, nothing written;
  * the node holds and releases its key as any run; keys are unique per workflow within a flow.
  */
-import { DurableService, DurableValidationError, KeyTakenError, RunContext, RunNotFoundError, Step, Workflow } from '../../src';
+import { DurableService, DurableValidationError, KeyContendedError, KeyTakenError, RunContext, RunNotFoundError, Step, Workflow } from '../../src';
 import { Client } from 'pg';
+import { DataSource } from 'typeorm';
 import { countRuns, createApp, databaseUrl, Gate, ident, sql, waitFor, waitForLockWait } from '../support';
 import { expectKeyTaken, holdersOf, rejection } from '../support/keys';
 
@@ -210,6 +211,34 @@ describe('DAG flows: keyed nodes', () => {
       expect(await holdersOf(schema, 'fk_error', 'late')).toEqual([holder.runId]);
     } finally {
       await blocker.end();
+    }
+  });
+
+  it("…inside the caller's transaction: the failed insert aborted it, so startFlow rejects with KeyContendedError", async () => {
+    const ds = new DataSource({ type: 'postgres', url: databaseUrl() });
+    await ds.initialize();
+    const blocker = new Client({ connectionString: databaseUrl() });
+    await blocker.connect();
+    try {
+      const { durable, schema } = await createApp({ workflows, options: { dataSource: ds, worker: false } });
+      await blocker.query('BEGIN');
+      await blocker.query(`INSERT INTO ${ident(schema)}.flows (id) VALUES ('f-joined')`);
+      let holder = '';
+      const err = await rejection(
+        ds.transaction(async (manager) => {
+          const flow = durable.startFlow(durable.flow({ id: 'f-joined' }).add('x', FkError, {}, { key: 'joined' }), { manager });
+          await waitForLockWait(['flows (id, name, ignore_cancelled'], 'startFlow waits on the flow row');
+          holder = (await durable.start(FkError, {}, { key: 'joined' })).runId;
+          await blocker.query('ROLLBACK');
+          await flow;
+        }),
+      );
+      expect(err).toBeInstanceOf(KeyContendedError);
+      await expectNothingWritten(schema, 'f-joined');
+      expect(await holdersOf(schema, 'fk_error', 'joined')).toEqual([holder]);
+    } finally {
+      await blocker.end();
+      await ds.destroy();
     }
   });
 });

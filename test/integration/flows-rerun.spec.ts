@@ -4,7 +4,8 @@
  * node of the rerun runs; consistent under concurrent appends.
  */
 import { DurableService, DurableValidationError, NotFinishedError, RunContext, RunInfo, RunNotFoundError, Step, Workflow } from '../../src';
-import { countRuns, createApp, Gate, ident, sql, waitFor } from '../support';
+import { DataSource } from 'typeorm';
+import { countRuns, createApp, databaseUrl, Gate, ident, sql, waitFor, waitForLockWait } from '../support';
 import { expectKeyTaken, holdersOf, rejection } from '../support/keys';
 
 let gate = new Gate();
@@ -264,5 +265,37 @@ describe('DAG flows: rerunFlow', () => {
     );
     expect(edges).toHaveLength(count - 1);
     expect(edges.every((e) => e.resolved && e.flow_id === flowId)).toBe(true);
+  });
+
+  it('waits for an append in an open transaction, then reruns with the appended node in the graph', async () => {
+    const ds = new DataSource({ type: 'postgres', url: databaseUrl() });
+    await ds.initialize();
+    try {
+      const { durable } = await createApp({ workflows, options: { dataSource: ds } });
+      const { flowId } = await durable.startFlow(
+        durable
+          .flow()
+          .add('a', Node)
+          .add('b', Node, null, { deps: ['a'] }),
+      );
+      await settled(durable, flowId, 2);
+      let rerun: Promise<unknown> | undefined;
+      let appended: Record<string, string> = {};
+      await ds.transaction(async (manager) => {
+        // x hangs off a: outside the rerun from b
+        const more = (await durable.appendFlow(flowId)).add('x', Node, null, { deps: ['a'] });
+        appended = (await durable.startFlow(more, { manager })).runIds;
+        rerun = durable.rerunFlow(flowId, { from: 'b' });
+        await waitForLockWait(['updated_at = now()', 'flows'], 'the rerun waits for the flow row the append holds');
+      });
+      const { runIds } = (await rerun) as { runIds: Record<string, string> };
+      expect(Object.keys(runIds)).toEqual(['b']);
+      const all = await settled(durable, flowId, 3);
+      expect(all.x.id).toBe(appended.x);
+      expect(all.b.id).toBe(runIds.b);
+      expect(Object.values(all).every((r) => r.status === 'completed')).toBe(true);
+    } finally {
+      await ds.destroy();
+    }
   });
 });
