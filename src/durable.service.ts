@@ -9,6 +9,7 @@ import type { WorkflowRef } from './definition/workflow-metadata';
 import type { FlowBuilder, FlowOptions } from './flows/flow.builder';
 import type { FlowGraph } from './flows/flow.graph';
 import { FlowsEngine, type AppendFlowOptions, type StartFlowResult } from './flows/flows.engine';
+import type { RerunFlowOptions } from './flows/flow.rerun';
 import type { SendEventOutcome } from './runs/event-delivery';
 import { ClusterReader, type NodeInfo, type WorkflowInfo } from './runs/cluster-reader';
 import { QueueControls } from './runs/queue-controls';
@@ -190,6 +191,15 @@ export class DurableService {
   /** A builder bound to flow `flowId` (`RunNotFoundError` if there is none); `startFlow` on it appends. */
   appendFlow(flowId: string, options: AppendFlowOptions = {}): Promise<FlowBuilder> {
     return this.flows.append(flowId, options);
+  }
+
+  /**
+   * Runs node `from` of flow `flowId` and everything downstream of it again, as fresh runs that wait
+   * for their deps as in a new flow; the other nodes' recorded results are kept. Every node rerun
+   * must have finished (`NotFinishedError`); an unknown node is a `DurableValidationError`.
+   */
+  rerunFlow(flowId: string, options: RerunFlowOptions): Promise<StartFlowResult> {
+    return this.flows.rerun(flowId, options);
   }
 
   /** The graph of a started flow with each node's run id and status (`toMermaid()`, `toDot()`). */

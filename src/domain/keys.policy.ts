@@ -14,6 +14,9 @@ export type OnDuplicate = 'useExisting' | 'error' | 'cancelExisting' | 'runAgain
 export const DEFAULT_REUSE: ReusePolicy = 'afterClose';
 export const DEFAULT_ON_DUPLICATE: OnDuplicate = 'useExisting';
 
+/** How many times a key may change hands under one start (or retry, or flow start) before it gives up. */
+export const MAX_HANDOFFS = 3;
+
 /** docs/keys.md's three kinds of holder status ("Choosing reuse" table rows). */
 export type HolderState = 'going' | 'completed' | 'failedOrCancelled';
 

@@ -24,11 +24,16 @@ export interface FlowOptions extends FlowDepOptions {
 export interface FlowNodeOptions extends FlowDepOptions {
   /** Names of the nodes this one waits for. */
   deps?: string[];
+  /**
+   * The node's key, under its workflow's key rules (docs/keys.md): the node takes it when a `start`
+   * would create a run; when the key is taken, the flow is refused with `KeyTakenError`.
+   */
+  key?: string | null;
 }
 
 /** The option names of `durable.flow()` and of `FlowBuilder.add()` (anything else is refused as misspelt). */
 export const FLOW_OPTION_NAMES = optionNames<FlowOptions>({ id: true, name: true, ignoreCancelled: true, ignoreFailed: true, ignoreDeleted: true });
-export const FLOW_NODE_OPTION_NAMES = optionNames<FlowNodeOptions>({ deps: true, ignoreCancelled: true, ignoreFailed: true, ignoreDeleted: true });
+export const FLOW_NODE_OPTION_NAMES = optionNames<FlowNodeOptions>({ deps: true, key: true, ignoreCancelled: true, ignoreFailed: true, ignoreDeleted: true });
 
 /** One node as added to a builder. */
 export interface FlowNodeSpec {
@@ -53,7 +58,7 @@ export interface FlowAppendTarget {
  * Builds a DAG flow: named nodes, each a run of a workflow, with dependency edges. Chain `add`
  * calls (loops for dynamic fan-out / fan-in), then `durable.startFlow(builder)`. Nothing is checked
  * until `startFlow`, which refuses a bad graph with one `DurableValidationError` listing every
- * problem (duplicate names, unknown deps or workflows, cycles, an empty flow).
+ * problem (duplicate names or keys, unknown deps or workflows, cycles, an empty flow).
  */
 export class FlowBuilder {
   private readonly list: FlowNodeSpec[] = [];

@@ -1,5 +1,5 @@
 import { DurableValidationError } from '../errors';
-import { jsonProblem, Problems, unknownOptionProblems } from '../domain/validation';
+import { jsonProblem, keyProblem, Problems, unknownOptionProblems } from '../domain/validation';
 import type { WorkflowRegistry } from '../definition/workflow.registry';
 import { groupOf } from '../definition/workflow-definition';
 import { FLOW_NODE_OPTION_NAMES, FLOW_OPTION_NAMES, FlowBuilder } from './flow.builder';
@@ -11,6 +11,8 @@ export interface PlannedNode {
   name: string;
   workflow: string;
   input: unknown;
+  /** The node's key (null: none). */
+  key: string | null;
   timeoutMs: number | null;
   /** The workflow's priority. */
   priority: number;
@@ -42,6 +44,8 @@ export function planFlow(builder: FlowBuilder, registry: WorkflowRegistry): Plan
   const nodes = builder.nodes;
   if (nodes.length === 0) p.add('nodes', [], 'notEmpty', 'a flow needs at least one node (call add())');
   const names = new Set<string>();
+  /** workflow + NUL + key → the first node holding it */
+  const keys = new Map<string, string>();
   const planned: PlannedNode[] = [];
   for (const [i, n] of nodes.entries()) {
     const at = typeof n.name === 'string' ? `node "${n.name}"` : `node #${i}`;
@@ -60,6 +64,21 @@ export function planFlow(builder: FlowBuilder, registry: WorkflowRegistry): Plan
       for (const d of n.deps) if (!deps.includes(d)) deps.push(d);
     }
     unknownOptionProblems(n.options, FLOW_NODE_OPTION_NAMES, `nodes[${i}].`).forEach((e) => p.push(e));
+    const keyBad = keyProblem(n.options?.key, `nodes[${i}].key`);
+    const key = keyBad ? null : (n.options?.key ?? null);
+    p.push(keyBad);
+    if (key !== null) {
+      const id = `${String(n.workflow)}\u0000${key}`;
+      const first = keys.get(id);
+      if (first === undefined) keys.set(id, String(n.name));
+      else
+        p.add(
+          `nodes[${i}].key`,
+          key,
+          'uniqueKey',
+          `${at}: key ${JSON.stringify(key)} of workflow "${String(n.workflow)}" is already the key of node "${first}"`,
+        );
+    }
     for (const k of ['ignoreCancelled', 'ignoreFailed', 'ignoreDeleted'] as const) {
       const v = n.options?.[k];
       if (v !== undefined && typeof v !== 'boolean') p.add(`nodes[${i}].${k}`, v, 'isBoolean', `${at}: ${k} must be a boolean`);
@@ -68,9 +87,10 @@ export function planFlow(builder: FlowBuilder, registry: WorkflowRegistry): Plan
       name: n.name,
       workflow: n.workflow,
       input: n.input ?? null,
+      key,
       timeoutMs: def?.timeoutMs ?? null,
       priority: def?.priority ?? 0,
-      group: def ? groupOf(def, null, n.input ?? null) : null,
+      group: def ? groupOf(def, key, n.input ?? null) : null,
       deps,
       ignore: { cancelled: n.options?.ignoreCancelled, failed: n.options?.ignoreFailed, deleted: n.options?.ignoreDeleted },
     });

@@ -1,23 +1,29 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { FlowExistsError, RunNotFoundError } from '../errors';
+import { FlowExistsError, KeyContendedError, RunNotFoundError } from '../errors';
+import { MAX_HANDOFFS } from '../domain/keys.policy';
 import { isFinished, type RunStatus } from '../domain/run-info';
 import { uuidv7 } from '../domain/uuid';
-import { assertValid, optionNames, Problems, unknownOptionProblems } from '../domain/validation';
+import { assertValid, nameProblem, optionNames, Problems, unknownOptionProblems } from '../domain/validation';
 import { WorkflowRegistry } from '../definition/workflow.registry';
 import { DurableConnection } from '../core/durable.connection';
 import { RESOLVED_OPTIONS } from '../core/durable.constants';
 import { managerOf, type ResolvedOptions } from '../options/resolve-options';
 import { transactionOf, type Queryable } from '../store/db';
-import { depOutcome, FlowsStore, type NewFlowEdge, type NewFlowNode } from '../store/flows.store';
+import { ActivityStore } from '../store/activity.store';
+import { FlowsStore } from '../store/flows.store';
+import { depOutcome, type NewFlowEdge, type NewFlowNode } from '../store/flows.types';
+import { isKeyConflict, RunsStore } from '../store/runs.store';
 import { FlowBuilder, type FlowOptions } from './flow.builder';
 import { FlowGraph } from './flow.graph';
+import { FlowKeys } from './flow.keys';
 import { findCycle, planFlow, type PlannedNode } from './flow.plan';
+import { rerunNodes, RERUN_FLOW_OPTION_NAMES, type RerunFlowOptions } from './flow.rerun';
 
 /** What `startFlow` resolves. */
 export interface StartFlowResult {
   flowId: string;
-  /** Node name → run id, for the nodes this call inserted. */
+  /** Node name → run id, for the nodes this call inserted (or ran again: `rerunFlow`). */
   runIds: Record<string, string>;
 }
 
@@ -32,18 +38,25 @@ const APPEND_OPTION_NAMES = optionNames<AppendFlowOptions>({ checkDeps: true });
 const START_FLOW_OPTION_NAMES = optionNames<{ manager?: EntityManager }>({ manager: true });
 
 /**
- * DAG flows: validates and inserts flows (one transaction, or the caller's), appends to them and
- * draws them. Dependency resolution runs in the database (`durable_flow_resolve`, flows
- * migration); repairs and `afterCancelled` hooks are {@link FlowMaintenance}'s.
+ * DAG flows: validates and inserts flows (one transaction, or the caller's), with their nodes'
+ * keys ({@link FlowKeys}); appends to them, runs part of them again (`rerunFlow`) and draws them.
+ * Dependency resolution runs in the database (`durable_flow_resolve`, flows migration); repairs
+ * and `afterCancelled` hooks are {@link FlowMaintenance}'s.
  */
 @Injectable()
 export class FlowsEngine {
+  private readonly keys: FlowKeys;
+
   constructor(
     private readonly connection: DurableConnection,
     private readonly registry: WorkflowRegistry,
     private readonly store: FlowsStore,
+    runs: RunsStore,
+    activity: ActivityStore,
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedOptions,
-  ) {}
+  ) {
+    this.keys = new FlowKeys(registry, runs, activity);
+  }
 
   /** A new builder. */
   flow(options: FlowOptions = {}): FlowBuilder {
@@ -74,9 +87,35 @@ export class FlowsEngine {
   async start(builder: FlowBuilder, options: { manager?: EntityManager } = {}): Promise<StartFlowResult> {
     assertValid('startFlow', unknownOptionProblems(options, START_FLOW_OPTION_NAMES));
     const planned = planFlow(builder, this.registry);
-    const joined = transactionOf(managerOf(this.options, options?.manager));
-    if (joined) return this.insert(joined, builder, planned);
-    return this.connection.db.tx((q) => this.insert(q, builder, planned));
+    return this.keyedTransaction(transactionOf(managerOf(this.options, options?.manager)), (q) => this.insert(q, builder, planned));
+  }
+
+  /**
+   * Runs node `from` of flow `flowId` and every node downstream of it again, as fresh runs; the
+   * other nodes keep their recorded results (see docs/flows.md, "Running part of a flow again").
+   */
+  async rerun(flowId: string, options: RerunFlowOptions): Promise<StartFlowResult> {
+    if (typeof flowId !== 'string' || flowId.length === 0) throw new RunNotFoundError(String(flowId));
+    const from = options?.from;
+    assertValid(`rerunFlow ${flowId}`, [...unknownOptionProblems(options, RERUN_FLOW_OPTION_NAMES), nameProblem(from, 'from')]);
+    const runIds = await this.keyedTransaction(undefined, (q) => rerunNodes(q, this.store, this.keys, flowId, from));
+    return { flowId, runIds };
+  }
+
+  /**
+   * Runs `fn` in the caller's transaction, or in one of its own, tried again (at most
+   * MAX_HANDOFFS times) when a start took one of the nodes' keys between the check and the insert.
+   * In the caller's transaction that insert failed (Postgres aborts the transaction): `KeyContendedError`.
+   */
+  private async keyedTransaction<T>(joined: Queryable | undefined, fn: (q: Queryable) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await (joined ? fn(joined) : this.connection.db.tx(fn));
+      } catch (err) {
+        if (!isKeyConflict(err)) throw err;
+        if (joined || attempt >= MAX_HANDOFFS) throw new KeyContendedError('a start took the key of a flow node meanwhile; try again');
+      }
+    }
   }
 
   /** The graph of a started flow, with each node's run id and status. */
@@ -99,7 +138,12 @@ export class FlowsEngine {
     let flowIgnore: { cancelled: boolean; failed: boolean; deleted: boolean };
     const inBatch = new Set(planned.map((n) => n.name));
     const existing = new Map<string, RunStatus>(); // name → status, for external deps (append)
+    // UUIDv7s made in the same millisecond are not ordered: sort them so ids follow the add order
+    const ids = planned.map(() => uuidv7()).sort();
+    const keyed = planned.flatMap((n, i) => (n.key === null ? [] : [{ id: ids[i], workflow: n.workflow, key: n.key }]));
     if (!append) {
+      // keys first: a refused flow writes nothing
+      const handoffs = await this.keys.decide(q, keyed, 'startFlow');
       const o = builder.options;
       flowId = o.id ?? uuidv7();
       flowName = o.name ?? null;
@@ -112,6 +156,7 @@ export class FlowsEngine {
         ignoreDeleted: flowIgnore.deleted,
       });
       if (!created) throw new FlowExistsError(flowId);
+      await this.keys.handOff(q, handoffs, 'startFlow');
     } else {
       const flow = await store.touchFlow(q, append.flowId);
       if (!flow) throw new RunNotFoundError(append.flowId);
@@ -140,19 +185,22 @@ export class FlowsEngine {
           }
         }
       }
+      for (const r of keyed.length ? await store.keyedNodes(q, flowId, keyed) : []) {
+        p.add('key', r.key, 'uniqueKey', `key ${JSON.stringify(r.key)} of workflow "${r.workflow}" is already the key of node "${r.name}" of flow ${flowId}`);
+      }
       p.throwIfAny(`appendFlow ${flowId}`);
+      await this.keys.handOff(q, await this.keys.decide(q, keyed, `appendFlow ${flowId}`), 'appendFlow');
     }
     const runIds: Record<string, string> = {};
     const rows: NewFlowNode[] = [];
     const edges: NewFlowEdge[] = [];
-    // UUIDv7s made in the same millisecond are not ordered: sort them so ids follow the add order
-    const ids = planned.map(() => uuidv7()).sort();
     for (const [i, n] of planned.entries()) {
       const id = ids[i];
       runIds[n.name] = id;
       rows.push({
         id,
         workflow: n.workflow,
+        key: n.key,
         input: n.input,
         timeout_ms: n.timeoutMs,
         priority: n.priority,

@@ -9,7 +9,7 @@ import {
   RunNotFoundError,
   UnknownWorkflowError,
 } from '../errors';
-import { decideStart } from '../domain/keys.policy';
+import { decideStart, MAX_HANDOFFS } from '../domain/keys.policy';
 import { isFinished, type StartResult } from '../domain/run-info';
 import { isUuid } from '../domain/uuid';
 import { assertValid, nameProblem, unknownOptionProblems } from '../domain/validation';
@@ -21,7 +21,7 @@ import { ActivityStore } from '../store/activity.store';
 import { RunsStore, isKeyConflict } from '../store/runs.store';
 import { WaitsStore } from '../store/waits.store';
 import { countKeyHandoffs } from './key-handoffs';
-import { MAX_HANDOFFS, Starter } from './starter';
+import { Starter } from './starter';
 
 /** What an operator does to a run: `cancel`, `retry`, `rerun`, `releaseKey`. */
 @Injectable()

@@ -27,7 +27,7 @@ import {
   problem,
   unknownOptionProblems,
 } from '../domain/validation';
-import { decideStart, settledDuplicateStatuses, statusesThatFreeKey, type KeyDecision } from '../domain/keys.policy';
+import { decideStart, MAX_HANDOFFS, settledDuplicateStatuses, statusesThatFreeKey, type KeyDecision } from '../domain/keys.policy';
 import type { StartResult } from '../domain/run-info';
 import { uuidv7 } from '../domain/uuid';
 import { deliverEvent } from './event-delivery';
@@ -84,9 +84,6 @@ const WAKE_WINDOW_MS = 2;
 
 /** Most starts one statement inserts (a larger `startMany` is sent in batches of this many). */
 const MAX_STATEMENT_STARTS = 1_000;
-
-/** How many times a key may change hands under one start (or retry) before it gives up. */
-export const MAX_HANDOFFS = 3;
 
 /** The due times a run can have: Postgres reads ISO times of the years 1 to 9999 only. */
 const EARLIEST_DUE_MS = Date.parse('0001-01-01T00:00:00.000Z');

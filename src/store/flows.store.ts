@@ -1,75 +1,7 @@
 import type { Queryable } from './db';
 import { runColumns, type RunRow } from './run-row';
 import type { RunStatus } from '../domain/run-info';
-
-/** A `flows` row. */
-export interface FlowRow {
-  id: string;
-  name: string | null;
-  ignore_cancelled: boolean;
-  ignore_failed: boolean;
-  ignore_deleted: boolean;
-  created_at: Date;
-  updated_at: Date;
-}
-
-/** A flow node to insert (a run of `workflow`). */
-export interface NewFlowNode {
-  id: string;
-  workflow: string;
-  input: unknown;
-  timeout_ms: number | null;
-  flow_id: string;
-  flow_name: string | null;
-  name: string;
-  deps: string[];
-  /** Deps not yet resolved; > 0 inserts the node `waiting`, else `pending`. */
-  deps_left: number;
-  /** Its workflow's priority. */
-  priority: number;
-  /** The group its workflow's limits count it in (null without limits). */
-  group_key: string | null;
-}
-
-/** An edge to insert: `run_id` depends on the node named `dep_name`. */
-export interface NewFlowEdge {
-  flow_id: string;
-  dep_name: string;
-  run_id: string;
-  ignore_cancelled: boolean;
-  ignore_failed: boolean;
-  ignore_deleted: boolean;
-  /** The dep named no node when the edge was added (append with `checkDeps: false`). */
-  missing: boolean;
-}
-
-/** What a dep's final status means for its dependants. */
-export type DepOutcome = 'completed' | 'failed' | 'cancelled' | 'deleted';
-
-/** A node as the graph export needs it. */
-export interface FlowNodeRow {
-  id: string;
-  name: string;
-  workflow: string;
-  deps: string[] | null;
-  status: RunStatus;
-}
-
-/** Maps a final run status to the outcome its dependants see. */
-export function depOutcome(status: RunStatus): DepOutcome | undefined {
-  switch (status) {
-    case 'completed':
-      return 'completed';
-    case 'cancelled':
-      return 'cancelled';
-    case 'failed':
-    case 'compensated':
-    case 'compensation_failed':
-      return 'failed';
-    default:
-      return undefined;
-  }
-}
+import { depOutcome, type DepOutcome, type FlowNodeRow, type FlowRow, type NewFlowEdge, type NewFlowNode, type RerunNodeRow } from './flows.types';
 
 const FINAL = `('completed', 'failed', 'cancelled', 'compensated', 'compensation_failed')`;
 
@@ -106,16 +38,41 @@ export class FlowsStore {
         ORDER BY id FOR SHARE`,
       insertNodes: `
         WITH ins AS (
-          INSERT INTO ${S}.runs (id, workflow, input, timeout_ms, flow_id, flow_name, name, deps, deps_left, status, priority, group_key)
-          SELECT id, workflow, input, timeout_ms, flow_id, flow_name, name, deps, deps_left,
+          INSERT INTO ${S}.runs (id, workflow, key, holds_key, input, timeout_ms, flow_id, flow_name, name, deps, deps_left, status, priority, group_key)
+          SELECT id, workflow, key, key IS NOT NULL, input, timeout_ms, flow_id, flow_name, name, deps, deps_left,
             CASE WHEN deps_left > 0 THEN 'waiting' ELSE 'pending' END, coalesce(priority, 0), group_key
-          FROM jsonb_to_recordset($1::jsonb) AS v(id uuid, workflow text, input jsonb, timeout_ms integer,
+          FROM jsonb_to_recordset($1::jsonb) AS v(id uuid, workflow text, key text, input jsonb, timeout_ms integer,
             flow_id text, flow_name text, name text, deps text[], deps_left integer, priority integer, group_key text)
           RETURNING status
         ), note AS MATERIALIZED (
           SELECT pg_notify($2, '') FROM ins WHERE status = 'pending' LIMIT 1
         )
         SELECT count(*)::int AS n FROM ins LEFT JOIN note ON true`,
+      // nodes of the flow already keyed with one of the (workflow, key) pairs
+      keyedNodes: `
+        SELECT r.name, r.workflow, r.key FROM ${S}.runs r JOIN unnest($2::text[], $3::text[]) AS k(workflow, key)
+          ON r.workflow = k.workflow AND r.key = k.key
+        WHERE r.flow_id = $1`,
+      // rerunFlow: the nodes to run again, locked, with what their fresh runs copy
+      lockForRerun: `
+        SELECT id, name, workflow, key, input, timeout_ms, priority, group_key, coalesce(deps, '{}') AS deps, status
+        FROM ${S}.runs WHERE flow_id = $1 AND name = ANY($2::text[]) ORDER BY id FOR UPDATE`,
+      // the runs they were leave the flow (kept as runs of their own, with their history)
+      detach: `UPDATE ${S}.runs SET flow_id = NULL WHERE id = ANY($1::uuid[])`,
+      // their edges move to the fresh runs, open again; returns the deps naming no node that had been
+      // resolved (they count as deleted again at once; the others wait for an append or the repair)
+      moveEdges: `
+        WITH old AS (
+          SELECT d.dep_name, d.run_id, d.resolved, m.new_id FROM ${S}.flow_deps d
+          JOIN unnest($2::uuid[], $3::uuid[]) AS m(old_id, new_id) ON d.run_id = m.old_id
+          WHERE d.flow_id = $1 FOR UPDATE OF d
+        ), moved AS (
+          UPDATE ${S}.flow_deps d SET run_id = old.new_id, resolved = false,
+            missing = NOT EXISTS (SELECT 1 FROM ${S}.runs p WHERE p.flow_id = $1 AND p.name = d.dep_name)
+          FROM old WHERE d.flow_id = $1 AND d.dep_name = old.dep_name AND d.run_id = old.run_id
+          RETURNING d.dep_name, d.missing, old.resolved
+        )
+        SELECT DISTINCT dep_name FROM moved WHERE missing AND resolved`,
       insertEdges: `
         INSERT INTO ${S}.flow_deps (flow_id, dep_name, run_id, ignore_cancelled, ignore_failed, ignore_deleted, missing)
         SELECT flow_id, dep_name, run_id, ignore_cancelled, ignore_failed, ignore_deleted, missing
@@ -217,6 +174,31 @@ export class FlowsStore {
   /** The flow's nodes among `names`, share-locked until commit (a dep cannot finish unseen meanwhile). */
   lockNodes(q: Queryable, flowId: string, names: string[]) {
     return q.query<{ id: string; name: string; status: RunStatus }>(this.sql.lockNodes, [flowId, names]);
+  }
+
+  /** The nodes of flow `flowId` keyed with one of `keys` (their workflow and key). */
+  keyedNodes(q: Queryable, flowId: string, keys: { workflow: string; key: string }[]) {
+    return q.query<{ name: string; workflow: string; key: string }>(this.sql.keyedNodes, [flowId, keys.map((k) => k.workflow), keys.map((k) => k.key)]);
+  }
+
+  /** The flow's nodes named `names`, locked for an update, with what a fresh run of each copies. */
+  lockForRerun(q: Queryable, flowId: string, names: string[]) {
+    return q.query<RerunNodeRow>(this.sql.lockForRerun, [flowId, names]);
+  }
+
+  /**
+   * Replaces nodes by fresh runs (`rerunFlow`), once those are inserted: the old runs leave the
+   * flow and their edges move to the new ones, open again. Returns the deps naming no node whose
+   * edges had been resolved (the caller resolves them as deleted again).
+   */
+  async moveEdges(q: Queryable, flowId: string, oldIds: string[], newIds: string[]): Promise<string[]> {
+    const rows = await q.query<{ dep_name: string }>(this.sql.moveEdges, [flowId, oldIds, newIds]);
+    return rows.map((r) => r.dep_name);
+  }
+
+  /** Takes runs out of their flow (their node names are free again); they stay as runs of their own. */
+  async detach(q: Queryable, ids: string[]): Promise<void> {
+    await q.query(this.sql.detach, [ids]);
   }
 
   /** The nodes of flow `flowId` named `names` and every node they depend on, directly or not. */
