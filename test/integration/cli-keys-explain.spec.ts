@@ -116,6 +116,12 @@ describe('workflow definitions in the database', () => {
     // the same definition gives the same hash on every node
     await createApp({ schema, workflows: [Strict], options: { worker: false, nodeId: 'node-c' } });
     expect(await definitionOf(schema, 'cx_strict')).toMatchObject({ hash: first.hash, node_id: 'node-c' });
+
+    // the CLI knows the workflows by their definitions, before any of them has a run
+    const listed = JSON.parse((await cli(['workflows', 'list', '--schema', schema, '--json'])).stdout);
+    expect(listed.map((w: { workflow: string }) => w.workflow).sort()).toEqual(['cx_debounced', 'cx_plain', 'cx_strict']);
+    const paused = await cli(['workflows', 'pause', 'cx_plain', '--schema', schema]);
+    expect({ code: paused.code, stderr: paused.stderr }).toEqual({ code: 0, stderr: '' });
   });
 });
 

@@ -281,7 +281,7 @@ describe('nestjs-durable overview', () => {
     expect(paused.stdout).toMatch(/^cli_echo: paused/);
     expect((await app.durable.listWorkflows()).find((w) => w.name === 'cli_echo')?.paused).toBe(true);
     expect(await json('workflows', 'list')).toContainEqual(expect.objectContaining({ workflow: 'cli_echo', paused: true }));
-    expect((await on('workflows', 'list')).stdout).toMatch(/^WORKFLOW\s+PENDING.*SCHEDULES\s+PAUSED$/m);
+    expect((await on('workflows', 'list')).stdout).toMatch(/^WORKFLOW\s+PENDING.*SCHEDULES\s+PAUSED\s+REUSE\s+ON DUPLICATE$/m);
     const held = await app.durable.start(Echo, { n: 1 });
     // a run of another workflow started after it is claimed and finishes; the paused one is still pending
     const other = await app.durable.start(Approval);
