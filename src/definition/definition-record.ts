@@ -34,5 +34,11 @@ export function definitionRecord(def: WorkflowDefinition): DefinitionRecord {
     controls: def.controls ? { ...def.controls, by: typeof def.controls.by === 'function' ? 'function' : (def.controls.by ?? null) } : null,
     steps: def.steps.map((s) => ({ retry: s.retry, timeoutMs: s.timeoutMs ?? null, compensate: s.compensate ?? null })),
   };
-  return { ...rules, hash: createHash('sha256').update(JSON.stringify([rules, rest])).digest('hex').slice(0, 16) };
+  return {
+    ...rules,
+    hash: createHash('sha256')
+      .update(JSON.stringify([rules, rest]))
+      .digest('hex')
+      .slice(0, 16),
+  };
 }

@@ -266,7 +266,10 @@ describe('nestjs-durable overview', () => {
     );
     // with the key rules of the definition the app wrote at boot
     expect(workflows).toContainEqual(
-      expect.objectContaining({ workflow: 'cli_events', definition: expect.objectContaining({ reuse: 'afterClose', onDuplicate: 'useExisting', steps: ['wait'] }) }),
+      expect.objectContaining({
+        workflow: 'cli_events',
+        definition: expect.objectContaining({ reuse: 'afterClose', onDuplicate: 'useExisting', steps: ['wait'] }),
+      }),
     );
     const text = await on('workflows', 'list');
     expect(text.stdout).toMatch(/^WORKFLOW\s+PENDING\s+RUNNING\s+WAITING\s+COMPENSATING.*\s+REUSE\s+ON DUPLICATE$/m);
