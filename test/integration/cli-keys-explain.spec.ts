@@ -4,9 +4,10 @@
  * exactly as `durable.explainStart` does on the app, writes nothing, and refuses a workflow whose
  * definition the database does not hold.
  */
-import { OnDuplicate, RunStatus, Step, Workflow } from '../../src';
+import { DataSource } from 'typeorm';
+import { durableMigrations, OnDuplicate, RunStatus, Step, Workflow } from '../../src';
 import { runCli } from '../../src/cli/cli';
-import { createApp, databaseUrl, freshSchema, ident, sql, TestApp } from '../support';
+import { createApp, databaseUrl, freshSchema, ident, RecordingLogger, sql, TestApp } from '../support';
 import { cli, expectError } from '../support/cli';
 import { forceStatus } from '../support/keys';
 
@@ -122,6 +123,23 @@ describe('workflow definitions in the database', () => {
     expect(listed.map((w: { workflow: string }) => w.workflow).sort()).toEqual(['cx_debounced', 'cx_plain', 'cx_strict']);
     const paused = await cli(['workflows', 'pause', 'cx_plain', '--schema', schema]);
     expect({ code: paused.code, stderr: paused.stderr }).toEqual({ code: 0, stderr: '' });
+  });
+
+  it('a node on a schema its own runner has not migrated to the table yet starts, warns, and writes none', async () => {
+    const schema = freshSchema();
+    const ds = await new DataSource({ type: 'postgres', url: databaseUrl() }).initialize();
+    const runner = ds.createQueryRunner();
+    try {
+      for (const M of durableMigrations(schema).filter((M) => !M.name.startsWith('DurableWorkflowDefinitions'))) await new M().up(runner);
+    } finally {
+      await runner.release();
+      await ds.destroy();
+    }
+    const logger = new RecordingLogger();
+    const { durable } = await createApp({ schema, workflows: [Plain], options: { worker: false, migrationsRun: false }, logger });
+    expect(logger.entries).toContainEqual(expect.objectContaining({ level: 'warn', message: expect.stringContaining('lacks the table workflow_definitions') }));
+    expect((await durable.start(Plain, {}, { key: 'k' })).outcome).toBe('created');
+    expectError(await cli(['keys', 'explain', 'cx_plain', 'k', '--schema', schema]), 1, '42P01');
   });
 });
 
