@@ -14,8 +14,9 @@ import { LOG_CONTEXT, RESOLVED_OPTIONS } from './durable.constants';
 /**
  * The module's connection to Postgres: the app's DataSource (or one of its own, from `url`) and its
  * `pg` pool as a {@link Db}. At module init it first discovers the workflows (so that a bad
- * definition fails the boot before any connection is opened), then connects and applies the
- * migrations, and writes this node's workflow definitions (see {@link writeDefinitions}). A DataSource it made itself is closed last at shutdown, after the worker drained.
+ * definition fails the boot before any connection is opened), then connects, applies the
+ * migrations and writes this node's workflow definitions (see `writeDefinitions`). A DataSource it
+ * made itself is closed last at shutdown, after the worker drained.
  */
 @Injectable()
 export class DurableConnection implements OnModuleInit, OnApplicationShutdown {

@@ -2,7 +2,17 @@ import { Injectable } from '@nestjs/common';
 import { DurableConnection } from '../core/durable.connection';
 import { WorkflowRegistry } from '../definition/workflow.registry';
 import { ActivityStore } from '../store/activity.store';
-import { assertValid, jsonProblem, keyProblem, onDuplicateProblem, optionNames, problem, unknownOptionProblems, uuidProblem } from '../domain/validation';
+import {
+  assertValid,
+  jsonProblem,
+  keyProblem,
+  onDuplicateProblem,
+  optionNames,
+  problem,
+  reuseProblem,
+  unknownOptionProblems,
+  uuidProblem,
+} from '../domain/validation';
 import { explainStart, type StartExplanation } from '../domain/keys.explain';
 import type { OnDuplicate, ReusePolicy } from '../domain/keys.policy';
 import { RunsStore } from '../store/runs.store';
@@ -116,12 +126,17 @@ export class KeyInsights {
 
   /**
    * `explainStart` with the definition of `workflow` the database holds (table
-   * `workflow_definitions`) instead of one registered here; undefined when it holds none.
+   * `workflow_definitions`) instead of one registered here; undefined when it holds none. Stored
+   * rules this version does not know (written by a newer one) are refused, not guessed at.
    */
   async explainStored(workflow: string, key: string, onDuplicate?: OnDuplicate): Promise<StoredExplanation | undefined> {
     const definition = await this.definitions.get(this.connection.db, workflow);
     if (!definition) return undefined;
-    assertValid(`keys explain ${workflow}`, [keyProblem(key), onDuplicateProblem(onDuplicate, definition.reuse)]);
+    assertValid(`keys explain ${workflow}`, [
+      reuseProblem(definition.reuse, 'definition.reuse') ?? onDuplicateProblem(definition.onDuplicate, definition.reuse, 'definition.onDuplicate'),
+      keyProblem(key),
+      onDuplicateProblem(onDuplicate, definition.reuse),
+    ]);
     const explanation = await this.explain(workflow, key, definition.reuse, onDuplicate ?? definition.onDuplicate);
     return { workflow, key, explanation, definition };
   }

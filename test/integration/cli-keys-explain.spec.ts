@@ -219,8 +219,13 @@ describe('nestjs-durable keys explain', () => {
     expect(await everything(schema)).toEqual(before);
   });
 
-  it('refuses an onDuplicate the workflow cannot have (exit 1) and bad usage before connecting (exit 2)', async () => {
+  it('refuses an onDuplicate the workflow cannot have and stored rules it does not know (exit 1), and bad usage before connecting (exit 2)', async () => {
     expectError(await explain(t.schema, 'cx_strict', 'k', '--on-duplicate', 'runAgain'), 1, 'invalid');
+    // a rule this version does not know (written by a newer one) is refused, not guessed at
+    await sql(`UPDATE ${ident(t.schema)}.workflow_definitions SET reuse = 'someday' WHERE workflow = 'cx_debounced'`);
+    const unknown = await explain(t.schema, 'cx_debounced', 'k');
+    expectError(unknown, 1, 'invalid');
+    expect(unknown.stderr).toContain('definition.reuse');
     const nowhere = ['--url', 'postgres://nobody@127.0.0.1:1/none'];
     expectError(await cli(['keys', 'explain', 'cx_plain', 'k', '--on-duplicate', 'sometimes', ...nowhere]), 2, 'usage');
     expectError(await cli(['keys', 'explain', 'cx_plain', 'k', '--on-duplicate', 'sendEvent:', ...nowhere]), 2, 'usage');
