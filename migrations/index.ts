@@ -12,6 +12,7 @@ import { DurableRunHooks1733040011000 } from './1733040011000-durable-run-hooks'
 import { DurableQueueControls1733040012000 } from './1733040012000-durable-queue-controls';
 import { DurableKeyTombstones1733040013000 } from './1733040013000-durable-key-tombstones';
 import { DurableQueueControlIndexes1733040014000 } from './1733040014000-durable-queue-control-indexes';
+import { DurableWorkflowDefinitions1733040016000 } from './1733040016000-durable-workflow-definitions';
 
 export { DurableInit1733040000000, DurableKeys1733040001000, DurableWaits1733040002000 };
 export { DurableFlows1733040003000 };
@@ -24,6 +25,7 @@ export { DurableRunHooks1733040011000 };
 export { DurableQueueControls1733040012000 };
 export { DurableKeyTombstones1733040013000 };
 export { DurableQueueControlIndexes1733040014000 };
+export { DurableWorkflowDefinitions1733040016000 };
 
 /** The module's migration classes in order, for schema `durable` (TypeORM `migrations: [...]`). */
 export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[] = [
@@ -40,6 +42,7 @@ export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[]
   DurableQueueControls1733040012000,
   DurableKeyTombstones1733040013000,
   DurableQueueControlIndexes1733040014000,
+  DurableWorkflowDefinitions1733040016000,
 ];
 
 /**

@@ -5,6 +5,8 @@ import { OverviewStore } from '../store/overview.store';
 import type { RunsStore } from '../store/runs.store';
 import type { DurableService } from '../durable.service';
 import type { QueueControls } from '../runs/queue-controls';
+import type { KeyInsights } from '../runs/key-insights';
+import type { DefinitionsStore } from '../store/definitions.store';
 
 /** Where the CLI connects: a database URL and the module's schema. */
 export interface CliTarget {
@@ -38,12 +40,30 @@ export class CliConnection {
     return (await this.context()).get(QueueControls, { strict: false });
   }
 
-  /** The module's connection, its runs store and the overview reads on the target schema. */
-  async overview(): Promise<{ db: Db; runs: RunsStore; store: OverviewStore }> {
+  /** The reads of keys, with `explainStored` (the definitions the database holds), on the target schema. */
+  async insights(): Promise<KeyInsights> {
+    const { KeyInsights } = await import('../runs/key-insights');
+    return (await this.context()).get(KeyInsights, { strict: false });
+  }
+
+  /**
+   * The module's connection, its runs store, the stored workflow definitions and the overview
+   * reads on the target schema.
+   */
+  async overview(): Promise<{ db: Db; runs: RunsStore; definitions: DefinitionsStore; store: OverviewStore }> {
     const app = await this.context();
-    const [{ DurableConnection }, { RunsStore }] = await Promise.all([import('../core/durable.connection'), import('../store/runs.store')]);
+    const [{ DurableConnection }, { RunsStore }, { DefinitionsStore }] = await Promise.all([
+      import('../core/durable.connection'),
+      import('../store/runs.store'),
+      import('../store/definitions.store'),
+    ]);
     const { db } = app.get(DurableConnection, { strict: false });
-    return { db, runs: app.get(RunsStore, { strict: false }), store: new OverviewStore(this.target.schema) };
+    return {
+      db,
+      runs: app.get(RunsStore, { strict: false }),
+      definitions: app.get(DefinitionsStore, { strict: false }),
+      store: new OverviewStore(this.target.schema),
+    };
   }
 
   /** A DataSource of its own (for migrations: the module would apply them when it starts). */

@@ -1,6 +1,7 @@
 import { UsageError } from '../errors';
 import { SCHEMA_NAME } from '../options/durable-options.dto';
 import { durationOption, parseArgs, stringOption, type ParsedArgs } from './args';
+import { UNDEFINED_TABLE } from '../store/db';
 import { CliConnection } from './cli-connection';
 import type { Command } from './command';
 import { overviewCommands } from './overview.commands';
@@ -73,9 +74,6 @@ function checkUsage(command: Command, args: string[], parsed: ParsedArgs): void 
   const known = new Set([...Object.keys(command.options), ...Object.keys(GLOBAL_OPTIONS)].map((o) => o.split(' ')[0].slice(2)));
   for (const name of parsed.options.keys()) if (!known.has(name)) throw new UsageError(`${command.name} has no option --${name}`);
 }
-
-/** Postgres' code for a table that does not exist. */
-const UNDEFINED_TABLE = '42P01';
 
 /**
  * One line naming the error's code: `error <code>: <message>` (a durable error's code, else

@@ -2,6 +2,7 @@ import { UnknownWorkflowError } from '../errors';
 import { concurrentIndexStatements, migrateConcurrently, pendingMigrations, runMigrations } from '../store/migrator';
 import type { StatusCount } from '../store/overview.store';
 import { countOption, stringOption } from './args';
+import { keysExplainCommand } from './keys-explain.command';
 import type { Command, CommandContext } from './command';
 import { table } from './table';
 
@@ -41,8 +42,9 @@ function countsTable(
 
 /**
  * `workflows pause|resume <name>`: on every node, from its next claim on. The CLI has no
- * definitions: a name the database knows nothing of (no run, no schedule, never paused) is refused
- * as unknown rather than paused blindly (a misspelt name would pause nothing).
+ * definitions: a name the database knows nothing of (no run, no schedule, no definition written by
+ * an app node, never paused) is refused as unknown rather than paused blindly (a misspelt name
+ * would pause nothing).
  */
 const pauseCommand = (verb: 'pause' | 'resume'): Command => ({
   name: `workflows ${verb}`,
@@ -55,13 +57,19 @@ const pauseCommand = (verb: 'pause' | 'resume'): Command => ({
   async run(ctx) {
     const [name] = ctx.args;
     const durable = await ctx.connection.durable();
-    const [runs, schedules, paused] = await Promise.all([
+    const { db, definitions } = await ctx.connection.overview();
+    const [runs, schedules, paused, definition] = await Promise.all([
       durable.listRuns({ workflow: name, limit: 1 }),
       durable.listSchedules(),
       (await ctx.connection.controls()).paused(),
+      definitions.get(db, name),
     ]);
-    if (runs.length === 0 && !schedules.some((s) => s.workflow === name) && !paused.has(name)) {
-      throw new UnknownWorkflowError(name, undefined, `workflows ${verb}: schema ${ctx.connection.target.schema} has no run or schedule of workflow "${name}"`);
+    if (runs.length === 0 && !schedules.some((s) => s.workflow === name) && !paused.has(name) && !definition) {
+      throw new UnknownWorkflowError(
+        name,
+        undefined,
+        `workflows ${verb}: schema ${ctx.connection.target.schema} has no run, schedule or definition of workflow "${name}"`,
+      );
     }
     await (verb === 'pause' ? durable.pause(name) : durable.resume(name));
     const json = { workflow: name, paused: verb === 'pause' };
@@ -69,7 +77,7 @@ const pauseCommand = (verb: 'pause' | 'resume'): Command => ({
   },
 });
 
-/** `status`, `workflows …`, `keys list`, `activity` and `migrate`. */
+/** `status`, `workflows …`, `keys list`, `keys explain`, `activity` and `migrate`. */
 export const overviewCommands: Command[] = [
   {
     name: 'status',
@@ -105,19 +113,33 @@ export const overviewCommands: Command[] = [
     name: 'workflows list',
     args: [],
     options: {},
-    summary: 'workflows with runs going or finished in the last hour, a schedule, or paused (definitions live in the app, not the database)',
+    summary: 'workflows with runs going or finished in the last hour, a schedule, paused, or a definition written by an app node (with its key rules)',
     async run(ctx) {
       const { going, finished } = await counts(ctx);
-      const [schedules, paused] = await Promise.all([(await ctx.connection.durable()).listSchedules(), (await ctx.connection.controls()).paused()]);
+      const { db, definitions } = await ctx.connection.overview();
+      const [schedules, paused, defined] = await Promise.all([
+        (await ctx.connection.durable()).listSchedules(),
+        (await ctx.connection.controls()).paused(),
+        definitions.list(db),
+      ]);
       const names = byWorkflow(going, finished);
-      for (const w of [...schedules.map((s) => s.workflow), ...paused]) if (!names.has(w)) names.set(w, {});
+      const definitionOf = new Map(defined.map((d) => [d.workflow, d]));
+      for (const w of [...schedules.map((s) => s.workflow), ...paused, ...definitionOf.keys()]) if (!names.has(w)) names.set(w, {});
       const scheduleNames = (workflow: string) => schedules.filter((sc) => sc.workflow === workflow).map((sc) => sc.name);
-      const json = [...names].map(([workflow, n]) => ({ workflow, counts: n, schedules: scheduleNames(workflow), paused: paused.has(workflow) }));
+      const json = [...names].map(([workflow, n]) => ({
+        workflow,
+        counts: n,
+        schedules: scheduleNames(workflow),
+        paused: paused.has(workflow),
+        definition: definitionOf.get(workflow) ?? null,
+      }));
       const text = countsTable(names, finished, [
         { column: 'SCHEDULES', of: (w) => scheduleNames(w).join(', ') },
         { column: 'PAUSED', of: (w) => (paused.has(w) ? 'yes' : '') },
+        { column: 'REUSE', of: (w) => definitionOf.get(w)?.reuse },
+        { column: 'ON DUPLICATE', of: (w) => definitionOf.get(w)?.onDuplicate },
       ]);
-      return { json, text: json.length ? text : 'no workflows with runs or schedules' };
+      return { json, text: json.length ? text : 'no workflows with runs, schedules or definitions' };
     },
   },
   pauseCommand('pause'),
@@ -144,6 +166,7 @@ export const overviewCommands: Command[] = [
       return { json: keys, text };
     },
   },
+  keysExplainCommand,
   {
     name: 'activity',
     args: [],

@@ -3,7 +3,10 @@ import type { DataSource } from 'typeorm';
 import { WorkflowExplorer } from '../definition/workflow.explorer';
 import type { ResolvedOptions } from '../options/resolve-options';
 import { NotReadyError } from '../errors';
-import { Db } from '../store/db';
+import { definitionRecord } from '../definition/definition-record';
+import { WorkflowRegistry } from '../definition/workflow.registry';
+import { Db, sqlState, UNDEFINED_TABLE } from '../store/db';
+import { DefinitionsStore } from '../store/definitions.store';
 import { createDataSource, pgPoolOf } from '../store/typeorm-adapter';
 import { runMigrations } from '../store/migrator';
 import { LOG_CONTEXT, RESOLVED_OPTIONS } from './durable.constants';
@@ -11,8 +14,9 @@ import { LOG_CONTEXT, RESOLVED_OPTIONS } from './durable.constants';
 /**
  * The module's connection to Postgres: the app's DataSource (or one of its own, from `url`) and its
  * `pg` pool as a {@link Db}. At module init it first discovers the workflows (so that a bad
- * definition fails the boot before any connection is opened), then connects and applies the
- * migrations. A DataSource it made itself is closed last at shutdown, after the worker drained.
+ * definition fails the boot before any connection is opened), then connects, applies the
+ * migrations and writes this node's workflow definitions (see `writeDefinitions`). A DataSource it
+ * made itself is closed last at shutdown, after the worker drained.
  */
 @Injectable()
 export class DurableConnection implements OnModuleInit, OnApplicationShutdown {
@@ -24,6 +28,8 @@ export class DurableConnection implements OnModuleInit, OnApplicationShutdown {
   constructor(
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedOptions,
     private readonly explorer: WorkflowExplorer,
+    private readonly registry: WorkflowRegistry,
+    private readonly definitions: DefinitionsStore,
   ) {}
 
   async onModuleInit(): Promise<void> {
@@ -41,6 +47,26 @@ export class DurableConnection implements OnModuleInit, OnApplicationShutdown {
     if (options.migrationsRun) {
       const applied = await runMigrations(this.dataSource, options.schema);
       if (applied.length) this.logger.log(`applied migrations ${applied.join(', ')} to schema "${options.schema}"`);
+    }
+    await this.writeDefinitions();
+  }
+
+  /**
+   * Writes the key rules and steps of this node's workflows to `workflow_definitions`, in one
+   * statement, over what another node wrote under the same names (the last node to boot wins), for
+   * the commands that have no definitions (the CLI's `keys explain`). None to write (the CLI's own
+   * module): nothing is written. A schema not migrated this far is warned about, not fatal.
+   */
+  private async writeDefinitions(): Promise<void> {
+    const records = this.registry.names().map((name) => definitionRecord(this.registry.get(name)));
+    if (records.length === 0) return;
+    try {
+      await this.definitions.write(this.db, this.options.nodeId, records);
+    } catch (err) {
+      if (sqlState(err) !== UNDEFINED_TABLE) throw err;
+      this.logger.warn(
+        "workflow definitions not written: the schema lacks the table workflow_definitions (run the module's migrations, DurableWorkflowDefinitions1733040016000)",
+      );
     }
   }
 

@@ -4,6 +4,7 @@ import { resolveOptions } from '../options/resolve-options';
 import { DURABLE_OPTIONS } from '../options/durable.module-definition';
 import { ActivityStore } from '../store/activity.store';
 import { ControlsStore } from '../store/controls.store';
+import { DefinitionsStore } from '../store/definitions.store';
 import { EventsStore } from '../store/events.store';
 import { FlowsStore } from '../store/flows.store';
 import { HistoryStore } from '../store/history.store';
@@ -25,7 +26,18 @@ const store = (type: new (schema: string, channel: string) => object): Provider 
 /** The resolved options and every store, as providers of the module. */
 export const coreProviders: Provider[] = [
   { provide: RESOLVED_OPTIONS, inject: [DURABLE_OPTIONS], useFactory: resolveOptions },
-  ...[RunsStore, NodesStore, MemosStore, ActivityStore, EventsStore, WaitsStore, FlowsStore, HooksStore, SchedulesStore, HistoryStore, ControlsStore].map((t) =>
-    store(t),
-  ),
+  ...[
+    RunsStore,
+    NodesStore,
+    MemosStore,
+    ActivityStore,
+    EventsStore,
+    WaitsStore,
+    FlowsStore,
+    HooksStore,
+    SchedulesStore,
+    HistoryStore,
+    ControlsStore,
+    DefinitionsStore,
+  ].map((t) => store(t)),
 ];

@@ -11,6 +11,7 @@ import { KeyInsights } from '../runs/key-insights';
 import { RunReader } from '../runs/run-reader';
 import { ActivityStore } from '../store/activity.store';
 import { ControlsStore } from '../store/controls.store';
+import { DefinitionsStore } from '../store/definitions.store';
 import { Db } from '../store/db';
 import { FlowsStore } from '../store/flows.store';
 import { HistoryStore } from '../store/history.store';
@@ -49,6 +50,7 @@ export class DashboardReads implements OnApplicationShutdown {
     private readonly nodes: NodesStore,
     private readonly flowsStore: FlowsStore,
     private readonly controls: ControlsStore,
+    private readonly definitions: DefinitionsStore,
   ) {}
 
   /** The readers, bounded by the statement timeout. */
@@ -62,7 +64,7 @@ export class DashboardReads implements OnApplicationShutdown {
     const { registry, runsStore, history, activity, nodes } = this;
     this.made = {
       runs: new RunReader(bounded, registry, runsStore, history),
-      keys: new KeyInsights(bounded, registry, activity, runsStore),
+      keys: new KeyInsights(bounded, registry, activity, runsStore, this.definitions),
       cluster: new ClusterReader(bounded, registry, runsStore, nodes, this.controls, this.options),
       flows: new FlowsEngine(bounded, registry, this.flowsStore, runsStore, activity, this.options),
       backlog: () => runsStore.backlog(bounded.db),

@@ -2,10 +2,21 @@ import { Injectable } from '@nestjs/common';
 import { DurableConnection } from '../core/durable.connection';
 import { WorkflowRegistry } from '../definition/workflow.registry';
 import { ActivityStore } from '../store/activity.store';
-import { assertValid, jsonProblem, keyProblem, onDuplicateProblem, optionNames, problem, unknownOptionProblems, uuidProblem } from '../domain/validation';
+import {
+  assertValid,
+  jsonProblem,
+  keyProblem,
+  onDuplicateProblem,
+  optionNames,
+  problem,
+  reuseProblem,
+  unknownOptionProblems,
+  uuidProblem,
+} from '../domain/validation';
 import { explainStart, type StartExplanation } from '../domain/keys.explain';
-import type { OnDuplicate } from '../domain/keys.policy';
+import type { OnDuplicate, ReusePolicy } from '../domain/keys.policy';
 import { RunsStore } from '../store/runs.store';
+import { DefinitionsStore, type DefinitionRow } from '../store/definitions.store';
 import type { RunStatus } from '../domain/run-info';
 import type { WorkflowRef } from '../definition/workflow-metadata';
 
@@ -31,6 +42,16 @@ export interface KeyInfo {
   readdsLastDay: number;
   /** Pass it as `cursor` for the next page. */
   cursor: string;
+}
+
+/** An explanation from the definition the database holds (the CLI's `keys explain`). */
+export interface StoredExplanation {
+  workflow: string;
+  key: string;
+  /** What `explainStart` answers on a node that booted with {@link definition}. */
+  explanation: StartExplanation;
+  /** The definition read, as the last node that booted with it wrote it. */
+  definition: DefinitionRow;
 }
 
 /** Filters of `listKeys`. */
@@ -87,6 +108,7 @@ export class KeyInsights {
     private readonly registry: WorkflowRegistry,
     private readonly activity: ActivityStore,
     private readonly runs: RunsStore,
+    private readonly definitions: DefinitionsStore,
   ) {}
 
   /** What `start(workflow, input, options)` would do now and why, writing nothing (the holder is read without a lock). */
@@ -99,10 +121,32 @@ export class KeyInsights {
       onDuplicateProblem(o.onDuplicate, def.reuse),
       jsonProblem(input, 'input'),
     ]);
-    const holder = await this.runs.peekHolder(this.connection.db, def.name, o.key);
+    return this.explain(def.name, o.key, def.reuse, o.onDuplicate ?? def.onDuplicate);
+  }
+
+  /**
+   * `explainStart` with the definition of `workflow` the database holds (table
+   * `workflow_definitions`) instead of one registered here; undefined when it holds none. Stored
+   * rules this version does not know (written by a newer one) are refused, not guessed at.
+   */
+  async explainStored(workflow: string, key: string, onDuplicate?: OnDuplicate): Promise<StoredExplanation | undefined> {
+    const definition = await this.definitions.get(this.connection.db, workflow);
+    if (!definition) return undefined;
+    assertValid(`keys explain ${workflow}`, [
+      reuseProblem(definition.reuse, 'definition.reuse') ?? onDuplicateProblem(definition.onDuplicate, definition.reuse, 'definition.onDuplicate'),
+      keyProblem(key),
+      onDuplicateProblem(onDuplicate, definition.reuse),
+    ]);
+    const explanation = await this.explain(workflow, key, definition.reuse, onDuplicate ?? definition.onDuplicate);
+    return { workflow, key, explanation, definition };
+  }
+
+  /** The explanation of a start with these rules against the key's holder as it is now. */
+  private async explain(workflow: string, key: string, reuse: ReusePolicy, onDuplicate: OnDuplicate): Promise<StartExplanation> {
+    const holder = await this.runs.peekHolder(this.connection.db, workflow, key);
     return explainStart(
-      def.reuse,
-      o.onDuplicate ?? def.onDuplicate,
+      reuse,
+      onDuplicate,
       holder && { id: holder.id, status: holder.status, pickedUp: holder.picked_up, debouncing: holder.debouncing, waiterId: holder.waiter_id },
     );
   }

@@ -49,6 +49,9 @@ export class Db implements Queryable {
   }
 }
 
+/** Postgres' SQLSTATE for a table that does not exist (a schema not migrated this far). */
+export const UNDEFINED_TABLE = '42P01';
+
 /** The SQLSTATE of an error Postgres reported (undefined for any other error). */
 export function sqlState(err: unknown): string | undefined {
   const code = (err as { code?: unknown } | null | undefined)?.code;

@@ -4,12 +4,9 @@
  * documents, the one-line errors with their code, and the exit codes (0 done, 1 refused or
  * failed, 2 bad usage).
  */
-import { execFile } from 'child_process';
-import * as path from 'path';
 import { RunContext, Step, Workflow } from '../../src';
-import { createApp, databaseUrl, freshSchema, sql, TestApp, waitFor } from '../support';
-
-const BIN = path.join(__dirname, '..', '..', 'dist', 'src', 'cli', 'main.js');
+import { createApp, freshSchema, sql, TestApp, waitFor } from '../support';
+import { cli, expectError } from '../support/cli';
 
 @Workflow('cli_echo')
 class Echo {
@@ -43,29 +40,6 @@ class Events {
   async wait(ctx: RunContext) {
     return ctx.waitForEvent<unknown>('go');
   }
-}
-
-interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the binary; DATABASE_URL is the test database unless `env` says otherwise. */
-function cli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env: { ...process.env, DATABASE_URL: databaseUrl(), ...env }, timeout: 60_000 }, (err, stdout, stderr) =>
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout, stderr }),
-    );
-  });
-}
-
-/** Expects exit `code` and one line on stderr starting `error <errorCode>:`. */
-function expectError(r: CliResult, code: number, errorCode: string) {
-  expect(r.code).toBe(code);
-  expect(r.stdout).toBe('');
-  expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
-  expect(r.stderr).toMatch(new RegExp(`^error ${errorCode}: `));
 }
 
 // every command is a process of its own, booting Nest: slow on a loaded machine
@@ -105,6 +79,7 @@ describe('nestjs-durable: usage', () => {
       'workflows pause',
       'workflows resume',
       'keys list',
+      'keys explain',
       'activity',
       'migrate',
     ]);
@@ -289,8 +264,16 @@ describe('nestjs-durable overview', () => {
     expect(workflows).toContainEqual(
       expect.objectContaining({ workflow: 'cli_approval', counts: expect.objectContaining({ waiting: expect.any(Number) }), schedules: [] }),
     );
+    // with the key rules of the definition the app wrote at boot
+    expect(workflows).toContainEqual(
+      expect.objectContaining({
+        workflow: 'cli_events',
+        definition: expect.objectContaining({ reuse: 'afterClose', onDuplicate: 'useExisting', steps: ['wait'] }),
+      }),
+    );
     const text = await on('workflows', 'list');
-    expect(text.stdout).toMatch(/^WORKFLOW\s+PENDING\s+RUNNING\s+WAITING\s+COMPENSATING/);
+    expect(text.stdout).toMatch(/^WORKFLOW\s+PENDING\s+RUNNING\s+WAITING\s+COMPENSATING.*\s+REUSE\s+ON DUPLICATE$/m);
+    expect(text.stdout).toMatch(/^cli_approval\s.*\s+afterClose\s+useExisting$/m);
     await app.durable.cancel(waiting.runId);
   });
 
@@ -301,7 +284,7 @@ describe('nestjs-durable overview', () => {
     expect(paused.stdout).toMatch(/^cli_echo: paused/);
     expect((await app.durable.listWorkflows()).find((w) => w.name === 'cli_echo')?.paused).toBe(true);
     expect(await json('workflows', 'list')).toContainEqual(expect.objectContaining({ workflow: 'cli_echo', paused: true }));
-    expect((await on('workflows', 'list')).stdout).toMatch(/^WORKFLOW\s+PENDING.*SCHEDULES\s+PAUSED$/m);
+    expect((await on('workflows', 'list')).stdout).toMatch(/^WORKFLOW\s+PENDING.*SCHEDULES\s+PAUSED\s+REUSE\s+ON DUPLICATE$/m);
     const held = await app.durable.start(Echo, { n: 1 });
     // a run of another workflow started after it is claimed and finishes; the paused one is still pending
     const other = await app.durable.start(Approval);

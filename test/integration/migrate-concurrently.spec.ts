@@ -4,21 +4,10 @@
  * index builds. Shown on a real schema whose key index migration is pending, with a transaction
  * open on `runs` that the build has to wait for.
  */
-import { execFile } from 'node:child_process';
-import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { databaseUrl, freshSchema, ident, sql, waitForLockWait } from '../support';
-
-const BIN = path.resolve(__dirname, '../../dist/src/cli/main.js');
-
-function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env: { ...process.env, DATABASE_URL: databaseUrl() }, timeout: 60_000 }, (err, stdout, stderr) =>
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout, stderr }),
-    );
-  });
-}
+import { cli } from '../support/cli';
 
 const insertRun = (schema: string) => `INSERT INTO ${ident(schema)}.runs (id, workflow) VALUES ('${randomUUID()}', 'mc_plain')`;
 

@@ -1,0 +1,31 @@
+import { expect } from '@jest/globals';
+import { execFile } from 'child_process';
+import * as path from 'path';
+import { databaseUrl } from './db';
+
+/** The built CLI (`nestjs-durable`). */
+const BIN = path.join(__dirname, '..', '..', 'dist', 'src', 'cli', 'main.js');
+
+/** What a CLI process ended with. */
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the binary as a process of its own; DATABASE_URL is the test database unless `env` says otherwise. */
+export function cli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args], { env: { ...process.env, DATABASE_URL: databaseUrl(), ...env }, timeout: 60_000 }, (err, stdout, stderr) =>
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout, stderr }),
+    );
+  });
+}
+
+/** Expects exit `code` and one line on stderr starting `error <errorCode>:`. */
+export function expectError(r: CliResult, code: number, errorCode: string): void {
+  expect(r.code).toBe(code);
+  expect(r.stdout).toBe('');
+  expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
+  expect(r.stderr).toMatch(new RegExp(`^error ${errorCode}: `));
+}
