@@ -1,7 +1,7 @@
 'use strict';
 // Queue controls: the one-step drain of nestjs-durable without controls, with a concurrency limit of
 // 1 per group over 1,000 groups, and with a rate limit, each drained by one worker process at the same
-// concurrency. Usage: node bench/controls.js (BENCH_CONCURRENCY default 50, BENCH_SCALE, BENCH_REPS).
+// concurrency. Usage: node bench/controls.js (BENCH_CONCURRENCY default 50, BENCH_RATE default 2000, BENCH_SCALE, BENCH_REPS).
 // Writes results/controls.md (quick-controls.md below scale 1).
 require('reflect-metadata');
 const fs = require('fs');
@@ -13,7 +13,7 @@ const { log, scale, summarize, until } = require('./lib/util');
 
 const SCHEMA = 'bench_controls';
 const GROUPS = 1000;
-const RATE = 2000; // runs per second the rate-limited workflow allows
+const RATE = Number(process.env.BENCH_RATE || 2000); // runs per second the rate-limited workflow allows
 
 function library() {
   return require(process.env.BENCH_OURS_LIB || 'nestjs-durable');

@@ -13,6 +13,7 @@ import { DurableQueueControls1733040012000 } from './1733040012000-durable-queue
 import { DurableKeyTombstones1733040013000 } from './1733040013000-durable-key-tombstones';
 import { DurableQueueControlIndexes1733040014000 } from './1733040014000-durable-queue-control-indexes';
 import { DurableWorkflowDefinitions1733040016000 } from './1733040016000-durable-workflow-definitions';
+import { DurableGroupDueIndex1733040017000 } from './1733040017000-durable-group-due-index';
 
 export { DurableInit1733040000000, DurableKeys1733040001000, DurableWaits1733040002000 };
 export { DurableFlows1733040003000 };
@@ -26,6 +27,7 @@ export { DurableQueueControls1733040012000 };
 export { DurableKeyTombstones1733040013000 };
 export { DurableQueueControlIndexes1733040014000 };
 export { DurableWorkflowDefinitions1733040016000 };
+export { DurableGroupDueIndex1733040017000 };
 
 /** The module's migration classes in order, for schema `durable` (TypeORM `migrations: [...]`). */
 export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[] = [
@@ -43,6 +45,7 @@ export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[]
   DurableKeyTombstones1733040013000,
   DurableQueueControlIndexes1733040014000,
   DurableWorkflowDefinitions1733040016000,
+  DurableGroupDueIndex1733040017000,
 ];
 
 /**

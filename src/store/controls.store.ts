@@ -55,10 +55,11 @@ export class ControlsStore {
       // Claims up to $2 runs of limited workflow $3 for node $1 (alive within $9 ms). Limits: $4
       // concurrency ($5: per group), $6 runs begun per $7 ms ($8: per group); NULL: none. g: the
       // groups with runs to claim, by a skip scan of runs_group_open (one probe per group); per
-      // group, what its limits leave free, then its due runs (pending, woken from a wait, or a
-      // released compensation) by priority and age; across groups the first of each group come
-      // first (fair: a group with many due runs does not starve one with a few); a limit of the
-      // whole workflow caps the total.
+      // group, what its limits leave free, then its due runs by priority and age: the first pending
+      // ones from runs_group_due (no sort of the whole group), with those woken from a wait or a
+      // released compensation (runs_group_woken); across groups the first of each group come first (fair: a group
+      // with many due runs does not starve one with a few); a limit of the whole workflow caps the
+      // total.
       claim: `
         WITH RECURSIVE alive AS (
           SELECT 1 FROM ${S}.nodes WHERE id = $1 AND heartbeat_at > now() - $9 * interval '1 millisecond'
@@ -80,11 +81,16 @@ export class ControlsStore {
               CASE WHEN $4::int IS NOT NULL AND $5::boolean THEN $4 - ${running(true)} END,
               CASE WHEN $6::int IS NOT NULL AND $8::boolean THEN $6 - ${begun(true)} END) AS free
           ) f CROSS JOIN LATERAL (
-            SELECT id, priority, run_at, status = 'waiting' AS woke FROM ${S}.runs
-            WHERE workflow = $3 AND group_key = g.k
-              AND ((status = 'pending' AND run_at <= now()) OR (status = 'waiting' AND wake_at <= now())
-                   OR (status = 'compensating' AND node_id IS NULL AND run_at <= now()))
-            ORDER BY priority DESC, run_at LIMIT greatest(f.free, 0) FOR UPDATE SKIP LOCKED
+            SELECT * FROM (
+              SELECT * FROM (SELECT id, priority, run_at, false AS woke FROM ${S}.runs
+                WHERE workflow = $3 AND group_key = g.k AND status = 'pending' AND run_at <= now()
+                ORDER BY priority DESC, run_at LIMIT greatest(f.free, 0) FOR UPDATE SKIP LOCKED) p
+              UNION ALL
+              SELECT * FROM (SELECT id, priority, run_at, status = 'waiting' FROM ${S}.runs
+                WHERE workflow = $3 AND group_key = g.k
+                  AND ((status = 'waiting' AND wake_at <= now()) OR (status = 'compensating' AND node_id IS NULL AND run_at <= now()))
+                LIMIT greatest(f.free, 0) FOR UPDATE SKIP LOCKED) w
+            ) u ORDER BY priority DESC, run_at LIMIT greatest(f.free, 0)
           ) d
           WHERE g.k IS NOT NULL AND EXISTS (SELECT 1 FROM alive)
         ), c AS (

@@ -40,6 +40,20 @@ class Rated {
   async run() {}
 }
 
+/** Two steps with a durable sleep between them: the second is claimed as a woken run. */
+const napped: string[] = [];
+@Workflow('qc_napping', { concurrency: 1 })
+class Napping {
+  @Step()
+  async nap(ctx: RunContext<string>) {
+    await ctx.sleep('150ms');
+  }
+  @Step()
+  async wake(ctx: RunContext<string>) {
+    napped.push(ctx.input);
+  }
+}
+
 /** Reports progress, then waits until the test lets it finish. */
 const gate = { open: false };
 @Workflow('qc_progress')
@@ -179,6 +193,17 @@ describe('rate limit', () => {
     );
     expect(w.most).toBe(3);
     expect(w.span).toBeGreaterThanOrEqual(0.8); // three windows of 400 ms
+  });
+});
+
+describe('concurrency limit and waits', () => {
+  it("a limited run that slept is claimed again through its workflow's claim when its timer ends", async () => {
+    napped.length = 0;
+    const t = await createApp({ workflows: [Napping], concurrency: 4 });
+    const runs = [];
+    for (const input of ['a', 'b', 'c']) runs.push(await t.durable.start(Napping, input));
+    for (const r of runs) expect((await t.durable.waitForRun(r.runId, { timeout: 30_000 })).status).toBe('completed');
+    expect([...napped].sort()).toEqual(['a', 'b', 'c']);
   });
 });
 
