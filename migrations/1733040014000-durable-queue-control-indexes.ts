@@ -23,10 +23,10 @@ export class DurableQueueControlIndexes1733040014000 extends DurableMigration {
   name = 'DurableQueueControlIndexes1733040014000';
 
   async up(q: QueryRunner): Promise<void> {
-    for (const [name, definition] of INDEXES) await q.query(`CREATE INDEX IF NOT EXISTS ${name} ON ${this.s}.runs ${definition}`);
+    await this.createRunsIndexes(q, INDEXES);
   }
 
   async down(q: QueryRunner): Promise<void> {
-    for (const [name] of [...INDEXES].reverse()) await q.query(`DROP INDEX IF EXISTS ${this.s}.${name}`);
+    await this.dropIndexes(q, INDEXES);
   }
 }

@@ -16,6 +16,16 @@ export abstract class DurableMigration implements MigrationInterface {
     return `durable_${this.schema}`;
   }
 
+  /** Creates indexes on `runs` (`[name, definition]`), re-runnably (`migrate --concurrently` builds them first). */
+  protected async createRunsIndexes(q: QueryRunner, indexes: [name: string, definition: string][]): Promise<void> {
+    for (const [name, definition] of indexes) await q.query(`CREATE INDEX IF NOT EXISTS ${name} ON ${this.s}.runs ${definition}`);
+  }
+
+  /** Drops the indexes {@link createRunsIndexes} made, in reverse order. */
+  protected async dropIndexes(q: QueryRunner, indexes: [name: string, definition: string][]): Promise<void> {
+    for (const [name] of [...indexes].reverse()) await q.query(`DROP INDEX IF EXISTS ${this.s}.${name}`);
+  }
+
   abstract up(q: QueryRunner): Promise<void>;
   abstract down(q: QueryRunner): Promise<void>;
 }
