@@ -14,6 +14,8 @@ import { DurableKeyTombstones1733040013000 } from './1733040013000-durable-key-t
 import { DurableQueueControlIndexes1733040014000 } from './1733040014000-durable-queue-control-indexes';
 import { DurableWorkflowDefinitions1733040016000 } from './1733040016000-durable-workflow-definitions';
 import { DurableGroupDueIndex1733040017000 } from './1733040017000-durable-group-due-index';
+import { DurableKeyStats1733040018000 } from './1733040018000-durable-key-stats';
+import { DurableLeanHistory1733040019000 } from './1733040019000-durable-lean-history';
 
 export { DurableInit1733040000000, DurableKeys1733040001000, DurableWaits1733040002000 };
 export { DurableFlows1733040003000 };
@@ -28,6 +30,8 @@ export { DurableKeyTombstones1733040013000 };
 export { DurableQueueControlIndexes1733040014000 };
 export { DurableWorkflowDefinitions1733040016000 };
 export { DurableGroupDueIndex1733040017000 };
+export { DurableKeyStats1733040018000 };
+export { DurableLeanHistory1733040019000 };
 
 /** The module's migration classes in order, for schema `durable` (TypeORM `migrations: [...]`). */
 export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[] = [
@@ -46,6 +50,8 @@ export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[]
   DurableQueueControlIndexes1733040014000,
   DurableWorkflowDefinitions1733040016000,
   DurableGroupDueIndex1733040017000,
+  DurableKeyStats1733040018000,
+  DurableLeanHistory1733040019000,
 ];
 
 /**

@@ -60,6 +60,7 @@ import { Worker } from './worker/worker';
     Starter,
     RunReader,
     QueueControls,
+    FlowsEngine,
   ],
 })
 export class DurableModule extends DurableConfigurableModule {}

@@ -17,7 +17,8 @@ import { KeyInsights, type ActivityEvent, type KeyInfo, type KeyStats, type List
 import { RunAdmin } from './runs/run-admin';
 import { RunEvents } from './runs/run-events';
 import { RunReader, type CountRunsFilter, type ListRunsOptions, type StepAttempt } from './runs/run-reader';
-import { Starter, type StartManyItem, type StartManyResult, type StartOptions } from './runs/starter';
+import { Starter, type StartManyResult } from './runs/starter';
+import type { FreedKeyWorkflowRef, NeverFreedStartOptions, StartManyItem, StartOptions } from './runs/start-options';
 import { Scheduler, type ScheduleInfo } from './schedules/scheduler';
 import { Maintenance } from './worker/maintenance';
 
@@ -40,8 +41,14 @@ export class DurableService {
     private readonly controls: QueueControls,
   ) {}
 
-  /** Starts a run of `workflow` (see docs/keys.md for keys and `onDuplicate`). */
-  start<TInput = unknown>(workflow: WorkflowRef, input?: TInput, options?: StartOptions): Promise<StartResult> {
+  /**
+   * Starts a run of `workflow` (see docs/keys.md for keys and `onDuplicate`). A workflow class that
+   * extends `DurableWorkflow(…, { reuse: 'never' })` does not take `onDuplicate: 'runAgain'` here
+   * (a compile error; refused with `DurableValidationError` when the types are bypassed).
+   */
+  start<TInput = unknown>(workflow: FreedKeyWorkflowRef, input?: TInput, options?: StartOptions): Promise<StartResult>;
+  start<TInput = unknown>(workflow: WorkflowRef, input?: TInput, options?: NeverFreedStartOptions): Promise<StartResult>;
+  start(workflow: WorkflowRef, input?: unknown, options?: StartOptions): Promise<StartResult> {
     return this.starter.start(workflow, input, options);
   }
 

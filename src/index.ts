@@ -4,6 +4,7 @@ export type { ListRunsOptions, CountRunsFilter, StepAttempt } from './runs/run-r
 export type { WorkflowInfo, NodeInfo } from './runs/cluster-reader';
 export type { StepAttemptStatus } from './store/runs.types';
 export { Workflow, type WorkflowMetadata } from './definition/workflow.decorator';
+export { DurableWorkflow, type DurableWorkflowBase, type TypedWorkflowClass } from './definition/durable-workflow';
 export { Step, type StepMetadata } from './definition/step.decorator';
 export type { RunContext } from './worker/run-context';
 export { isSuspension } from './domain/suspension';
@@ -11,7 +12,8 @@ export type { WaitKind } from './domain/suspension';
 export type { WaitOptions, ChildCall, CallOptions } from './worker/waits';
 export type { SendEventOutcome } from './runs/event-delivery';
 export type { RunInfo, RunStatus, StartResult } from './domain/run-info';
-export type { StartOptions, StartManyItem, StartManyResult } from './runs/starter';
+export type { StartManyResult } from './runs/starter';
+export type { StartOptions, StartManyItem, NeverFreedStartOptions, FreedKeyWorkflowRef } from './runs/start-options';
 export type { WorkflowRef } from './definition/workflow-metadata';
 export type { DurableModuleOptions, WorkerOptions, RetentionOptions } from './options/durable-options.interface';
 export type { WorkflowOptions, StepOptions, DebounceOptions } from './options/workflow-options.interface';

@@ -6,9 +6,10 @@ import { CliConnection } from './cli-connection';
 import type { Command } from './command';
 import { overviewCommands } from './overview.commands';
 import { runsCommands } from './runs.commands';
+import { flowsCommands } from './flows.commands';
 
 /** Every command, in the order the help lists them. */
-export const COMMANDS: Command[] = [overviewCommands[0], ...runsCommands, ...overviewCommands.slice(1)];
+export const COMMANDS: Command[] = [overviewCommands[0], ...runsCommands, ...flowsCommands, ...overviewCommands.slice(1)];
 
 /** Where the CLI writes, and its environment. */
 export interface CliIo {

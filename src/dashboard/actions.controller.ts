@@ -1,6 +1,7 @@
 import { Body, Controller, HttpStatus, Param, Post, Req, Res, UseGuards, UseInterceptors } from '@nestjs/common';
 import { DurableConnection } from '../core/durable.connection';
 import { DurableValidationError, RunNotFoundError } from '../errors';
+import { FlowsEngine } from '../flows/flows.engine';
 import { QueueControls } from '../runs/queue-controls';
 import { RunAdmin } from '../runs/run-admin';
 import { RunEvents } from '../runs/run-events';
@@ -79,6 +80,7 @@ export class ActionsController {
     private readonly activity: ActivityStore,
     private readonly connection: DurableConnection,
     private readonly controls: QueueControls,
+    private readonly flows: FlowsEngine,
   ) {}
 
   @Post('runs/:id/:action')
@@ -134,6 +136,24 @@ export class ActionsController {
         outcome: started.outcome,
       });
       target = `${ctx.base}/runs/${started.runId}`;
+      return '';
+    });
+    if (target) return void res.redirect(HttpStatus.SEE_OTHER, target);
+    this.context.send(res, answer);
+  }
+
+  /** Runs a flow's node `from` and everything downstream of it again, then shows the flow again. */
+  @Post('flows/:id/rerun')
+  async rerunFlow(@Req() req: ActionRequest, @Res() res: Redirecting, @Param('id') id: string, @Body() body: Record<string, unknown> = {}) {
+    const refused = await this.refusal(req, 'rerunFlow');
+    if (refused) return this.refuse(res, HttpStatus.FORBIDDEN, refused);
+    let target = '';
+    const answer = await this.context.render(async (ctx) => {
+      const from = String(body.from ?? '');
+      const { runIds } = await this.flows.rerun(id, { from });
+      const run = await this.reads.readers.runs.get(runIds[from]);
+      await this.record(req, runIds[from], run?.workflow ?? null, run?.key ?? null, { action: 'rerunFlow', flowId: id, from, runIds });
+      target = `${ctx.base}/flows/${encodeURIComponent(id)}`;
       return '';
     });
     if (target) return void res.redirect(HttpStatus.SEE_OTHER, target);

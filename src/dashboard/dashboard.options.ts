@@ -3,7 +3,7 @@ import type { Duration } from '../domain/duration';
 import { assertValid, optionNames, unknownOptionProblems } from '../domain/validation';
 
 /** What a dashboard action does; `authorize` is asked about each. */
-export type DashboardAction = 'cancel' | 'retry' | 'rerun' | 'releaseKey' | 'provideInput' | 'sendEvent' | 'triggerSchedule' | 'pause' | 'resume';
+export type DashboardAction = 'cancel' | 'retry' | 'rerun' | 'releaseKey' | 'provideInput' | 'sendEvent' | 'triggerSchedule' | 'pause' | 'resume' | 'rerunFlow';
 
 /** Options of `DurableDashboardModule.forRoot` (see docs/dashboard.md). */
 export interface DurableDashboardOptions {

@@ -11,6 +11,7 @@ import type { StepDefinition, WorkflowControls, WorkflowDefinition } from './wor
 import type { WorkflowOptions } from '../options/workflow-options.interface';
 import { stepsMetadataOf, workflowMetadataOf } from './workflow-metadata';
 import { WorkflowRegistry } from './workflow.registry';
+import { WORKFLOW_BASE_METADATA, WORKFLOW_METADATA } from './metadata.constants';
 
 /** The resolved limits of a workflow's options, or undefined when it has none. */
 function controlsOf(name: string, options: WorkflowOptions): WorkflowControls | undefined {
@@ -19,6 +20,27 @@ function controlsOf(name: string, options: WorkflowOptions): WorkflowControls | 
   const concurrency = c === undefined ? undefined : typeof c === 'number' ? { limit: c, grouped: false } : { limit: c.limit, grouped: true };
   const rateLimit = r && { limit: r.limit, periodMs: toMs(r.period, `workflow "${name}": rateLimit.period`), grouped: r.by !== undefined };
   return { by: (typeof c === 'object' ? c.by : undefined) ?? r?.by, concurrency, rateLimit };
+}
+
+/**
+ * Refuses a class that extends `DurableWorkflow(…)` and is also decorated with `@Workflow` (its
+ * type would carry options other than those it runs with), or that takes constructor dependencies
+ * without a decorator of its own or an `@Inject` on each (Nest could not read their types, so they
+ * would be undefined).
+ */
+function assertDeclaredOnce(name: string, type: Function): void {
+  if (!Reflect.getMetadata(WORKFLOW_BASE_METADATA, type) || Reflect.hasOwnMetadata(WORKFLOW_BASE_METADATA, type)) return;
+  if (Reflect.hasOwnMetadata(WORKFLOW_METADATA, type)) {
+    throw new DurableValidationError(
+      `workflow "${name}" (${type.name}) extends DurableWorkflow(…) and is also decorated with @Workflow: declare it one way, not both`,
+    );
+  }
+  const injected: unknown[] = Reflect.getOwnMetadata('self:paramtypes', type) ?? []; // @Inject(token) on a parameter
+  if (type.length > injected.length && !Reflect.hasOwnMetadata('design:paramtypes', type)) {
+    throw new DurableValidationError(
+      `workflow "${name}" (${type.name}) takes constructor dependencies but has no decorator: give it @Injectable() (or @Inject(token) on every parameter) so Nest can inject them`,
+    );
+  }
 }
 
 /** Finds every `@Workflow` provider in the app and registers it with its steps. */
@@ -71,6 +93,7 @@ export class WorkflowExplorer {
 
   private define(meta: WorkflowMetadata, type: Function, instance: Record<string, unknown>): WorkflowDefinition {
     const { name, options } = meta;
+    assertDeclaredOnce(name, type);
     const stepMeta = stepsMetadataOf(type);
     if (stepMeta.length === 0) {
       throw new DurableValidationError(`workflow "${name}" (${type.name}) has no @Step methods: mark at least one method with @Step()`);

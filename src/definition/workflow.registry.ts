@@ -14,8 +14,8 @@ export class WorkflowRegistry {
     const existing = this.byName.get(def.name);
     if (existing) {
       throw new DurableValidationError(
-        `two workflows are named "${def.name}" (${existing.type.name} and ${def.type.name}): give each @Workflow a name of its own ` +
-          '(the name is stored with every run)',
+        `two workflows are named "${def.name}" (${existing.type.name} and ${def.type.name}): give each workflow a name of its own ` +
+          '(in @Workflow(name) or DurableWorkflow(name); the name is stored with every run)',
       );
     }
     this.byName.set(def.name, def);

@@ -10,6 +10,24 @@ export interface FlowGraphNode {
   status?: RunStatus;
 }
 
+/**
+ * `starts` and every name reached from them through `next` (each once, in the order reached; linear
+ * in the names and links visited): downstream with a node's dependants, upstream with its deps.
+ */
+export function reachable(starts: readonly string[], next: (name: string) => readonly string[]): string[] {
+  const out = [...new Set(starts)];
+  const seen = new Set(out);
+  for (let i = 0; i < out.length; i++) {
+    for (const name of next(out[i])) {
+      if (!seen.has(name)) {
+        seen.add(name);
+        out.push(name);
+      }
+    }
+  }
+  return out;
+}
+
 /** An edge `from → to`: `to` depends on `from`. */
 export interface FlowGraphEdge {
   from: string;

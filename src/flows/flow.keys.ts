@@ -54,9 +54,13 @@ export class FlowKeys {
     return handoffs;
   }
 
-  /** The holders give their keys up (before the nodes are inserted); each hand-off is recorded in the activity log. */
-  async handOff(q: Queryable, handoffs: Handoff[], via: 'startFlow' | 'appendFlow' | 'rerunFlow'): Promise<void> {
+  /**
+   * The holders give their keys up (before the nodes are inserted); each hand-off is recorded in the
+   * activity log, and its workflow pushed to `handedOff` (counted by the caller once it committed).
+   */
+  async handOff(q: Queryable, handoffs: Handoff[], via: 'startFlow' | 'appendFlow' | 'rerunFlow', handedOff: string[]): Promise<void> {
     for (const h of handoffs) {
+      handedOff.push(h.node.workflow);
       await this.runs.dropKey(q, h.from);
       await this.activity.record(q, 'key_handed_off', h.node.id, h.node.workflow, h.node.key, { from: h.from, fromStatus: h.fromStatus, via });
     }

@@ -6,6 +6,7 @@ import type { Queryable } from '../store/db';
 import type { FlowsStore } from '../store/flows.store';
 import { depOutcome, type DepOutcome } from '../store/flows.types';
 import type { FlowKeys } from './flow.keys';
+import { reachable } from './flow.graph';
 
 /** Options of `rerunFlow`. */
 export interface RerunFlowOptions {
@@ -25,17 +26,7 @@ function downstreamOf(nodes: readonly { name: string; deps: readonly string[] }[
       dependants.get(d)!.push(n.name);
     }
   }
-  const out = [from];
-  const seen = new Set(out);
-  for (let i = 0; i < out.length; i++) {
-    for (const name of dependants.get(out[i]) ?? []) {
-      if (!seen.has(name)) {
-        seen.add(name);
-        out.push(name);
-      }
-    }
-  }
-  return out;
+  return reachable([from], (name) => dependants.get(name) ?? []);
 }
 
 /**
@@ -44,9 +35,17 @@ function downstreamOf(nodes: readonly { name: string; deps: readonly string[] }[
  * replace leave the flow and stay as runs of their own. The flow's row is locked first (appends and
  * other reruns of the flow wait), the nodes to rerun are locked for update (every one must have
  * finished: `NotFinishedError` otherwise) and their deps outside the rerun are share-locked, so none
- * finishes unseen: those already final resolve the fresh edges at once. Returns node name → new run id.
+ * finishes unseen: those already final resolve the fresh edges at once. Returns node name → new run id;
+ * the workflows of the keys handed over are pushed to `handedOff`.
  */
-export async function rerunNodes(q: Queryable, store: FlowsStore, keys: FlowKeys, flowId: string, from: string): Promise<Record<string, string>> {
+export async function rerunNodes(
+  q: Queryable,
+  store: FlowsStore,
+  keys: FlowKeys,
+  flowId: string,
+  from: string,
+  handedOff: string[],
+): Promise<Record<string, string>> {
   const flow = await store.touchFlow(q, flowId);
   if (!flow) throw new RunNotFoundError(flowId);
   const graph = await store.graph(q, flowId);
@@ -65,7 +64,7 @@ export async function rerunNodes(q: Queryable, store: FlowsStore, keys: FlowKeys
   // UUIDv7s made in the same millisecond are not ordered: sorted, they follow the old ids' order
   const ids = old.map(() => uuidv7()).sort();
   const keyed = old.flatMap((r, i) => (r.key === null ? [] : [{ id: ids[i], workflow: r.workflow, key: r.key }]));
-  await keys.handOff(q, await keys.decide(q, keyed, `rerunFlow ${flowId}`), 'rerunFlow');
+  await keys.handOff(q, await keys.decide(q, keyed, `rerunFlow ${flowId}`), 'rerunFlow', handedOff);
   await store.detach(
     q,
     old.map((r) => r.id),

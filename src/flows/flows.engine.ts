@@ -14,6 +14,7 @@ import { ActivityStore } from '../store/activity.store';
 import { FlowsStore } from '../store/flows.store';
 import { depOutcome, type NewFlowEdge, type NewFlowNode } from '../store/flows.types';
 import { isKeyConflict, RunsStore } from '../store/runs.store';
+import { emitKeyHandoffs } from '../observe/telemetry';
 import { FlowBuilder, type FlowOptions } from './flow.builder';
 import { FlowGraph } from './flow.graph';
 import { FlowKeys } from './flow.keys';
@@ -87,7 +88,7 @@ export class FlowsEngine {
   async start(builder: FlowBuilder, options: { manager?: EntityManager } = {}): Promise<StartFlowResult> {
     assertValid('startFlow', unknownOptionProblems(options, START_FLOW_OPTION_NAMES));
     const planned = planFlow(builder, this.registry);
-    return this.keyedTransaction(transactionOf(managerOf(this.options, options?.manager)), (q) => this.insert(q, builder, planned));
+    return this.keyedTransaction(transactionOf(managerOf(this.options, options?.manager)), (q, handedOff) => this.insert(q, builder, planned, handedOff));
   }
 
   /**
@@ -98,7 +99,7 @@ export class FlowsEngine {
     if (typeof flowId !== 'string' || flowId.length === 0) throw new RunNotFoundError(String(flowId));
     const from = options?.from;
     assertValid(`rerunFlow ${flowId}`, [...unknownOptionProblems(options, RERUN_FLOW_OPTION_NAMES), nameProblem(from, 'from')]);
-    const runIds = await this.keyedTransaction(undefined, (q) => rerunNodes(q, this.store, this.keys, flowId, from));
+    const runIds = await this.keyedTransaction(undefined, (q, handedOff) => rerunNodes(q, this.store, this.keys, flowId, from, handedOff));
     return { flowId, runIds };
   }
 
@@ -106,11 +107,16 @@ export class FlowsEngine {
    * Runs `fn` in the caller's transaction, or in one of its own, tried again (at most
    * MAX_HANDOFFS times) when a start took one of the nodes' keys between the check and the insert.
    * In the caller's transaction that insert failed (Postgres aborts the transaction): `KeyContendedError`.
+   * The keys `fn` handed over (their workflows, in `handedOff`) are counted once it has succeeded: after
+   * the commit of a transaction of its own, when the call returns in a caller's.
    */
-  private async keyedTransaction<T>(joined: Queryable | undefined, fn: (q: Queryable) => Promise<T>): Promise<T> {
+  private async keyedTransaction<T>(joined: Queryable | undefined, fn: (q: Queryable, handedOff: string[]) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
+      const handedOff: string[] = [];
       try {
-        return await (joined ? fn(joined) : this.connection.db.tx(fn));
+        const out = await (joined ? fn(joined, handedOff) : this.connection.db.tx((q) => fn(q, handedOff)));
+        emitKeyHandoffs(handedOff);
+        return out;
       } catch (err) {
         if (!isKeyConflict(err)) throw err;
         if (joined || attempt >= MAX_HANDOFFS) throw new KeyContendedError('a start took the key of a flow node meanwhile; try again');
@@ -130,7 +136,7 @@ export class FlowsEngine {
     );
   }
 
-  private async insert(q: Queryable, builder: FlowBuilder, planned: PlannedNode[]): Promise<StartFlowResult> {
+  private async insert(q: Queryable, builder: FlowBuilder, planned: PlannedNode[], handedOff: string[]): Promise<StartFlowResult> {
     const { store } = this;
     const append = builder.appendTo;
     let flowId: string;
@@ -156,7 +162,7 @@ export class FlowsEngine {
         ignoreDeleted: flowIgnore.deleted,
       });
       if (!created) throw new FlowExistsError(flowId);
-      await this.keys.handOff(q, handoffs, 'startFlow');
+      await this.keys.handOff(q, handoffs, 'startFlow', handedOff);
     } else {
       const flow = await store.touchFlow(q, append.flowId);
       if (!flow) throw new RunNotFoundError(append.flowId);
@@ -189,7 +195,7 @@ export class FlowsEngine {
         p.add('key', r.key, 'uniqueKey', `key ${JSON.stringify(r.key)} of workflow "${r.workflow}" is already the key of node "${r.name}" of flow ${flowId}`);
       }
       p.throwIfAny(`appendFlow ${flowId}`);
-      await this.keys.handOff(q, await this.keys.decide(q, keyed, `appendFlow ${flowId}`), 'appendFlow');
+      await this.keys.handOff(q, await this.keys.decide(q, keyed, `appendFlow ${flowId}`), 'appendFlow', handedOff);
     }
     const runIds: Record<string, string> = {};
     const rows: NewFlowNode[] = [];

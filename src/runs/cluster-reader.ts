@@ -82,7 +82,7 @@ export class ClusterReader {
     const names = this.registry.names().sort();
     const statuses = [...GOING_STATUSES, ...FINISHED_STATUSES];
     const [rows, paused] = await Promise.all([
-      names.length ? this.runs.countByStatus(this.connection.db, names, statuses, cap) : [],
+      names.length ? this.runs.countByStatus(this.connection.db, names, cap) : [],
       this.controls.paused(this.connection.db),
     ]);
     return names.map((name) => {

@@ -34,31 +34,7 @@ import { deliverEvent } from './event-delivery';
 import { WakeCoalescer } from './wake.coalescer';
 import { StartBatcher } from './start.batcher';
 import type { ValidationError } from 'class-validator';
-
-/** Options of `DurableService.start`. */
-export interface StartOptions {
-  /** At most one going run per (workflow, key); null or absent = no key. */
-  key?: string | null;
-  /** Overrides the workflow's `onDuplicate` for this call. */
-  onDuplicate?: OnDuplicate;
-  /** Join the caller's open transaction. */
-  manager?: EntityManager;
-  /** Due at this time (default now). */
-  runAt?: Date;
-  /** Due after this long. */
-  delay?: Duration;
-  /** Overrides the workflow's priority for this run (higher is claimed first among due runs). */
-  priority?: number;
-}
-
-/** One item of `startMany`. */
-export interface StartManyItem {
-  input?: unknown;
-  key?: string | null;
-  runAt?: Date;
-  /** Overrides the workflow's priority for this run. */
-  priority?: number;
-}
+import type { StartManyItem, StartOptions } from './start-options';
 
 /** The option names of `start`, of a `startMany` item and of `startMany` (anything else is refused as misspelt). */
 const START_OPTION_NAMES = optionNames<StartOptions>({ key: true, onDuplicate: true, manager: true, runAt: true, delay: true, priority: true });

@@ -40,6 +40,9 @@ const KEY_FIGURES = (S: string, w: string, k: string): string => `h.id AS holder
           (SELECT count(*) FROM ${S}.activity a
             WHERE a.workflow = ${w} AND a.key = ${k} AND a.kind = 'key_duplicate' AND a.at > now() - interval '1 day')::int AS readds_last_day`;
 
+/** The `kind` events of workflow $1, as the `FROM … WHERE` of a read of `activity_key_stats` alone. */
+const KEY_EVENTS = (S: string, kind: 'key_duplicate' | 'key_handed_off'): string => `${S}.activity WHERE workflow = $1 AND kind = '${kind}'`;
+
 /** How many of the newest keyed runs a page of keys across workflows reads, per key asked for. */
 const KEYS_WINDOW = 20;
 /** How many of the newest keyed runs (older than the cursor) a search of keys across workflows looks through. */
@@ -132,21 +135,26 @@ export class ActivityStore {
         SELECT p.workflow, p.key, p.last_id, ${KEY_FIGURES(S, 'p.workflow', 'p.key')}
         FROM page p LEFT JOIN LATERAL (${HOLDER(S, 'p.workflow', 'p.key')}) h ON true
         ORDER BY p.last_id DESC`,
-      // one read of the workflow's key events (activity_key), every figure from it
+      // every figure from an index alone: the holders from runs_key_held, the key events from
+      // activity_key_stats (outcome and input_changed are columns computed from details, migration
+      // DurableKeyStats1733040018000): the duplicates counted once per outcome and hour of the last
+      // day (o, older ones in hour null), from which three figures are summed, and once per key in
+      // the index's key order
       stats: `
-        WITH a AS MATERIALIZED (
-          SELECT kind, key, at, details->>'outcome' AS outcome, (details->>'inputChanged')::boolean AS changed
-          FROM ${S}.activity WHERE workflow = $1 AND kind IN ('key_duplicate', 'key_handed_off')
-        ), d AS MATERIALIZED (SELECT * FROM a WHERE kind = 'key_duplicate')
+        WITH o AS (
+          SELECT outcome, CASE WHEN at > now() - interval '1 day' THEN date_trunc('hour', at) END AS b,
+            count(*)::int AS n, count(*) FILTER (WHERE input_changed)::int AS changed
+          FROM ${KEY_EVENTS(S, 'key_duplicate')} GROUP BY 1, 2
+        )
         SELECT
           (SELECT count(*) FROM ${S}.runs r WHERE workflow = $1 AND key IS NOT NULL AND ${holdsKey('r')})::int AS keys_held,
-          (SELECT coalesce(jsonb_object_agg(outcome, n), '{}') FROM (SELECT outcome, count(*)::int AS n FROM d GROUP BY 1) o) AS by_outcome,
-          (SELECT count(*) FROM d WHERE outcome = 'useExisting' AND changed)::int AS dropped,
-          (SELECT count(*) FROM a WHERE kind = 'key_handed_off')::int AS handoffs,
+          (SELECT coalesce(jsonb_object_agg(outcome, n), '{}') FROM (SELECT outcome, sum(n)::int AS n FROM o GROUP BY 1) x) AS by_outcome,
+          (SELECT coalesce(sum(changed), 0) FROM o WHERE outcome = 'useExisting')::int AS dropped,
+          (SELECT count(*) FROM ${KEY_EVENTS(S, 'key_handed_off')})::int AS handoffs,
           (SELECT coalesce(jsonb_agg(jsonb_build_object('bucket', b, 'count', n) ORDER BY b), '[]') FROM (
-             SELECT date_trunc('hour', at) AS b, count(*)::int AS n FROM d WHERE at > now() - interval '1 day' GROUP BY 1) t) AS over_time,
+             SELECT b, sum(n)::int AS n FROM o WHERE b IS NOT NULL GROUP BY 1) t) AS over_time,
           (SELECT coalesce(jsonb_agg(jsonb_build_object('key', key, 'readds', n) ORDER BY n DESC, key), '[]') FROM (
-             SELECT key, count(*)::int AS n FROM d GROUP BY key ORDER BY n DESC, key LIMIT 10) k) AS top_keys`,
+             SELECT key, count(*)::int AS n FROM ${KEY_EVENTS(S, 'key_duplicate')} GROUP BY key ORDER BY n DESC, key LIMIT 10) k) AS top_keys`,
       // a pruned `key_duplicate` still counts in its run's RunInfo.readds: folded into runs.readds
       prune: `
         WITH d AS (

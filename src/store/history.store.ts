@@ -1,4 +1,5 @@
 import type { Queryable } from './db';
+import { lastAttemptFields } from './sql';
 import type { StepAttemptStatus } from './runs.types';
 
 /** A `step_attempts` row. */
@@ -13,7 +14,8 @@ export interface StepAttemptRow {
 }
 
 /**
- * Reads of the `step_attempts` table. Its rows are written by the runs' transition statement
+ * Reads of a run's step attempts: the rows of `step_attempts`, then the attempt that ended the run,
+ * kept on its row (`runs.last_status` and the columns beside it). Both are written by the runs' transition statement
  * (`RunsStore.transition`) and deleted by the runs' prune statement.
  */
 export class HistoryStore {
@@ -23,8 +25,12 @@ export class HistoryStore {
     const S = `"${schema}"`;
     this.sql = {
       list: `
-        SELECT step, attempt, status, started_at, finished_at, error, node_id FROM ${S}.step_attempts
-        WHERE run_id = $1 ORDER BY id LIMIT $2`,
+        SELECT step, attempt, status, started_at, finished_at, error, node_id FROM (
+          (SELECT 0 AS part, id, step, attempt, status, started_at, finished_at, error, node_id FROM ${S}.step_attempts
+           WHERE run_id = $1 ORDER BY id LIMIT $2)
+          UNION ALL
+          SELECT 1, 0, ${lastAttemptFields('r')} FROM ${S}.runs r WHERE r.id = $1 AND r.last_status IS NOT NULL
+        ) h ORDER BY part, id LIMIT $2`,
     };
   }
 

@@ -68,9 +68,10 @@ export class NodesStore {
           WHERE l.holder = EXCLUDED.holder OR l.expires_at < now()
           RETURNING holder
         ), lost AS (
+          -- a scalar subquery per run, not a join: each is one primary-key probe whatever the
+          -- statistics say (with stale ones a join read all of runs on every beat)
           SELECT x.id FROM unnest($3::uuid[], $4::int[]) AS x (id, epoch)
-          LEFT JOIN ${S}.runs r ON r.id = x.id AND r.epoch = x.epoch AND r.status IN ('running', 'compensating')
-          WHERE r.id IS NULL
+          WHERE (SELECT r.epoch = x.epoch AND r.status IN ('running', 'compensating') FROM ${S}.runs r WHERE r.id = x.id) IS NOT TRUE
         ), strays AS (
           UPDATE ${S}.runs r SET status = CASE WHEN r.status = 'compensating' THEN 'compensating' ELSE 'pending' END,
             node_id = NULL, run_at = now(), attempt = greatest(r.attempt - 1, 0)

@@ -1,6 +1,6 @@
 import { FINISHED_STATUSES, GOING_STATUSES, type RunStatus } from '../domain/run-info';
 import { runColumns } from './run-row';
-import { holdsKey, indexedWorkflows } from './sql';
+import { distinctWorkflows, holdsKey, indexedWorkflows, lastAttemptFields } from './sql';
 
 /** RETURNING list of a statement that ends runs, read by {@link endedRuns}. */
 const ENDED = `id, workflow, step, started_at IS NOT NULL AS started, holds_key, now()::text AS tx_at, (txid_current() % 4294967296)::text AS tx_xid`;
@@ -29,7 +29,24 @@ const RUN_AT = `least(coalesce(run_at, now() + coalesce(delay_ms, 0) * interval 
 
 /** Every status, each a bit of the masks `insertOrAnswer` sends per start (a few bytes, not arrays). */
 export const STATUS_BITS: readonly RunStatus[] = [...GOING_STATUSES, ...FINISHED_STATUSES];
-const STATUS_BITS_SQL = `ARRAY[${STATUS_BITS.map((st) => `'${st}'`).join(', ')}]::text[]`;
+/** `statuses` (the module's own constants) as a text[] literal. */
+const statusArray = (statuses: readonly RunStatus[]): string => `ARRAY[${statuses.map((st) => `'${st}'`).join(', ')}]::text[]`;
+const STATUS_BITS_SQL = statusArray(STATUS_BITS);
+
+/**
+ * The statuses in groups, each read through its own partial index: pending (runs_pending), running
+ * (runs_running) and the others (runs_workflow_status_other, by workflow, status and id). `where`
+ * is the group's condition on an alias, written as the index's predicate; `byWorkflow`, the index
+ * leads with `workflow`.
+ */
+const STATUS_GROUPS: { where: (alias: string) => string; statuses: readonly RunStatus[]; byWorkflow: boolean }[] = [
+  { where: (a) => `${a}.status = 'pending'`, statuses: ['pending'], byWorkflow: true },
+  // running runs are few (the workers' slots): read whole, whatever the filter
+  { where: (a) => `${a}.status = 'running'`, statuses: ['running'], byWorkflow: false },
+  { where: (a) => `${a}.status NOT IN ('pending', 'running')`, statuses: STATUS_BITS.filter((st) => st !== 'pending' && st !== 'running'), byWorkflow: true },
+];
+/** The group of status `st`. */
+const groupOf = (st: RunStatus) => STATUS_GROUPS.find((g) => g.statuses.includes(st))!;
 /** The tables the maintenance pass analyzes when their statistics are far behind. */
 export const ANALYZED_TABLES = ['activity', 'runs'] as const;
 /** One of {@link ANALYZED_TABLES}. */
@@ -52,11 +69,29 @@ const RUN_FILTERS = `($1::text IS NULL OR r.workflow = $1)
 /** `listRuns`: the filters, $9 a run id the runs are newer than, at most $8, by id `order` (newest first: DESC). */
 const listRuns = (S: string, order: 'ASC' | 'DESC'): string => `
       SELECT ${runColumns(S, 'r')} FROM ${S}.runs r
-      WHERE ${runFilters(S)} AND ($9::uuid IS NULL OR r.id > $9)
-      ORDER BY r.id ${order} LIMIT $8`;
+      WHERE r.id IN (SELECT id FROM (${byStatusGroup(S, 'r.id', `AND ($9::uuid IS NULL OR r.id > $9) ORDER BY r.id ${order}`)}) g ORDER BY id ${order} LIMIT $8)
+      ORDER BY r.id ${order}`;
 
 /** {@link RUN_FILTERS} for schema `S`. */
 const runFilters = (S: string): string => RUN_FILTERS.replace('%WORKFLOWS%', indexedWorkflows(`${S}.runs`, 'key'));
+
+/**
+ * `select` of the runs matching the filters, read group by group of statuses (STATUS_GROUPS), each
+ * through its own index, at most $8 of each after `tail` (more conditions, an ORDER BY): a group
+ * none of the statuses $3 is in is not read.
+ */
+const byStatusGroup = (S: string, select: string, tail = ''): string =>
+  STATUS_GROUPS.map(
+    (g) => `(SELECT ${select} FROM ${S}.runs r WHERE ${runFilters(S)} AND ${g.where('r')}
+        AND ($3::text[] IS NULL OR $3 && ${statusArray(g.statuses)})${g.byWorkflow ? statusesByWorkflow(S, g.where) : ''} ${tail} LIMIT $8)`,
+  ).join(' UNION ALL ');
+
+/**
+ * Statuses without a workflow: read one workflow at a time through the group's index (else a rare
+ * status would be looked for in every row of the group).
+ */
+const statusesByWorkflow = (S: string, where: (alias: string) => string): string => `
+        AND ($3::text[] IS NULL OR $1::text IS NOT NULL OR r.workflow = ANY(${distinctWorkflows(`${S}.runs`, where)}))`;
 
 /**
  * The end of a claim statement: the runs of CTE `c` (id, woke) become this node's ($1), each with
@@ -69,12 +104,13 @@ export const claimUpdate = (S: string, clock = 'now()'): string => `
         started_at = coalesce(r.started_at, ${clock}),
         deadline_at = coalesce(r.deadline_at, r.run_at + r.timeout_ms * interval '1 millisecond'),
         wake_at = NULL, wait_kind = NULL, wait_name = NULL
-      -- the ids again as an array: the runs are read by primary key whatever the planner thinks c holds
-      FROM c WHERE r.id = c.id AND r.id = ANY (ARRAY(SELECT id FROM c))
+      -- the ids as an array, not a join with c: the runs are read once each by primary key whatever
+      -- the planner thinks c holds (with stale statistics a join re-read every id for each row of c)
+      WHERE r.id = ANY (ARRAY(SELECT id FROM c))
       RETURNING r.flow_id, r.flow_name, r.name, r.deps, r.id, r.workflow, r.key, r.input, r.context, r.step, r.attempt, r.epoch, r.deadline_at,
-        r.parent_id, r.trace, r.created_at, r.run_at, r.status, r.comp_step, r.error,
+        r.parent_id, r.trace, r.created_at, r.run_at, r.status, r.comp_step, r.error, r.priority,
         -- the step's recorded waits, for runs woken by their timer (others look them up if they wait again)
-        CASE WHEN c.woke THEN (SELECT jsonb_object_agg(w.call, jsonb_build_object('kind', w.kind, 'name', w.name, 'until', w.until,
+        CASE WHEN r.id IN (SELECT id FROM c WHERE woke) THEN (SELECT jsonb_object_agg(w.call, jsonb_build_object('kind', w.kind, 'name', w.name, 'until', w.until,
            'due', w.until IS NOT NULL AND w.until <= now(), 'children', w.children, 'timed_out', w.timed_out))
          FROM ${S}.waits w WHERE w.run_id = r.id AND w.step = r.step) END AS waits`;
 
@@ -165,13 +201,15 @@ export function runsStatements(S: string): Record<string, string> {
     list: listRuns(S, 'DESC'),
     // the page after a cursor read upwards (the caller reverses it)
     listAfter: listRuns(S, 'ASC'),
-    // at most $8 runs matching the filters: read from an index, never the whole history
-    count: `SELECT count(*)::int AS n FROM (SELECT 1 FROM ${S}.runs r WHERE ${runFilters(S)} LIMIT $8) x`,
-    // runs per (workflow, status) of $1 × $2, each at most $3, through runs_workflow_status
+    // at most $8 runs matching the filters, read group by group of statuses (byStatusGroup)
+    count: `SELECT count(*)::int AS n FROM (${byStatusGroup(S, '1')} LIMIT $8) x`,
+    // runs per (workflow, status) of $1 × every status, each at most $2, through the status' index
     countByStatus: `
-      SELECT w.workflow, st.status, (SELECT count(*)::int FROM (
-        SELECT 1 FROM ${S}.runs r WHERE r.workflow = w.workflow AND r.status = st.status LIMIT $3) x) AS n
-      FROM unnest($1::text[]) w (workflow) CROSS JOIN unnest($2::text[]) st (status)`,
+      SELECT w.workflow, s.status, s.n FROM unnest($1::text[]) w (workflow) CROSS JOIN LATERAL (${STATUS_BITS.map(
+        (st) => `
+        SELECT '${st}' AS status, (SELECT count(*)::int FROM (
+          SELECT 1 FROM ${S}.runs r WHERE r.workflow = w.workflow AND ${groupOf(st).where('r')} AND r.status = '${st}' LIMIT $2) x) AS n`,
+      ).join(' UNION ALL')}) s`,
     // Only while the node's own heartbeat is fresh ($4: nodeTimeout): a node declared dead, or one
     // that cannot heartbeat, claims nothing. wf: the node's workflows ($3) that no operator paused.
     // w: waiting runs whose timer ended (sleep, wait timeout, workflow deadline) and released
@@ -230,7 +268,11 @@ ${claimUpdate(S)}`,
         inbox = CASE WHEN v.status = 'waiting' THEN array_remove(r.inbox, v.wait_kind || ':' || coalesce(v.wait_name, ''))
                      ELSE r.inbox END,
         comp_step = coalesce(v.comp_step, r.comp_step),
-        progress = coalesce(v.progress, r.progress)
+        progress = coalesce(v.progress, r.progress),
+        -- the attempt that ends the run stays on its row (see lastAttemptFields), the others go to step_attempts
+        last_step = CASE WHEN v.final THEN v.tried_step END, last_attempt = CASE WHEN v.final THEN v.tried_attempt END,
+        last_status = CASE WHEN v.final THEN v.tried_status END, last_started_at = CASE WHEN v.final THEN v.tried_from END,
+        last_finished_at = CASE WHEN v.final THEN v.tried_to END
       FROM jsonb_to_recordset($1::jsonb) AS v(id uuid, epoch integer, status text, step integer, attempt integer,
         context jsonb, result jsonb, results jsonb, error jsonb, delay_ms bigint, final boolean,
         wait_kind text, wait_name text, wake_at timestamptz, comp_step integer, release boolean,
@@ -240,23 +282,30 @@ ${claimUpdate(S)}`,
         -- a key holder's final status: the key trigger may have handed its key over in this transaction
         CASE WHEN v.final AND r.holds_key THEN now()::text END AS tx_at,
         CASE WHEN v.final AND r.holds_key THEN (txid_current() % 4294967296)::text END AS tx_xid,
-        v.tried_step, v.tried_attempt, v.tried_status, v.tried_from, v.tried_to, v.error
+        v.tried_step, v.tried_attempt, v.tried_status, v.tried_from, v.tried_to, v.error, v.final
       ), tried AS (
-        -- the attempt whose outcome this is (getRunHistory), only for the runs the execution still owned
+        -- the attempt whose outcome this is (getRunHistory), only for the runs the execution still
+        -- owned and that go on (an ending run keeps it on its row)
         INSERT INTO ${S}.step_attempts (run_id, step, attempt, status, started_at, finished_at, error, node_id)
         SELECT id, tried_step, tried_attempt, tried_status, tried_from, tried_to,
           CASE WHEN tried_status = 'failed' THEN error END, $2
-        FROM u WHERE tried_status IS NOT NULL
+        FROM u WHERE tried_status IS NOT NULL AND final IS NOT TRUE
       )
       SELECT id, tx_at, tx_xid FROM u`,
     cancel: `
       UPDATE ${S}.runs SET status = 'cancelled', cancel_reason = $2, error = $3, finished_at = now()
       WHERE id = $1 AND status IN ('pending', 'running', 'waiting')
       RETURNING ${ENDED}`,
+    // the attempt that had ended it joins the run's other attempts in step_attempts
     retry: `
-      UPDATE ${S}.runs SET status = 'pending', run_at = now(), attempt = 0, error = NULL, finished_at = NULL,
-        deadline_at = NULL, node_id = NULL
-      WHERE id = $1 AND status = 'failed' RETURNING id`,
+      WITH r AS (
+        UPDATE ${S}.runs r SET status = 'pending', run_at = now(), attempt = 0, error = NULL, finished_at = NULL,
+          deadline_at = NULL, node_id = NULL, last_status = NULL
+        FROM ${S}.runs o WHERE o.id = r.id AND r.id = $1 AND r.status = 'failed' RETURNING r.id, ${lastAttemptFields('o')}
+      ), h AS (
+        INSERT INTO ${S}.step_attempts (run_id, step, attempt, status, started_at, finished_at, error, node_id)
+        SELECT id, step, attempt, status, started_at, finished_at, error, node_id FROM r WHERE status IS NOT NULL
+      ) SELECT id FROM r`,
     // the claim that took them counted an attempt: given back (a release is not a failed attempt)
     release: `
       UPDATE ${S}.runs r SET status = CASE WHEN r.status = 'compensating' THEN 'compensating' ELSE 'pending' END,
@@ -305,7 +354,8 @@ ${claimUpdate(S)}`,
     // the row (and its key) stays until the horizon
     tombstone: `
       WITH t AS (
-        UPDATE ${S}.runs SET pruned_at = now(), input = NULL, context = '{}', result = NULL, results = '{}', error = NULL, trace = NULL
+        UPDATE ${S}.runs SET pruned_at = now(), input = NULL, context = '{}', result = NULL, results = '{}', error = NULL, trace = NULL,
+          last_status = NULL
         WHERE id IN (
           SELECT id FROM ${S}.runs c WHERE finished_at < now() - $1 * interval '1 millisecond' AND pruned_at IS NULL
             AND ${KEEPS_KEY('c')}

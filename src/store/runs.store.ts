@@ -193,14 +193,19 @@ export class RunsStore {
     return row.n;
   }
 
-  /** Runs of each of `workflows` in each of `statuses`, each figure at most `cap`. */
-  countByStatus(q: Queryable, workflows: string[], statuses: readonly RunStatus[], cap: number) {
-    return q.query<{ workflow: string; status: RunStatus; n: number }>(this.sql.countByStatus, [workflows, statuses, cap]);
+  /** Runs of each of `workflows` in each status, each figure at most `cap`. */
+  countByStatus(q: Queryable, workflows: string[], cap: number) {
+    return q.query<{ workflow: string; status: RunStatus; n: number }>(this.sql.countByStatus, [workflows, cap]);
   }
 
-  /** Claims up to `limit` due runs for `nodeId` (SKIP LOCKED), bumping each one's lease epoch. */
-  claim(q: Queryable, nodeId: string, limit: number, workflows: string[], nodeTimeoutMs: number): Promise<ClaimedRow[]> {
-    return q.query<ClaimedRow>(this.sql.claim, [nodeId, limit, workflows, nodeTimeoutMs], 'durable_claim');
+  /**
+   * Claims up to `limit` due runs for `nodeId` (SKIP LOCKED), bumping each one's lease epoch; in the
+   * order they should begin (higher priority first, then the earliest due): an UPDATE … RETURNING
+   * gives its rows in the order it reached them, not in the order it chose them.
+   */
+  async claim(q: Queryable, nodeId: string, limit: number, workflows: string[], nodeTimeoutMs: number): Promise<ClaimedRow[]> {
+    const rows = await q.query<ClaimedRow>(this.sql.claim, [nodeId, limit, workflows, nodeTimeoutMs], 'durable_claim');
+    return rows.sort((a, b) => (b.priority ?? 0) - (a.priority ?? 0) || a.run_at.getTime() - b.run_at.getTime());
   }
 
   /**

@@ -47,7 +47,7 @@ export interface HolderRow {
 }
 
 /** A claimed run as the executor needs it. */
-export type ClaimedRow = Partial<Pick<RunRow, 'flow_id' | 'flow_name' | 'name' | 'deps'>> &
+export type ClaimedRow = Partial<Pick<RunRow, 'flow_id' | 'flow_name' | 'name' | 'deps' | 'priority'>> &
   Pick<
     RunRow,
     | 'id'

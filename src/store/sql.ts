@@ -13,10 +13,27 @@ export const holdsKey = (alias: string): string => `(${alias}.holds_key OR NULL)
  * index scan, which PostgreSQL before 18 does not do itself). With it, a filter on `key` alone uses
  * the (workflow, key, …) index as `workflow = ANY(…) AND key = $n` instead of reading every row.
  */
-export const indexedWorkflows = (table: string, column: 'key' | 'workflow'): string => `ARRAY(
+export const indexedWorkflows = (table: string, column: 'key' | 'workflow'): string => distinctWorkflows(table, (a) => `${a}.${column} IS NOT NULL`);
+
+/**
+ * The distinct `workflow` values of the rows of `table` that match `where` (a condition on an
+ * alias), read as {@link indexedWorkflows} reads them, from an index that leads with `workflow`
+ * under that condition.
+ */
+export const distinctWorkflows = (table: string, where: (alias: string) => string): string => `ARRAY(
   WITH RECURSIVE w AS (
-    (SELECT workflow FROM ${table} WHERE ${column} IS NOT NULL ORDER BY workflow LIMIT 1)
+    (SELECT f.workflow FROM ${table} f WHERE ${where('f')} ORDER BY f.workflow LIMIT 1)
     UNION ALL
-    SELECT (SELECT t.workflow FROM ${table} t WHERE t.${column} IS NOT NULL AND t.workflow > w.workflow ORDER BY t.workflow LIMIT 1)
+    SELECT (SELECT t.workflow FROM ${table} t WHERE ${where('t')} AND t.workflow > w.workflow ORDER BY t.workflow LIMIT 1)
     FROM w WHERE w.workflow IS NOT NULL
   ) SELECT workflow FROM w WHERE workflow IS NOT NULL)`;
+
+/**
+ * The attempt that ended run `r`, as its row keeps it (`last_step`, `last_attempt`, `last_status`,
+ * `last_started_at`, `last_finished_at`; set when `last_status` is): as the columns of a
+ * `step_attempts` row. Its node is the run's (the node that held the run's lease wrote its end),
+ * its error the run's when it failed.
+ */
+export const lastAttemptFields = (r: string): string => `${r}.last_step AS step, ${r}.last_attempt AS attempt, ${r}.last_status AS status,
+  ${r}.last_started_at AS started_at, ${r}.last_finished_at AS finished_at,
+  CASE WHEN ${r}.last_status = 'failed' THEN ${r}.error END AS error, ${r}.node_id AS node_id`;

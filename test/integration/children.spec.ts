@@ -173,9 +173,12 @@ describe('child runs', () => {
     const { runId } = await durable.start('ch_tree', { depth: 2 });
     // root → tree → tree → forever (waiting for input)
     await waitFor(async () => (await durable.listRuns({ waitingFor: 'input' })).length === 1, { message: 'leaf waits' });
-    const parent = await durable.getRun(runId);
-    expect(parent!.status).toBe('waiting');
-    expect(parent!.waitingFor).toMatchObject({ kind: 'children' });
+    // a parent's children are written before its suspension commits: wait for the root too
+    const parent = await waitFor(async () => {
+      const run = await durable.getRun(runId);
+      return run?.status === 'waiting' ? run : null;
+    });
+    expect(parent.waitingFor).toMatchObject({ kind: 'children' });
     await durable.cancel(runId, { reason: 'stop' });
     const rows = await sql<{ status: string; depth: number }>(
       `with recursive t as (select id, status, 0 as depth from "${schema}".runs where id = $1

@@ -75,6 +75,8 @@ describe('nestjs-durable: usage', () => {
       'runs release-key',
       'runs provide-input',
       'runs send-event',
+      'flows get',
+      'flows rerun',
       'workflows list',
       'workflows pause',
       'workflows resume',
@@ -221,6 +223,35 @@ describe('nestjs-durable runs', () => {
     await waitFor(async () => (await statusOf(other.runId)) === 'waiting');
     expect((await json('runs', 'send-event', other.runId, 'later', '--buffer')).outcome).toBe('kept');
     await app.durable.cancel(other.runId);
+  });
+});
+
+describe('nestjs-durable flows', () => {
+  it('flows get shows the nodes; flows rerun --from runs a node and its downstream again', async () => {
+    const flow = await app.durable.startFlow(
+      app.durable
+        .flow({ name: 'cli flow' })
+        .add('a', Echo, { n: 1 })
+        .add('b', Echo, { n: 2 }, { deps: ['a'] })
+        .add('c', Echo, { n: 3 }),
+    );
+    await Promise.all(Object.values(flow.runIds).map((id) => app.durable.waitForRun(id, { timeout: 20_000 })));
+    const shown = await json('flows', 'get', flow.flowId);
+    expect(shown).toMatchObject({ flowId: flow.flowId, flowName: 'cli flow', edges: [{ from: 'a', to: 'b' }] });
+    expect(shown.nodes.map((n: { name: string; status: string; runId: string }) => [n.name, n.status, n.runId])).toEqual(
+      ['a', 'b', 'c'].map((name) => [name, 'completed', flow.runIds[name]]),
+    );
+    expect((await on('flows', 'get', flow.flowId)).stdout.split('\n')[0]).toMatch(/^NODE\s+WORKFLOW\s+DEPS\s+STATUS\s+RUN$/);
+
+    expectError(await on('flows', 'rerun', flow.flowId), 2, 'usage');
+    expectError(await on('flows', 'rerun', flow.flowId, '--from', 'nope'), 1, 'invalid');
+    expectError(await on('flows', 'rerun', '0190d7a0-0000-7000-8000-000000000000', '--from', 'a'), 1, 'run_not_found');
+    const rerun = await json('flows', 'rerun', flow.flowId, '--from', 'a');
+    expect(Object.keys(rerun.runIds).sort()).toEqual(['a', 'b']);
+    expect(rerun.runIds.a).not.toBe(flow.runIds.a);
+    expect(await app.durable.waitForRun(rerun.runIds.b, { timeout: 20_000 })).toMatchObject({ status: 'completed', result: 2 });
+    const after = await app.durable.getFlowGraph(flow.flowId);
+    expect(Object.fromEntries(after.nodes.map((n) => [n.name, n.runId]))).toEqual({ a: rerun.runIds.a, b: rerun.runIds.b, c: flow.runIds.c });
   });
 });
 

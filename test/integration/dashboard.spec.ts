@@ -203,6 +203,7 @@ describe('dashboard (HTTP)', () => {
       [`/runs/${s.article}/send-event`, { name: 'go', payload: '1' }] as const,
       ['/schedules/dash_yearly/trigger', {}] as const,
       ['/workflows/dash_node/pause', {}] as const,
+      [`/flows/${s.flow.flowId}/rerun`, { from: 'a' }] as const,
     ];
     for (const [path, form] of posts) {
       const res = await request(t.server).post(`${BASE}${path}`).set('Origin', 'http://127.0.0.1').type('form').send(form);
@@ -210,6 +211,7 @@ describe('dashboard (HTTP)', () => {
       expect(res.text).toContain('read-only');
     }
     expect(await sql(`select id, status, holds_key, input from "${t.schema}".runs order by id`)).toEqual(before);
+    expect((await request(t.server).get(`${BASE}/flows/${s.flow.flowId}`).expect(200)).text).not.toContain('Rerun from here');
     expect(await sql(`select 1 from "${t.schema}".activity where kind = 'dashboard_action'`)).toEqual([]);
     expect(await sql(`select 1 from "${t.schema}".events`)).toEqual([]);
     expect(await sql(`select 1 from "${t.schema}".workflow_controls`)).toEqual([]);
@@ -294,6 +296,54 @@ describe('dashboard (HTTP)', () => {
     for (const a of actions) expect(a.details.actor).toBe('ada@example.com');
     expect(actions.find((a) => a.details.action === 'sendEvent')?.details).toMatchObject({ name: 'nudge', outcome: 'dropped' }); // a pending run does not wait for it
     expect((await durable.listActivity({ kinds: ['key_released'] }))[0].details.by).toBe('ada@example.com');
+  });
+
+  it('read-write: a finished flow node is run again with its downstream nodes from the flow page, recorded with its actor', async () => {
+    const t = await dashboardApp({ readOnly: false, actor: () => 'ops@example.com' }, { worker: { concurrency: 3 } });
+    const { durable } = t;
+    const post = (path: string, form: object) =>
+      request(t.server).post(`${BASE}${path}`).set('Origin', 'http://127.0.0.1').set('Host', '127.0.0.1').type('form').send(form);
+    const flow = await durable.startFlow(
+      durable
+        .flow({ name: 'rerun me' })
+        .add('a', 'dash_node', 1)
+        .add('b', 'dash_node', 2, { deps: ['a'] })
+        .add('c', 'dash_node', 3),
+    );
+    await Promise.all(Object.values(flow.runIds).map((id) => durable.waitForRun(id, { timeout: 20_000 })));
+    const page = (await request(t.server).get(`${BASE}/flows/${flow.flowId}`).expect(200)).text;
+    expect(page.match(/Rerun from here/g)).toHaveLength(3);
+    expect(page).toContain(`action="${BASE}/flows/${flow.flowId}/rerun"`);
+
+    expect((await post(`/flows/${flow.flowId}/rerun`, { from: 'nope' })).status).toBe(400);
+    const done = await post(`/flows/${flow.flowId}/rerun`, { from: 'a' }).expect(303);
+    expect(done.headers.location).toBe(`${BASE}/flows/${flow.flowId}`);
+    const graph = await durable.getFlowGraph(flow.flowId);
+    const ids = Object.fromEntries(graph.nodes.map((n) => [n.name, n.runId]));
+    expect(ids.a).not.toBe(flow.runIds.a);
+    expect(ids.b).not.toBe(flow.runIds.b);
+    expect(ids.c).toBe(flow.runIds.c); // not downstream of a: kept
+    expect((await durable.waitForRun(ids.b!, { timeout: 20_000 })).result).toBe(2);
+    const [action] = await durable.listActivity({ kinds: ['dashboard_action'] });
+    expect(action).toMatchObject({
+      runId: ids.a,
+      details: { action: 'rerunFlow', workflow: 'dash_node', flowId: flow.flowId, from: 'a', actor: 'ops@example.com' },
+    });
+    expect(action.details.runIds).toEqual({ a: ids.a, b: ids.b });
+
+    // a node with a dependant still going gets no button, and its rerun answers 409; an unknown flow 404
+    const going = await durable.startFlow(
+      durable
+        .flow()
+        .add('a', 'dash_node', 1)
+        .add('b', 'dash_article', { title: 't' }, { deps: ['a'] }),
+    );
+    await durable.waitForRun(going.runIds.a, { timeout: 20_000 });
+    await waitFor(async () => (await durable.getRun(going.runIds.b))?.waitingFor?.kind === 'input', { timeout: 20_000 });
+    expect((await request(t.server).get(`${BASE}/flows/${going.flowId}`).expect(200)).text).not.toContain('Rerun from here');
+    expect((await post(`/flows/${going.flowId}/rerun`, { from: 'a' })).status).toBe(409);
+    expect((await post('/flows/no-such-flow/rerun', { from: 'a' })).status).toBe(404);
+    expect((await durable.getFlowGraph(going.flowId)).nodes.map((n) => n.runId)).toEqual([going.runIds.a, going.runIds.b]);
   });
 
   it('forRootAsync: options from a factory, mounted at its path', async () => {

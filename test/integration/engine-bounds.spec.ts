@@ -1,10 +1,11 @@
 /**
  * The engine's bounds and costs: durations past what a timer can wait, times taken from the
  * database's clock, big batches of starts, a worker that reads only its own workflows' backlog, a
- * timeout sweep and an idle node that read no history.
+ * timeout sweep, a count of runs by status and an idle node that read no history.
  */
 import { Client } from 'pg';
 import { DurableValidationError, RunContext, Step, Workflow } from '../../src';
+import { NodesStore } from '../../src/store/nodes.store';
 import { runsStatements } from '../../src/store/runs.sql';
 import { DurableTestEnv } from '../../src/testing';
 import { createApp, databaseUrl, freshSchema, ident, sql, waitFor } from '../support';
@@ -64,18 +65,41 @@ async function secondsBetween(schema: string, runId: string, later: string, earl
 }
 
 /** The plan of a statement of the runs store on `schema`, run (and rolled back) with `params` (SQL literals). */
-async function plan(schema: string, statement: string, types: string, params: string[]): Promise<string> {
+function plan(schema: string, statement: string, types: string, params: string[]): Promise<string> {
+  return planOf(runsStatements(ident(schema))[statement], types, params);
+}
+
+/**
+ * The plan of `text`, run (and rolled back) with `params` (SQL literals); `generic`: the plan made
+ * without the parameters' values, as PostgreSQL may choose for a named prepared statement (the
+ * module's hot statements are) after its first five executions.
+ */
+async function planOf(text: string, types: string, params: string[], generic = false): Promise<string> {
   const client = new Client({ connectionString: databaseUrl() });
   await client.connect();
   try {
     await client.query('BEGIN');
-    await client.query(`PREPARE probe (${types}) AS ${runsStatements(ident(schema))[statement]}`);
+    if (generic) await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
+    await client.query(`PREPARE probe (${types}) AS ${text}`);
     const rows = await client.query(`EXPLAIN (ANALYZE, COSTS false, TIMING false) EXECUTE probe (${params.join(', ')})`);
     return rows.rows.map((r) => r['QUERY PLAN']).join('\n');
   } finally {
     await client.query('ROLLBACK').catch(() => undefined);
     await client.end();
   }
+}
+
+/** `Rows Removed by Filter` of each scan of the `runs` table in `plan` (not of scans of a CTE). */
+function removedFromRuns(plan: string): number[] {
+  let node = '';
+  const removed: number[] = [];
+  for (const line of plan.split('\n')) {
+    if (/^\s*(->|\S)/.test(line) && !/^\s*(Filter|Rows Removed|Index Cond|Recheck Cond|Heap Blocks|Sort|InitPlan|SubPlan|One-Time)/.test(line.trim()))
+      node = line;
+    const m = /Rows Removed by Filter: (\d+)/.exec(line);
+    if (m && /Scan (using \S+ )?on runs\b/.test(node)) removed.push(Number(m[1]));
+  }
+  return removed;
 }
 
 describe('engine bounds', () => {
@@ -188,6 +212,69 @@ describe('engine bounds', () => {
     expect(text).toMatch(/runs_deadline/);
     expect(text).toMatch(/runs_timeout_unclaimed/);
     expect(text).not.toMatch(/Seq Scan on runs/);
+  });
+
+  it('with statistics taken before its runs were due and plans made without parameters, a claim reads each run once and a heartbeat reads no history', async () => {
+    const t = await createApp({ workflows: [Plain], options: { worker: false } });
+    const S = ident(t.schema);
+    // 1,000 runs due in an hour when the statistics are taken: every run pending, none due
+    await sql(`
+      INSERT INTO ${S}.runs (id, workflow, status, run_at)
+      SELECT gen_random_uuid(), 'bounds_plain', 'pending', now() + interval '1 hour' FROM generate_series(1, 1000)`);
+    await sql(`ANALYZE ${S}.runs`);
+    await sql(`ALTER TABLE ${S}.runs SET (autovacuum_enabled = false)`); // the statistics stay as they are
+    // then they are due, and 20,000 finished runs are added that the statistics do not know of
+    await sql(`UPDATE ${S}.runs SET run_at = now() - interval '1 second' WHERE status = 'pending'`);
+    await sql(`
+      INSERT INTO ${S}.runs (id, workflow, status, run_at, finished_at)
+      SELECT gen_random_uuid(), 'bounds_plain', 'completed', now(), now() FROM generate_series(1, 20000)`);
+    await sql(`INSERT INTO ${S}.nodes (id) VALUES ('probe')`);
+    const claim = await planOf(runsStatements(S).claim, 'text, int, text[], int', ["'probe'", '1000', "ARRAY['bounds_plain']", '60000'], true);
+    expect(claim).toMatch(/Update on runs r \(actual rows=1000 loops=1\)/);
+    // the claimed runs are read by their primary key in one pass, not every id again for each run
+    const byKey = claim.split('\n').filter((line) => /runs_pkey/.test(line) && /actual/.test(line));
+    expect(byKey.length).toBeGreaterThan(0);
+    for (const line of byKey) expect(line).toMatch(/loops=1\)/);
+    expect(claim).not.toMatch(/Rows Removed by Join Filter/);
+    // the waiting and compensating runs are not looked for among the finished ones
+    for (const removed of removedFromRuns(claim)) expect(removed).toBeLessThan(100);
+    expect(claim).not.toMatch(/Seq Scan on runs/);
+
+    // a heartbeat of a node running 1,000 runs checks each by its primary key, with or without parameters
+    await sql(`UPDATE ${S}.runs SET status = 'running', node_id = 'probe', epoch = 1 WHERE status = 'pending'`);
+    const running = await sql<{ id: string }>(`SELECT id FROM ${S}.runs WHERE status = 'running'`);
+    const beat = (new NodesStore(t.schema) as unknown as { sql: Record<string, string> }).sql.beat;
+    const ids = `ARRAY[${running.map((r) => `'${r.id}'`).join(',')}]::uuid[]`;
+    const epochs = `ARRAY[${running.map(() => '1').join(',')}]::int[]`;
+    for (const generic of [false, true]) {
+      const params = ["'probe'", "'{}'", ids, epochs, '60000', 'true', "'[]'"];
+      const heartbeat = await planOf(beat, 'text, jsonb, uuid[], int[], int, boolean, jsonb', params, generic);
+      expect(heartbeat).not.toMatch(/Seq Scan on runs/);
+      expect(heartbeat).toMatch(/runs_pkey[^\n]*\(actual rows=1 loops=1000\)/);
+    }
+  });
+
+  it('countRuns with a status alone reads only runs of that status, one workflow at a time, and stops at its cap', async () => {
+    const t = await createApp({ workflows: [Plain, Other], options: { worker: false } });
+    const S = ident(t.schema);
+    // a history of 20,000 completed runs over two workflows, and 3 failed ones among the oldest
+    await sql(`
+      INSERT INTO ${S}.runs (id, workflow, status, run_at, finished_at)
+      SELECT gen_random_uuid(), CASE WHEN i % 2 = 0 THEN 'bounds_plain' ELSE 'bounds_other' END,
+        CASE WHEN i <= 3 THEN 'failed' ELSE 'completed' END, now(), now()
+      FROM generate_series(1, 20000) AS i`);
+    await sql(`ANALYZE ${S}.runs`);
+    expect(await t.durable.countRuns({ status: 'failed' })).toEqual({ count: 3, capped: false });
+    expect(await t.durable.countRuns({ status: 'completed' }, { cap: 100 })).toEqual({ count: 100, capped: true });
+    expect(await t.durable.countRuns({ status: ['failed', 'completed'] })).toEqual({ count: 10_000, capped: true });
+    const types = 'text, text, text[], text, uuid, text, uuid, int';
+    const rare = await plan(t.schema, 'count', types, ['NULL', 'NULL', "ARRAY['failed']", 'NULL', 'NULL', 'NULL', 'NULL', '10001']);
+    expect(rare).toMatch(/Index Only Scan using runs_workflow_status_other on runs r \(actual rows=3 loops=1\)/);
+    expect(rare).not.toMatch(/Seq Scan on runs/);
+    const common = await plan(t.schema, 'count', types, ['NULL', 'NULL', "ARRAY['completed']", 'NULL', 'NULL', 'NULL', 'NULL', '101']);
+    // a common status is found at once, whichever way the planner reads it: the cap's 101 rows, few others
+    expect(common).toMatch(/ on runs r \(actual rows=101 loops=1\)/);
+    for (const [, removed] of common.matchAll(/Rows Removed by Filter: (\d+)/g)) expect(Number(removed)).toBeLessThan(100);
   });
 
   it('an idle worker node reads no history: no sequential scan of runs over several heartbeats and maintenance passes', async () => {

@@ -265,7 +265,8 @@ describe('what a duplicate returns', () => {
       const t = await createApp({ workflows: ALL });
       const p = await t.durable.start('d_parent', {}, { key: 'pk' });
       const child = await waitFor(async () => (await t.durable.listRuns({ workflow: 'd_close', status: 'running' }))[0]);
-      expect((await t.durable.getRun(p.runId))!.status).toBe('waiting');
+      // the children are written before the parent's suspension commits: wait for both
+      await waitFor(async () => (await t.durable.getRun(p.runId))!.status === 'waiting');
       const r = await t.durable.start('d_parent', {}, { key: 'pk', onDuplicate: 'cancelExisting' });
       expect(r.outcome).toBe('cancelExisting');
       expect((await t.durable.getRun(p.runId))!.status).toBe('cancelled');

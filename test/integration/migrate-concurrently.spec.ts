@@ -2,7 +2,8 @@
  * `nestjs-durable migrate --concurrently`: the pending migrations' indexes are built with
  * CREATE INDEX CONCURRENTLY before the migrations run, so writes to a big table go on while an
  * index builds. Shown on a real schema whose key index migration is pending, with a transaction
- * open on `runs` that the build has to wait for.
+ * open on `runs` that the build has to wait for; then on pending migrations that add columns and
+ * index them.
  */
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
@@ -80,5 +81,31 @@ describe('migrate --concurrently', () => {
       [schema],
     );
     expect(invalid).toEqual([]);
+  });
+
+  it('the key statistics migration: its runs index is built concurrently, its activity index by the migration over the columns it adds', async () => {
+    const schema = freshSchema();
+    expect((await cli(['migrate', '--schema', schema])).code).toBe(0);
+    const s = ident(schema);
+    await sql(`DROP INDEX ${s}.runs_key_held, ${s}.activity_key_stats`);
+    await sql(`ALTER TABLE ${s}.activity DROP COLUMN outcome, DROP COLUMN input_changed`);
+    await sql(`DELETE FROM ${s}.migrations WHERE name = 'DurableKeyStats1733040018000'`);
+    // a record written before the migration: its columns are computed from its details
+    await sql(`INSERT INTO ${s}.activity (kind, workflow, key, details) VALUES ('key_duplicate', 'mc_plain', 'k', $1)`, [
+      { workflow: 'mc_plain', key: 'k', outcome: 'useExisting', inputChanged: true },
+    ]);
+    const done = await cli(['migrate', '--concurrently', '--schema', schema, '--json']);
+    expect(done.code).toBe(0);
+    expect(JSON.parse(done.stdout)).toEqual({ schema, builtConcurrently: ['runs_key_held'], applied: ['DurableKeyStats1733040018000'] });
+    expect(await sql(`SELECT outcome, input_changed FROM ${s}.activity`)).toEqual([{ outcome: 'useExisting', input_changed: true }]);
+    const indexes = await sql(
+      `SELECT c.relname AS name, i.indisvalid AS valid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+       JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname IN ('runs_key_held', 'activity_key_stats') ORDER BY 1`,
+      [schema],
+    );
+    expect(indexes).toEqual([
+      { name: 'activity_key_stats', valid: true },
+      { name: 'runs_key_held', valid: true },
+    ]);
   });
 });

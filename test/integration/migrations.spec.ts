@@ -156,6 +156,36 @@ describe('migrations', () => {
     }
   });
 
+  it("the workflow/status index leaves out pending and running runs; down brings back the index on every run and the runs' last attempts to step_attempts (DurableLeanHistory)", async () => {
+    const schema = freshSchema();
+    const all = durableMigrations(schema);
+    const at = all.findIndex((M) => M.name.startsWith('DurableLeanHistory'));
+    const ds = new DataSource({ type: 'postgres', url: databaseUrl() });
+    await ds.initialize();
+    const runner = ds.createQueryRunner();
+    try {
+      for (const M of all.slice(0, at + 1)) await new M().up(runner);
+      const idx = await runsIndexes(schema);
+      expect(idx.get('runs_workflow_status_other')).toMatch(/\(workflow, status, id\) WHERE \(status <> ALL \(ARRAY\['pending'::text, 'running'::text\]\)\)$/);
+      expect(idx.has('runs_workflow_status')).toBe(false);
+      // a finished run keeps the attempt that ended it on its row; down moves it to step_attempts
+      const S = `"${schema}"`;
+      const [run] =
+        await sql(`insert into ${S}.runs (id, workflow, status, node_id, error, last_step, last_attempt, last_status, last_started_at, last_finished_at)
+        values (gen_random_uuid(), 'migrations_echo', 'failed', 'node-a', '{"message":"boom"}', 0, 2, 'failed', now(), now()) returning id`);
+      await new all[at]().down(runner);
+      expect(await sql(`select run_id, step, attempt, status, error, node_id from ${S}.step_attempts`)).toEqual([
+        { run_id: run.id, step: 0, attempt: 2, status: 'failed', error: { message: 'boom' }, node_id: 'node-a' },
+      ]);
+      const back = await runsIndexes(schema);
+      expect(back.get('runs_workflow_status')).toMatch(/\(workflow, status, id\)$/);
+      expect(back.has('runs_workflow_status_other')).toBe(false);
+    } finally {
+      await runner.release();
+      await ds.destroy();
+    }
+  });
+
   it('upgrading rewrites stored duplicate outcomes to the spelling start returns, and the key trigger writes it (DurableOutcomeSpelling)', async () => {
     const schema = freshSchema();
     const S = `"${schema}"`;

@@ -195,7 +195,7 @@ describe('newcomer mistakes get a typed error naming the cause and the fix', () 
         await caught(() => createApp({ workflows: [Echo, EchoAgain] })),
         DurableValidationError,
         'invalid',
-        /two workflows are named "m_echo" \(Echo and EchoAgain\): give each @Workflow a name of its own/,
+        /two workflows are named "m_echo" \(Echo and EchoAgain\): give each workflow a name of its own \(in @Workflow\(name\) or DurableWorkflow\(name\)/,
       );
     });
 

@@ -118,10 +118,12 @@ describe('pause / resume', () => {
 });
 
 describe('priority', () => {
-  it('higher first among due runs: the workflow default, and start(…, { priority }) overriding it', async () => {
+  /**
+   * Six runs of several priorities, started by a node without a worker (all due when a worker node
+   * with `concurrency` slots and no claiming ahead comes up); resolves once that node ran them all.
+   */
+  async function runSix(concurrency: number) {
     const schema = freshSchema();
-    // runs started by a node without a worker are all due when the worker node (one slot, no
-    // claiming ahead: one run per claim) comes up
     const starter = await createApp({ workflows: [Low, High], schema, options: { worker: false } });
     order.length = 0;
     const started = [
@@ -132,11 +134,24 @@ describe('priority', () => {
       await starter.durable.start(High, 'high-demoted--5', { priority: -5 }),
       await starter.durable.start(Low, 'low-3'),
     ];
+    const worker = await createApp({ workflows: [Low, High], schema, concurrency, options: { worker: { prefetch: 0 } } });
+    for (const s of started) await worker.durable.waitForRun(s.runId, { timeout: 20_000 });
+    return { starter, started };
+  }
+  const byPriority = ['low-urgent-50', 'high-10', 'low-1', 'low-2', 'low-3', 'high-demoted--5'];
+
+  it('higher first among due runs: the workflow default, and start(…, { priority }) overriding it', async () => {
+    // one slot: one run per claim
+    const { starter, started } = await runSix(1);
     expect((await starter.durable.getRun(started[3].runId))?.priority).toBe(50);
     expect((await starter.durable.getRun(started[2].runId))?.priority).toBe(10);
-    const worker = await createApp({ workflows: [Low, High], schema, concurrency: 1, options: { worker: { prefetch: 0 } } });
-    for (const s of started) await worker.durable.waitForRun(s.runId, { timeout: 20_000 });
-    expect(order).toEqual(['low-urgent-50', 'high-10', 'low-1', 'low-2', 'low-3', 'high-demoted--5']);
+    expect(order).toEqual(byPriority);
+  });
+
+  it('the runs of one claim begin by priority, then by age', async () => {
+    // six slots: the worker's first claim takes all six at once, and launches them in its order
+    await runSix(6);
+    expect(order).toEqual(byPriority);
   });
 
   it('a workflow with a concurrency limit claims by priority too (its own claim), then by age', async () => {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'crypto';
 import { DurableValidationError, RunContext, RunNotFoundError, Step, Workflow } from '../../src';
 import { createApp, waitFor } from '../support';
+import { forceStatus } from '../support/keys';
 
 @Workflow('reads_echo', { reuse: 'afterFailure', debounce: { period: 60_000 } })
 class Echo {
@@ -66,6 +67,38 @@ describe('reading more: listRuns both ways, countRuns, listKeys across workflows
     expect(await durable.countRuns({ status: 'failed' })).toEqual({ count: 0, capped: false });
     expect(await durable.countRuns({ key: 'k0' })).toEqual({ count: 2, capped: false });
     expect(await durable.countRuns({ workflow: Echo, key: 'k0' })).toEqual({ count: 1, capped: false });
+  });
+
+  it('counts by status read every status, whichever index holds it: pending, running, waiting and finished runs', async () => {
+    const { durable, schema } = await createApp({ workflows: [Echo, Other], options: { worker: false } });
+    const statuses = ['pending', 'pending', 'running', 'waiting', 'completed', 'completed', 'failed', 'cancelled'] as const;
+    for (const status of statuses) await forceStatus(schema, (await durable.start('reads_other', status)).runId, status);
+    await durable.start('reads_echo', 1);
+    const other = (await durable.listWorkflows()).find((w) => w.name === 'reads_other')!;
+    expect(other.counts).toEqual({
+      pending: 2,
+      running: 1,
+      waiting: 1,
+      compensating: 0,
+      completed: 2,
+      failed: 1,
+      cancelled: 1,
+      compensated: 0,
+      compensation_failed: 0,
+    });
+    // a workflow's runs of every status together, up to the cap across the groups
+    expect(await durable.countRuns({ workflow: 'reads_other' })).toEqual({ count: 8, capped: false });
+    expect(await durable.countRuns({ workflow: 'reads_other' }, { cap: 8 })).toEqual({ count: 8, capped: false });
+    expect(await durable.countRuns({ workflow: 'reads_other' }, { cap: 7 })).toEqual({ count: 7, capped: true });
+    expect(await durable.countRuns({ workflow: 'reads_other', status: ['running', 'completed'] })).toEqual({ count: 3, capped: false });
+    expect(await durable.countRuns({ workflow: 'reads_other', status: 'waiting' })).toEqual({ count: 1, capped: false });
+    expect(await durable.countRuns({ status: 'pending' })).toEqual({ count: 3, capped: false });
+    const newestFirst = async (status: 'completed' | 'pending') => (await durable.listRuns({ workflow: 'reads_other', status })).map((r) => r.id);
+    for (const status of ['completed', 'pending'] as const) {
+      const ids = await newestFirst(status);
+      expect(ids).toHaveLength(2);
+      expect(ids).toEqual([...ids].sort().reverse());
+    }
   });
 
   it('listKeys without a workflow lists the keys of every workflow, newest first, and pages without repeating a key', async () => {

@@ -52,6 +52,13 @@ describe('retry and rerun', () => {
     const failed = await durable.waitForRun(runId, { timeout: 10_000 });
     expect(failed.status).toBe('failed');
     expect(calls).toEqual([`one:${runId}`, `two:${runId}`]);
+    const attempts = async () =>
+      (await durable.getRunHistory(runId)).map((h) => [h.name, h.attempt, h.status, (h.error as { message?: string } | undefined)?.message]);
+    const beforeRetry = [
+      ['one', 1, 'completed', undefined],
+      ['two', 1, 'failed', 'second step broke'],
+    ];
+    expect(await attempts()).toEqual(beforeRetry);
 
     failSecond = false;
     await durable.retry(runId);
@@ -61,6 +68,8 @@ describe('retry and rerun', () => {
     // the context saved by step one survived the failure and the retry
     expect(run.result).toEqual({ total: 50, input: { n: 4 } });
     expect(calls).toEqual([`one:${runId}`, `two:${runId}`, `two:${runId}`, `three:${runId}`]);
+    // the attempt that failed the run is still in its history, before those of the retry
+    expect(await attempts()).toEqual([...beforeRetry, ['two', 1, 'completed', undefined], ['three', 1, 'completed', undefined]]);
   });
 
   it('retry of a run that has not failed rejects with NotFailedError; unknown id with RunNotFoundError', async () => {

@@ -3,7 +3,7 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { DataPointType, MeterProvider, MetricReader, type HistogramMetricData, type SumMetricData } from '@opentelemetry/sdk-metrics';
-import { RunContext, Step, Workflow } from '../../src';
+import { KeyTakenError, RunContext, Step, Workflow } from '../../src';
 import { createApp, freshSchema, ident, spawnNode, sql, waitFor } from '../support';
 import { forceStatus } from '../support/keys';
 
@@ -281,6 +281,26 @@ describe('OpenTelemetry', () => {
     await durable.releaseKey(b.runId);
     await durable.retry(a.runId);
     expect(await counter('durable.key.retaken', { workflow: 'tel_two' })).toBe(before + 1);
+  });
+
+  it('durable.key.handoff counts a flow node taking a finished run’s key (startFlow, rerunFlow, appendFlow), not a refused flow', async () => {
+    const { durable, schema } = await createApp({ workflows: [Two], options: { worker: false } });
+    const handoffs = () => counter('durable.key.handoff', { workflow: 'tel_two' });
+    const before = await handoffs();
+    const old = await durable.start('tel_two', { n: 1 }, { key: 'fk1' });
+    await forceStatus(schema, old.runId, 'completed');
+    const flow = await durable.startFlow(durable.flow().add('a', 'tel_two', { n: 2 }, { key: 'fk1' }));
+    expect(await handoffs()).toBe(before + 1);
+    await forceStatus(schema, flow.runIds.a, 'completed');
+    await durable.rerunFlow(flow.flowId, { from: 'a' });
+    expect(await handoffs()).toBe(before + 2);
+    const other = await durable.start('tel_two', { n: 5 }, { key: 'fk3' });
+    await forceStatus(schema, other.runId, 'completed');
+    await durable.startFlow(await durable.appendFlow(flow.flowId).then((b) => b.add('c', 'tel_two', { n: 6 }, { key: 'fk3' })));
+    expect(await handoffs()).toBe(before + 3);
+    await durable.start('tel_two', { n: 3 }, { key: 'fk2' }); // still going: the flow is refused
+    await expect(durable.startFlow(durable.flow().add('b', 'tel_two', { n: 4 }, { key: 'fk2' }))).rejects.toBeInstanceOf(KeyTakenError);
+    expect(await handoffs()).toBe(before + 3);
   });
 
   it('counters and histograms: key duplicate / handoff / release, runs finished, step duration, pickup latency', async () => {

@@ -68,10 +68,12 @@ class Busy {
   constructor(@Inject(NODE) private readonly node: string) {}
 
   @Step()
-  async work(ctx: RunContext<{ ms: number }>) {
+  async work(ctx: RunContext<{ ms: number; gate?: number }>) {
     tracker.enter();
     executions.push({ runId: ctx.runId, node: this.node });
     try {
+      // a gated run holds its slot until `gate` runs execute at once (or a deadline passes)
+      if (ctx.input.gate) await waitFor(() => tracker.max >= ctx.input.gate!, { timeout: 20_000 }).catch(() => undefined);
       await new Promise((r) => setTimeout(r, ctx.input.ms)); // the step's own work, not test synchronisation
     } finally {
       tracker.exit();
@@ -206,11 +208,20 @@ describe('worker', () => {
 
   it('two nodes share the work and no run executes twice', async () => {
     const schema = freshSchema();
-    const a = await createApp({ schema, workflows: [Busy], providers: [{ provide: NODE, useValue: 'a' }], concurrency: 3 });
-    const b = await createApp({ schema, workflows: [Busy], providers: [{ provide: NODE, useValue: 'b' }], concurrency: 3 });
+    // no claim ahead: a node holds at most its 3 slots, and each run waits until 6 execute at once,
+    // which only both nodes together can reach
+    const node = (name: string) => ({
+      schema,
+      workflows: [Busy],
+      providers: [{ provide: NODE, useValue: name }],
+      concurrency: 3,
+      options: { worker: { prefetch: 0 } },
+    });
+    const a = await createApp(node('a'));
+    const b = await createApp(node('b'));
     const started = await a.durable.startMany(
       'worker_busy',
-      Array.from({ length: 30 }, () => ({ input: { ms: 100 } })),
+      Array.from({ length: 30 }, () => ({ input: { ms: 20, gate: 6 } })),
     );
     const ids = started.map((r) => (r as { runId: string }).runId);
     const runs = await Promise.all(ids.map((id) => b.durable.waitForRun(id, { timeout: 30_000 })));
@@ -219,6 +230,7 @@ describe('worker', () => {
     expect(new Set(executions.map((e) => e.runId)).size).toBe(30);
     const byNode = new Set(executions.map((e) => e.node));
     expect(byNode).toEqual(new Set(['a', 'b']));
+    expect(tracker.max).toBe(6);
     // each run's result names the node that executed it
     for (const r of runs) expect(r.result).toBe(executions.find((e) => e.runId === r.id)!.node);
   });

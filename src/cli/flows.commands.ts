@@ -1,0 +1,44 @@
+import { UsageError } from '../errors';
+import type { FlowGraph } from '../flows/flow.graph';
+import { stringOption } from './args';
+import type { Command, CommandContext, Output } from './command';
+import { table } from './table';
+
+/** The flow's nodes as a table, and as JSON (nodes and edges, with each node's run and status). */
+function shown(graph: FlowGraph, text?: string): Output {
+  const nodes = table(
+    ['NODE', 'WORKFLOW', 'DEPS', 'STATUS', 'RUN'],
+    graph.nodes.map((n) => [n.name, n.workflow, n.deps.join(', ') || null, n.status, n.runId]),
+    'no nodes',
+  );
+  return { json: { flowId: graph.flowId, flowName: graph.flowName, nodes: graph.nodes, edges: graph.edges }, text: text ? `${text}\n${nodes}` : nodes };
+}
+
+const graphOf = async (ctx: CommandContext, flowId: string) => (await ctx.connection.durable()).getFlowGraph(flowId);
+
+/** `flows …`: show a flow's nodes, run part of it again. */
+export const flowsCommands: Command[] = [
+  {
+    name: 'flows get',
+    args: ['<id>'],
+    options: {},
+    summary: 'a flow’s nodes: workflow, deps, status and run of each',
+    async run(ctx) {
+      return shown(await graphOf(ctx, ctx.args[0]));
+    },
+  },
+  {
+    name: 'flows rerun',
+    args: ['<id>'],
+    options: { '--from <node>': 'the node to run again, with every node downstream of it (required)' },
+    summary: 'runs a node of a flow and everything downstream of it again, reusing the other nodes’ results',
+    async run(ctx) {
+      const [id] = ctx.args;
+      const from = stringOption(ctx.parsed, 'from');
+      if (from === undefined) throw new UsageError('--from <node> is required: the node to run again');
+      const { runIds } = await (await ctx.connection.durable()).rerunFlow(id, { from });
+      const out = shown(await graphOf(ctx, id), `ran again from "${from}": ${Object.keys(runIds).length} node(s)`);
+      return { json: { flowId: id, from, runIds, graph: out.json }, text: out.text };
+    },
+  },
+];
