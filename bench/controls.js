@@ -7,9 +7,9 @@ require('reflect-metadata');
 const fs = require('fs');
 const path = require('path');
 const os = require('os');
-const { resolveUrl, stopEmbedded, envFacts, withClient } = require('./lib/db');
+const { resolveUrl, stopEmbedded, envFacts, withClient, untilDrained } = require('./lib/db');
 const { reps, fmt } = require('./lib/scenarios');
-const { log, scale, summarize, until } = require('./lib/util');
+const { log, scale, summarize } = require('./lib/util');
 
 const SCHEMA = 'bench_controls';
 const GROUPS = 1000;
@@ -90,10 +90,7 @@ async function main() {
       await withClient(url, (c) => c.query(`ANALYZE ${SCHEMA}.runs`));
       const t0 = Date.now();
       const worker = await app(true);
-      const left = () =>
-        withClient(url, async (c) => Number((await c.query(`SELECT count(*)::int n FROM ${SCHEMA}.runs WHERE status <> 'completed'`)).rows[0].n));
-      await until(async () => (await left()) === 0, { every: 20, timeout: 600_000, what: `${label}: all runs completed` });
-      rates.push((n * 1000) / (Date.now() - t0));
+      rates.push((n * 1000) / ((await untilDrained(url, SCHEMA, n)) - t0));
       await worker.app.close();
       // the most runs begun in any one-second window (a run is begun once: attempt 1)
       const [{ most }] = (

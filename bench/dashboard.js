@@ -66,7 +66,7 @@ async function seed(url) {
     await c.query(`
       INSERT INTO ${S}.activity (kind, run_id, workflow, key, at, details)
       SELECT 'key_duplicate', ${RUN_ID('r')}, 'bench_dash_' || (r % 4), 'item:' || (r % ${KEYS}), now() - j * interval '1 second',
-        jsonb_build_object('workflow', 'bench_dash_' || (r % 4), 'key', 'item:' || (r % ${KEYS}), 'outcome', 'use_existing',
+        jsonb_build_object('workflow', 'bench_dash_' || (r % 4), 'key', 'item:' || (r % ${KEYS}), 'outcome', 'useExisting',
           'inputChanged', j % 3 = 0, 'input', jsonb_build_object('i', r, 'title', 'changed ' || j))
       FROM generate_series(1, 100000) AS j, LATERAL (SELECT ${RUNS} - (j % ${Math.min(KEYS, 100000)}) AS r) x`);
     await c.query(`

@@ -12,9 +12,9 @@
 const { fork } = require('child_process');
 const fs = require('fs');
 const path = require('path');
-const { withClient } = require('./lib/db');
+const { withClient, untilDrained } = require('./lib/db');
 const { URL, oneStepWorkflow, bootDurable } = require('./lib/standalone');
-const { summarize, sleep } = require('./lib/util');
+const { summarize } = require('./lib/util');
 const { fmt } = require('./lib/scenarios');
 
 const SCHEMA = 'bench_processes';
@@ -55,14 +55,7 @@ async function drainWith(k, durable, Proc) {
   await withClient(URL, (c) =>
     c.query(`WITH u AS (UPDATE ${SCHEMA}.runs SET run_at = now() RETURNING 1) SELECT count(*), pg_notify($1, '') FROM u`, [`durable_${SCHEMA}`]),
   );
-  for (;;) {
-    const left = await withClient(URL, async (c) =>
-      Number((await c.query(`SELECT count(*)::int n FROM ${SCHEMA}.runs WHERE status <> 'completed'`)).rows[0].n),
-    );
-    if (!left) break;
-    await sleep(20);
-  }
-  const s = (Date.now() - t0) / 1000;
+  const s = ((await untilDrained(URL, SCHEMA, N)) - t0) / 1000;
   const pg = (cpuSeconds(/^postgres/) - pg0) / s;
   const workers = (cpuSeconds(/worker-process/) - node0) / s;
   for (const c of children) c.send('stop');

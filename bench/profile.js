@@ -4,6 +4,7 @@
 //   node bench/profile.js                 ours, 100k x BENCH_SCALE runs (default scale 0.5)
 //   BENCH_ONLY=graphile node bench/profile.js   profile a peer instead
 //   BENCH_PROFILE_PGSS=1 node bench/profile.js  on an embedded Postgres with pg_stat_statements loaded
+//   BENCH_PROFILE_NODE_ARGS='--trace-gc' node bench/profile.js   more node flags for the profiled worker process
 const { fork } = require('child_process');
 const fs = require('fs');
 const path = require('path');
@@ -162,7 +163,12 @@ async function main() {
   })();
 
   const t0 = Date.now();
-  const res = await child(url, 'drainonly', n, [`--cpu-prof`, `--cpu-prof-dir=${outDir}`, '--enable-source-maps']);
+  const res = await child(url, 'drainonly', n, [
+    ...(process.env.BENCH_PROFILE_NODE_ARGS || '').split(' ').filter(Boolean),
+    `--cpu-prof`,
+    `--cpu-prof-dir=${outDir}`,
+    '--enable-source-maps',
+  ]);
   const wall = Date.now() - t0;
   sampling = false;
   await sampler;

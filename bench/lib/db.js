@@ -2,6 +2,7 @@
 // Connection resolution, schema hygiene and environment facts shared by every system.
 const { Client } = require('pg');
 const path = require('path');
+const { until } = require('./util');
 
 const DEFAULT_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -113,4 +114,26 @@ async function envFacts(url) {
   };
 }
 
-module.exports = { DEFAULT_URL, resolveUrl, startEmbedded, stopEmbedded, withClient, truncateSchema, analyzeSchema, dropSchema, envFacts, ident };
+/**
+ * Resolves once no run of `schema` (of `workflow`, if given) is pending or running (Date.now() then),
+ * checking every `every` ms on one connection through the partial indexes of those statuses only: a
+ * count over the whole table, repeated while a drain runs, would take PostgreSQL's CPU from the drain
+ * it times. Then checks that the `n` runs all completed (a failed run is an error, not a faster drain).
+ */
+async function untilDrained(url, schema, n, { workflow = null, every = 20, timeout = 600_000 } = {}) {
+  const of = `($1::text IS NULL OR workflow = $1)`;
+  return withClient(url, async (c) => {
+    // statistics taken before the drain say every run is pending: read the indexes anyway
+    await c.query('SET enable_seqscan = off');
+    const busy = `SELECT EXISTS (SELECT 1 FROM ${schema}.runs WHERE status = 'pending' AND ${of})
+      OR EXISTS (SELECT 1 FROM ${schema}.runs WHERE status = 'running' AND ${of}) AS busy`;
+    await until(async () => !(await c.query(busy, [workflow])).rows[0].busy, { every, timeout, what: `${schema}: runs no longer pending or running` });
+    const doneAt = Date.now();
+    await c.query('RESET enable_seqscan');
+    const [{ completed }] = (await c.query(`SELECT count(*)::int AS completed FROM ${schema}.runs WHERE status = 'completed' AND ${of}`, [workflow])).rows;
+    if (completed !== n) throw new Error(`${schema}: ${completed} of ${n} runs completed`);
+    return doneAt;
+  });
+}
+
+module.exports = { DEFAULT_URL, resolveUrl, startEmbedded, stopEmbedded, withClient, truncateSchema, analyzeSchema, dropSchema, envFacts, ident, untilDrained };

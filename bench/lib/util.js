@@ -165,6 +165,8 @@ async function boxedCalls(n, callers, boxMs, one) {
 const timeoutMs = () => Number(process.env.BENCH_TIMEOUT_MS || 180000);
 /** Handlers running at once per worker process, the same for every system that has the setting (nestjs-durable's default: 10). */
 const workerConcurrency = () => Number(process.env.BENCH_CONCURRENCY || 10);
+/** nestjs-durable's worker options beyond the concurrency: `prefetch` when BENCH_OURS_PREFETCH is set (else its default). */
+const oursWorkerExtras = () => (process.env.BENCH_OURS_PREFETCH ? { prefetch: Number(process.env.BENCH_OURS_PREFETCH) } : {});
 
 module.exports = {
   now,
@@ -183,4 +185,5 @@ module.exports = {
   batchedUntil,
   boxedCalls,
   workerConcurrency,
+  oursWorkerExtras,
 };

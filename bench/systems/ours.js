@@ -2,7 +2,7 @@
 // nestjs-durable (this repository, built to dist/ by `npm run build` at the root).
 require('reflect-metadata');
 const { withClient, truncateSchema, analyzeSchema } = require('../lib/db');
-const { now, sleep, until, Counter, Signal, timeoutMs, boxedDrain, batchedUntil, boxedCalls, workerConcurrency } = require('../lib/util');
+const { now, sleep, until, Counter, Signal, timeoutMs, boxedDrain, batchedUntil, boxedCalls, workerConcurrency, oursWorkerExtras } = require('../lib/util');
 
 const SCHEMA = process.env.BENCH_OURS_SCHEMA || 'bench_durable';
 
@@ -58,12 +58,20 @@ function create(url) {
   const { DurableModule, DurableService } = lib;
   const { BenchNoop, BenchFive } = defineWorkflows(lib);
   const concurrency = workerConcurrency();
-  const describe = `worker concurrency ${concurrency}, pollInterval 1s, startMany batches as given`;
+  const { prefetch } = oursWorkerExtras();
+  const describe = `worker concurrency ${concurrency}, pollInterval 1s${prefetch === undefined ? '' : `, prefetch ${prefetch}`}, startMany batches as given`;
 
   async function makeApp(worker) {
     class BenchModule {}
     Module({
-      imports: [DurableModule.forRoot({ url, schema: SCHEMA, worker: worker ? { concurrency, pollInterval: '1s' } : false, shutdownTimeout: '5s' })],
+      imports: [
+        DurableModule.forRoot({
+          url,
+          schema: SCHEMA,
+          worker: worker ? { concurrency, pollInterval: '1s', ...oursWorkerExtras() } : false,
+          shutdownTimeout: '5s',
+        }),
+      ],
       providers: [BenchNoop, BenchFive],
     })(BenchModule);
     const app = await NestFactory.createApplicationContext(BenchModule, { logger: process.env.BENCH_OURS_LOG ? ['error', 'warn'] : false });
