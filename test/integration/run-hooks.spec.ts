@@ -161,14 +161,25 @@ describe('run lifecycle hooks', () => {
     const env = await DurableTestEnv.create({ providers: [FlakyHook] });
     try {
       const { runId } = await env.durable.start(FlakyHook);
+      // on a mismatch, what the schema held when runUntilIdle returned
+      const expectCalls = async (n: number) => {
+        if (callsOf(runId).length === n) return;
+        const state = {
+          calls: callsOf(runId),
+          run: await sql(`select status, node_id, finished_at from ${ident(env.schema)}.runs where id = $1`, [runId]),
+          hooks: await sql(`select hook, due_at, node_id, attempts, now() as now from ${ident(env.schema)}.flow_hooks`),
+          hookWorkflows: await sql(`select workflow, hooks from ${ident(env.schema)}.hook_workflows`),
+        };
+        throw new Error(`expected ${n} call(s) after runUntilIdle; state: ${JSON.stringify(state)}`);
+      };
       await env.runUntilIdle({ timeout: '20s' });
-      expect(callsOf(runId)).toHaveLength(1);
+      await expectCalls(1);
       await env.skipTime('1s');
       await env.runUntilIdle({ timeout: '20s' });
-      expect(callsOf(runId)).toHaveLength(2);
+      await expectCalls(2);
       await env.skipTime('2s');
       await env.runUntilIdle({ timeout: '20s' });
-      expect(callsOf(runId)).toHaveLength(3);
+      await expectCalls(3);
       expect(await owed(env.schema)).toBe(0);
     } finally {
       await env.close();
