@@ -45,19 +45,15 @@ export interface NodeRow {
   running: number;
 }
 
-/** Statements on the `nodes` and `leases` tables (one heartbeat row per live node, the maintenance lease). */
-export class NodesStore {
-  private readonly sql: Record<string, string>;
-
-  constructor(schema: string) {
-    const S = `"${schema}"`;
-    this.sql = {
-      // One round trip per heartbeat: renews this node (re-creating its row if it had been declared
-      // dead: fresh), renews or takes the maintenance lease when free or expired ($5: its length),
-      // returns the runs among $3/$4 (id, epoch) it no longer owns, and — with $6, when no claim of
-      // this node is in flight — gives back the runs it holds but does not run (a claim committed
-      // whose reply never arrived), without the attempt that claim counted.
-      beat: `
+/** Every statement on the `nodes` and `leases` tables, by name; `S` is the validated, quoted schema. */
+export function nodesStatements(S: string): Record<string, string> {
+  return {
+    // One round trip per heartbeat: renews this node (re-creating its row if it had been declared
+    // dead: fresh), renews or takes the maintenance lease when free or expired ($5: its length),
+    // returns the runs among $3/$4 (id, epoch) it no longer owns, and — with $6, when no claim of
+    // this node is in flight — gives back the runs it holds but does not run (a claim committed
+    // whose reply never arrived), without the attempt that claim counted.
+    beat: `
         WITH hb AS (
           INSERT INTO ${S}.nodes (id, info) VALUES ($1, $2)
           ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(), info = EXCLUDED.info
@@ -87,7 +83,7 @@ export class NodesStore {
         )
         SELECT (SELECT fresh FROM hb) AS fresh, EXISTS (SELECT 1 FROM lease) AS leader,
           ARRAY(SELECT id FROM lost) AS lost, (SELECT count(*) FROM strays)::int AS strays`,
-      recover: `
+    recover: `
         WITH dead AS (
           DELETE FROM ${S}.nodes WHERE heartbeat_at < now() - $1 * interval '1 millisecond' RETURNING id
         ), orphans AS (
@@ -99,13 +95,21 @@ export class NodesStore {
           RETURNING r.id
         )
         SELECT (SELECT count(*) FROM dead)::int AS nodes, (SELECT count(*) FROM orphans)::int AS runs`,
-      remove: `DELETE FROM ${S}.nodes WHERE id = $1`,
-      // alive: heard from within $1 ms; running: its runs, through the partial index runs_running
-      list: `
+    remove: `DELETE FROM ${S}.nodes WHERE id = $1`,
+    // alive: heard from within $1 ms; running: its runs, through the partial index runs_running
+    list: `
         SELECT n.id, n.started_at, n.heartbeat_at, n.info, n.heartbeat_at > now() - $1 * interval '1 millisecond' AS alive,
           (SELECT count(*) FROM ${S}.runs r WHERE r.status = 'running' AND r.node_id = n.id)::int AS running
         FROM ${S}.nodes n ORDER BY n.id LIMIT $2`,
-    };
+  };
+}
+
+/** Statements on the `nodes` and `leases` tables (one heartbeat row per live node, the maintenance lease). */
+export class NodesStore {
+  private readonly sql: Record<string, string>;
+
+  constructor(schema: string) {
+    this.sql = nodesStatements(`"${schema}"`);
   }
 
   /**

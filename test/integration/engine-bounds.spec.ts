@@ -5,7 +5,7 @@
  */
 import { Client } from 'pg';
 import { DurableValidationError, RunContext, Step, Workflow } from '../../src';
-import { NodesStore } from '../../src/store/nodes.store';
+import { nodesStatements } from '../../src/store/nodes.store';
 import { runsStatements } from '../../src/store/runs.sql';
 import { DurableTestEnv } from '../../src/testing';
 import { createApp, databaseUrl, freshSchema, ident, sql, waitFor } from '../support';
@@ -243,7 +243,7 @@ describe('engine bounds', () => {
     // a heartbeat of a node running 1,000 runs checks each by its primary key, with or without parameters
     await sql(`UPDATE ${S}.runs SET status = 'running', node_id = 'probe', epoch = 1 WHERE status = 'pending'`);
     const running = await sql<{ id: string }>(`SELECT id FROM ${S}.runs WHERE status = 'running'`);
-    const beat = (new NodesStore(t.schema) as unknown as { sql: Record<string, string> }).sql.beat;
+    const beat = nodesStatements(S).beat;
     const ids = `ARRAY[${running.map((r) => `'${r.id}'`).join(',')}]::uuid[]`;
     const epochs = `ARRAY[${running.map(() => '1').join(',')}]::int[]`;
     for (const generic of [false, true]) {
