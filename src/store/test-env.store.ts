@@ -41,13 +41,16 @@ export class TestEnvStore {
         -- every data-modifying part of a WITH runs to completion, read or not; the wake-up is sent at commit
         SELECT pg_notify($2, '')`,
       // due pending runs (deps all done), due waiting runs, running and compensating ones, due hooks and
-      // hooks being called (a hook's back-off moves earlier with the rest; a call's lease does not)
+      // hooks being called (a hook's back-off moves earlier with the rest; a call's lease does not).
+      // "Due" is by clock_timestamp(), not now(): a statement's now() is taken before its snapshot,
+      // so a run ended (or given back) by a transaction that committed in between is seen with a
+      // time later than now() — its hook, due at once, would look not yet due.
       going: `
         SELECT
           (SELECT count(*) FROM ${S}.runs WHERE status IN ('running', 'compensating')
-             OR (status = 'pending' AND run_at <= now() AND coalesce(deps_left, 0) = 0)
-             OR (status = 'waiting' AND wake_at <= now()))::int
-          + (SELECT count(*) FROM ${S}.flow_hooks WHERE due_at <= now() OR node_id IS NOT NULL)::int AS n`,
+             OR (status = 'pending' AND run_at <= clock_timestamp() AND coalesce(deps_left, 0) = 0)
+             OR (status = 'waiting' AND wake_at <= clock_timestamp()))::int
+          + (SELECT count(*) FROM ${S}.flow_hooks WHERE due_at <= clock_timestamp() OR node_id IS NOT NULL)::int AS n`,
       wake: `SELECT pg_notify($1, '')`,
       drop: `DROP SCHEMA IF EXISTS ${S} CASCADE`,
     };

@@ -6,7 +6,7 @@
  */
 import { OnRunCancelled, OnRunCompleted, OnRunFailed, RunContext, RunInfo, Step, Workflow } from '../../src';
 import { DurableTestEnv } from '../../src/testing';
-import { createApp, freshSchema, ident, RecordingLogger, spawnNode, sql, waitFor } from '../support';
+import { createApp, db, freshSchema, ident, RecordingLogger, spawnNode, sql, waitFor } from '../support';
 
 /** Hook calls seen in this process: `<hook> <runId> <status>`. */
 let calls: string[] = [];
@@ -182,6 +182,34 @@ describe('run lifecycle hooks', () => {
       await expectCalls(3);
       expect(await owed(env.schema)).toBe(0);
     } finally {
+      await env.close();
+    }
+  });
+
+  it('the testing kit: a hook owed by a transaction that committed while runUntilIdle was looking is waited for', async () => {
+    const env = await DurableTestEnv.create({ providers: [AllHooks] });
+    const client = await db().connect();
+    try {
+      const { runId } = await env.durable.start(AllHooks, { outcome: 'complete' });
+      await env.runUntilIdle({ timeout: '20s' });
+      expect(callsOf(runId)).toHaveLength(1);
+      // A transaction holds flow_hooks while runUntilIdle's look at the schema begins: the look's
+      // statement has started (its now() is taken) and waits for the table; the transaction owes a
+      // hook due at its own time, later than that now(), and commits before the look reads.
+      const hooks = `${ident(env.schema)}.flow_hooks`;
+      await client.query('BEGIN');
+      await client.query(`LOCK TABLE ${hooks} IN ACCESS EXCLUSIVE MODE`);
+      const idle = env.runUntilIdle({ timeout: '20s' });
+      const looking = `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%count(*)%' AND query LIKE $1`;
+      await waitFor(async () => (await sql(looking, [`%${env.schema}%flow_hooks%`])).length > 0, { message: "runUntilIdle's look waits for the table" });
+      await client.query(`INSERT INTO ${hooks} (run_id, hook, reason, due_at) VALUES ($1, 'onRunCompleted', 'completed', clock_timestamp())`, [runId]);
+      await client.query('COMMIT');
+      await idle;
+      expect(callsOf(runId)).toHaveLength(2);
+      expect(await owed(env.schema)).toBe(0);
+    } finally {
+      await client.query('ROLLBACK').catch(() => undefined);
+      client.release();
       await env.close();
     }
   });
