@@ -89,6 +89,8 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
   private syncTimer?: NodeJS.Timeout;
   private syncing?: Promise<void>;
   private stopped = false;
+  /** False once {@link holdTicks} was called: jobs are kept but do not tick on the wall clock. */
+  private ticking = true;
   private lastPruneAt = 0;
   /** Per schedule: ticks this node saw and what came of them (tests, debugging). */
   readonly stats = new Map<string, { ticks: number; fired: number; lost: number; failed: number }>();
@@ -103,6 +105,16 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
     discovery: DiscoveryService,
   ) {
     this.checkDeclared(discovery);
+  }
+
+  /**
+   * Stops this node's schedules from ticking on the wall clock, now and for every schedule mounted
+   * later; they still fire through `triggerSchedule`. The testing kit calls it before the app
+   * starts: an env's schedules fire when its time is skipped past a tick, never by the real clock.
+   */
+  holdTicks(): void {
+    this.ticking = false;
+    for (const local of this.jobs.values()) local.job.stop();
   }
 
   private get cronJobs(): CronJobs {
@@ -306,7 +318,7 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
     });
     if (this.cronJobs.doesExist('cron', local.registryName)) this.cronJobs.deleteCronJob(local.registryName);
     this.cronJobs.addCronJob(local.registryName, job);
-    job.start();
+    if (this.ticking) job.start();
     local.nextTick = job.nextDate().toJSDate();
     this.jobs.set(row.name, local);
   }

@@ -12,6 +12,7 @@ import type { DurableModuleOptions, WorkerOptions } from '../options/durable-opt
 import { clientQueryable } from '../store/db';
 import { TestEnvStore } from '../store/test-env.store';
 import { nextTickAfter } from '../schedules/cron';
+import { Scheduler } from '../schedules/scheduler';
 import { DurableModule } from '../durable.module';
 import { DurableService } from '../durable.service';
 import { testDatabaseUrl } from './test-database';
@@ -96,6 +97,8 @@ export class DurableTestEnv {
     if (options.configure) builder = options.configure(builder);
     builder.setLogger(options.logger === false ? new SilentLogger() : (options.logger ?? new ConsoleLogger({ logLevels: ['error', 'warn'] })));
     const app = await builder.compile();
+    // the env's schedules fire as its time is skipped (skipTime) or on demand, not by the real clock
+    app.get(Scheduler, { strict: false }).holdTicks();
     try {
       await app.init();
     } catch (err) {

@@ -33,7 +33,8 @@ class WaitTwice {
 
   @Step()
   async second(ctx: RunContext) {
-    await ctx.sleep(100);
+    // long enough for the test to send its second "ping" while the run sleeps, also under load
+    await ctx.sleep(2_000);
     // a later wait for the same name returns the same payload
     return ctx.waitForEvent('ping');
   }
@@ -77,7 +78,8 @@ class Timeout {
 class Sleeper {
   @Step()
   async nap(ctx: RunContext) {
-    await ctx.sleep(400);
+    // long enough for the test's early "go" to arrive while the run sleeps, also under load
+    await ctx.sleep(2_000);
   }
 
   @Step()
@@ -156,7 +158,10 @@ describe('sendEvent / waitForEvent', () => {
     const t = await durable.start('e_twice');
     await status(durable, t.runId, 'waiting');
     expect(await durable.sendEvent(t.runId, 'ping', 'A')).toBe('delivered');
-    await waitFor(async () => (await durable.getRun(t.runId))?.step === 'second');
+    await waitFor(async () => {
+      const run = await durable.getRun(t.runId);
+      return run?.step === 'second' && run.status === 'waiting';
+    });
     // sent after the run got its "ping": kept, never read
     expect(await durable.sendEvent(t.runId, 'ping', 'B', { buffer: true })).toBe('kept');
     const twice = await durable.waitForRun(t.runId, { timeout: 10_000 });

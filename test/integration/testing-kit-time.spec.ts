@@ -52,6 +52,15 @@ class Nightly {
   }
 }
 
+@Schedule('* * * * * *', { name: 'every_second' })
+@Workflow('kit_every_second')
+class EverySecond {
+  @Step()
+  async run() {
+    return 'ticked';
+  }
+}
+
 let env: DurableTestEnv;
 beforeAll(async () => {
   env = await DurableTestEnv.create({ providers: [Plain, Debounced, Approval, Deadline, Nightly] });
@@ -110,6 +119,23 @@ describe('DurableTestEnv.skipTime', () => {
     expect(await fired()).toBe(before + 1);
     const [run] = await env.durable.listRuns({ workflow: Nightly });
     expect(run).toMatchObject({ status: 'completed', result: 3 });
+  });
+});
+
+describe("an env's schedules and the real clock", () => {
+  it('do not tick on the wall clock: they fire when the time is skipped past a tick', async () => {
+    const own = await DurableTestEnv.create({ providers: [EverySecond] });
+    try {
+      // an absence window (not synchronisation): a node ticking on the real clock fires every second
+      await new Promise((r) => setTimeout(r, 1_500));
+      await own.runUntilIdle();
+      expect(await own.durable.listRuns({ workflow: EverySecond })).toEqual([]);
+      await own.skipTime('1s');
+      await own.runUntilIdle();
+      expect(await own.durable.listRuns({ workflow: EverySecond })).toMatchObject([{ status: 'completed', result: 'ticked' }]);
+    } finally {
+      await own.close();
+    }
   });
 });
 

@@ -51,7 +51,8 @@ class Swallow {
   async careless(ctx: RunContext) {
     let seen = false;
     try {
-      await ctx.sleep(200);
+      // long enough for the test to see the run waiting, also under load
+      await ctx.sleep(1_500);
     } catch (err) {
       seen = isSuspension(err);
       log.push(`swallowed:${ctx.runId}:${seen}`);

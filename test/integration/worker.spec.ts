@@ -9,7 +9,7 @@ const attemptsAt: { runId: string; attempt: number; at: number }[] = [];
 
 @Workflow('worker_flaky')
 class Flaky {
-  @Step({ retry: { attempts: 3, backoff: 'exponential', initialDelay: '300ms', maxDelay: '5s', jitter: false } })
+  @Step({ retry: { attempts: 3, backoff: 'exponential', initialDelay: '1s', maxDelay: '5s', jitter: false } })
   async flaky(ctx: RunContext<{ succeedOn: number }>) {
     attemptsAt.push({ runId: ctx.runId, attempt: ctx.attempt, at: Date.now() });
     if (ctx.attempt < ctx.input.succeedOn) throw new Error(`attempt ${ctx.attempt} failed`);
@@ -132,7 +132,8 @@ describe('worker', () => {
   it('retries a failing step with backoff; the run stays unfinished between attempts', async () => {
     const { durable } = await createApp({ workflows: [Flaky] });
     const { runId } = await durable.start('worker_flaky', { succeedOn: 3 });
-    // between attempt 1 and 2 (300ms backoff): attempt 1's failure is recorded, and the run is not final
+    // between attempt 1 and 2 (1 s back-off: room for the poll below, also under load): attempt 1's
+    // failure is recorded, and the run is not final
     const between = await waitFor(
       async () => {
         const r = await durable.getRun(runId);
@@ -149,8 +150,8 @@ describe('worker', () => {
     expect(attemptsAt.map((a) => a.attempt)).toEqual([1, 2, 3]);
     const gap1 = attemptsAt[1].at - attemptsAt[0].at;
     const gap2 = attemptsAt[2].at - attemptsAt[1].at;
-    expect(gap1).toBeGreaterThanOrEqual(250); // initialDelay 300ms (a little slack for clock granularity)
-    expect(gap2).toBeGreaterThanOrEqual(500); // exponential: ~600ms
+    expect(gap1).toBeGreaterThanOrEqual(950); // initialDelay 1 s (a little slack for clock granularity)
+    expect(gap2).toBeGreaterThanOrEqual(1_900); // exponential: 2 s
   });
 
   it('fails the run after the last attempt, recording the error', async () => {
@@ -333,7 +334,8 @@ describe('worker', () => {
     const { runId } = await node.durable.start('worker_drain');
     await waitFor(() => drainLog.includes('started'));
     const closing = node.close();
-    // a run started while the node drains is not claimed by it
+    // a run started once the node drains is not claimed by it
+    await waitFor(() => (node.get(Worker) as unknown as { stopping: boolean }).stopping, { message: 'the shutdown began' });
     const late = await observer.durable.start('worker_drain');
     let closed = false;
     void closing.then(() => (closed = true));
@@ -351,7 +353,8 @@ describe('worker', () => {
   it('listens once init resolves, and a wake-up reaches it while its heartbeat statement is blocked', async () => {
     const schema = freshSchema();
     // no poll during the test: only a start's NOTIFY makes this node claim
-    const node = await createApp({ schema, workflows: [Flaky], options: { worker: { pollInterval: '1h' }, heartbeatInterval: '50ms' } });
+    // nodeTimeout: the claim counts the node alive while its heartbeat is blocked by the lock below
+    const node = await createApp({ schema, workflows: [Flaky], options: { worker: { pollInterval: '1h' }, heartbeatInterval: '50ms', nodeTimeout: '10s' } });
     const observer = await createApp({ schema, workflows: [Flaky], options: { worker: false } });
     const first = await observer.durable.start('worker_flaky', { succeedOn: 1 });
     expect(await observer.durable.waitForRun(first.runId, { timeout: 5_000 })).toMatchObject({ status: 'completed' });
