@@ -133,7 +133,8 @@ describe('DAG flows: appendFlow', () => {
   });
 
   it('without checkDeps a dep may name a node added later: the node waits for it', async () => {
-    const { durable } = await createApp({ workflows });
+    // a grace of the repair rule (nodeTimeout) longer than the two appends can take, also under load
+    const { durable } = await createApp({ workflows, options: { nodeTimeout: '10s' } });
     const { flowId, runIds } = await durable.startFlow(durable.flow().add('a', Echo));
     await finalRun(durable, runIds.a);
     const early = await durable.startFlow((await durable.appendFlow(flowId, { checkDeps: false })).add('late_child', Echo, {}, { deps: ['a', 'later'] }));

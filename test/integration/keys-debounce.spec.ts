@@ -33,7 +33,8 @@ class DbOpen {
   }
 }
 
-@Workflow('db_short', { debounce: { period: '400ms' }, retry: { attempts: 1 } })
+// a period long enough for a burst of sequential starts to fall inside it, also under load
+@Workflow('db_short', { debounce: { period: '1500ms' }, retry: { attempts: 1 } })
 class DbShort {
   @Step()
   async go(ctx: RunContext<In>) {
@@ -171,14 +172,14 @@ describe('debounce', () => {
       const a = await t.durable.start('db_short', { n: 1 }, { key: 'b1' });
       let beforeLast = 0;
       for (let i = 2; i <= 4; i++) {
-        // the database's clock just before the last start: its window of 400 ms begins after this
+        // the database's clock just before the last start: its window of 1,500 ms begins after this
         if (i === 4) beforeLast = await dbNow();
         expect(await t.durable.start('db_short', { n: i }, { key: 'b1' })).toEqual({ runId: a.runId, outcome: 'debounced' });
       }
       const done = await t.durable.waitForRun(a.runId, { timeout: 10_000 });
       expect(done.status).toBe('completed');
       expect(ranWith[a.runId]).toEqual([{ n: 4 }]);
-      expect(done.startedAt!.getTime() - beforeLast).toBeGreaterThanOrEqual(400);
+      expect(done.startedAt!.getTime() - beforeLast).toBeGreaterThanOrEqual(1_500);
       expect(await countRuns(t.schema, 'key = $1', ['b1'])).toBe(1);
     });
 
@@ -221,7 +222,7 @@ describe('debounce', () => {
         `SELECT extract(epoch FROM run_at - created_at)::float8 * 1000 AS ms FROM ${ident(t.schema)}.runs WHERE id = $1`,
         [b.runId],
       );
-      expect(row.ms).toBeGreaterThanOrEqual(399);
+      expect(row.ms).toBeGreaterThanOrEqual(1_499);
     });
 
     it('the workflow timeout counts from when the debounced run is due, not from the first start', async () => {
