@@ -238,10 +238,13 @@ describe('worker', () => {
 
   it('a step that outlives nodeTimeout is not taken over while its node is alive', async () => {
     const schema = freshSchema();
-    const a = await createApp({ schema, workflows: [Long], providers: [{ provide: NODE, useValue: 'a' }] });
-    const { runId } = await a.durable.start('worker_long', { ms: 2_500 }); // nodeTimeout is 1s in the tests
+    // nodeTimeout 3 s, not the suite's 1 s, so that a busy machine's event-loop stalls are not
+    // mistaken for a dead node; the step outlives it
+    const options = { nodeTimeout: '3s' };
+    const a = await createApp({ schema, workflows: [Long], providers: [{ provide: NODE, useValue: 'a' }], options });
+    const { runId } = await a.durable.start('worker_long', { ms: 4_000 });
     await waitFor(() => longRuns.length === 1);
-    await createApp({ schema, workflows: [Long], providers: [{ provide: NODE, useValue: 'b' }] });
+    await createApp({ schema, workflows: [Long], providers: [{ provide: NODE, useValue: 'b' }], options });
     const run = await a.durable.waitForRun(runId, { timeout: 15_000 });
     expect(run).toMatchObject({ status: 'completed', result: 'a' });
     expect(longRuns).toEqual([{ runId, node: 'a', attempt: 1 }]);
