@@ -12,6 +12,7 @@ import type { WorkflowOptions } from '../options/workflow-options.interface';
 import { stepsMetadataOf, workflowMetadataOf } from './workflow-metadata';
 import { WorkflowRegistry } from './workflow.registry';
 import { WORKFLOW_BASE_METADATA, WORKFLOW_METADATA } from './metadata.constants';
+import { PARAMTYPES_METADATA, SELF_DECLARED_DEPS_METADATA } from '@nestjs/common/constants';
 
 /** The resolved limits of a workflow's options, or undefined when it has none. */
 function controlsOf(name: string, options: WorkflowOptions): WorkflowControls | undefined {
@@ -35,8 +36,8 @@ function assertDeclaredOnce(name: string, type: Function): void {
       `workflow "${name}" (${type.name}) extends DurableWorkflow(…) and is also decorated with @Workflow: declare it one way, not both`,
     );
   }
-  const injected: unknown[] = Reflect.getOwnMetadata('self:paramtypes', type) ?? []; // @Inject(token) on a parameter
-  if (type.length > injected.length && !Reflect.hasOwnMetadata('design:paramtypes', type)) {
+  const injected: unknown[] = Reflect.getOwnMetadata(SELF_DECLARED_DEPS_METADATA, type) ?? []; // @Inject(token) on a parameter
+  if (type.length > injected.length && !Reflect.hasOwnMetadata(PARAMTYPES_METADATA, type)) {
     throw new DurableValidationError(
       `workflow "${name}" (${type.name}) takes constructor dependencies but has no decorator: give it @Injectable() (or @Inject(token) on every parameter) so Nest can inject them`,
     );

@@ -1,5 +1,5 @@
 import type { Db, Queryable } from './db';
-import { claimUpdate } from './runs.sql';
+import { claimUpdate, inClaimOrder } from './runs.sql';
 import type { ClaimedRow } from './runs.types';
 
 /** A workflow's limits as the claim of its runs needs them (see `WorkflowControls`). */
@@ -157,7 +157,7 @@ export class ControlsStore {
         claimed.push(...rows);
         if (r && claimed.length < free) retryInMs = min(retryInMs, await this.windowFrees(q, l.workflow, r));
       }
-      return { rows: claimed, retryInMs };
+      return { rows: inClaimOrder(claimed), retryInMs };
     });
   }
 

@@ -1,5 +1,6 @@
 import { FINISHED_STATUSES, GOING_STATUSES, type RunStatus } from '../domain/run-info';
 import { runColumns } from './run-row';
+import type { ClaimedRow } from './runs.types';
 import { distinctWorkflows, holdsKey, indexedWorkflows, lastAttemptFields } from './sql';
 
 /** RETURNING list of a statement that ends runs, read by {@link endedRuns}. */
@@ -113,6 +114,14 @@ export const claimUpdate = (S: string, clock = 'now()'): string => `
         CASE WHEN r.id IN (SELECT id FROM c WHERE woke) THEN (SELECT jsonb_object_agg(w.call, jsonb_build_object('kind', w.kind, 'name', w.name, 'until', w.until,
            'due', w.until IS NOT NULL AND w.until <= now(), 'children', w.children, 'timed_out', w.timed_out))
          FROM ${S}.waits w WHERE w.run_id = r.id AND w.step = r.step) END AS waits`;
+
+/**
+ * The rows a claim ending in {@link claimUpdate} returned, in the order their runs should begin
+ * (higher priority first, then the earliest due): an UPDATE … RETURNING gives its rows in the order
+ * it reached them, not in the order its CTE chose them.
+ */
+export const inClaimOrder = (rows: ClaimedRow[]): ClaimedRow[] =>
+  rows.sort((a, b) => (b.priority ?? 0) - (a.priority ?? 0) || a.run_at.getTime() - b.run_at.getTime());
 
 /** Every statement on the `runs` table, by name; `S` is the validated, quoted schema. */
 export function runsStatements(S: string): Record<string, string> {

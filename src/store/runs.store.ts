@@ -2,7 +2,7 @@ import type { RunStatus } from '../domain/run-info';
 import type { TxMark } from './activity.store';
 import { sqlState, type Queryable } from './db';
 import type { RunRow } from './run-row';
-import { ANALYZED_TABLES, runsStatements, STATUS_BITS, type AnalyzedTable } from './runs.sql';
+import { ANALYZED_TABLES, inClaimOrder, runsStatements, STATUS_BITS, type AnalyzedTable } from './runs.sql';
 import type { ClaimedRow, EndedRuns, HolderRow, NewRun, RunFilter, StartAnswer, StartRow, Transition } from './runs.types';
 
 /**
@@ -200,12 +200,10 @@ export class RunsStore {
 
   /**
    * Claims up to `limit` due runs for `nodeId` (SKIP LOCKED), bumping each one's lease epoch; in the
-   * order they should begin (higher priority first, then the earliest due): an UPDATE … RETURNING
-   * gives its rows in the order it reached them, not in the order it chose them.
+   * order they should begin (see `inClaimOrder`).
    */
   async claim(q: Queryable, nodeId: string, limit: number, workflows: string[], nodeTimeoutMs: number): Promise<ClaimedRow[]> {
-    const rows = await q.query<ClaimedRow>(this.sql.claim, [nodeId, limit, workflows, nodeTimeoutMs], 'durable_claim');
-    return rows.sort((a, b) => (b.priority ?? 0) - (a.priority ?? 0) || a.run_at.getTime() - b.run_at.getTime());
+    return inClaimOrder(await q.query<ClaimedRow>(this.sql.claim, [nodeId, limit, workflows, nodeTimeoutMs], 'durable_claim'));
   }
 
   /**
