@@ -1,5 +1,6 @@
 import {
   context,
+  isSpanContextValid,
   metrics,
   propagation,
   ROOT_CONTEXT,
@@ -144,16 +145,36 @@ function recordError(span: Span, err: unknown): void {
   span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
 }
 
-async function inSpan<T>(name: string, options: SpanOptions, parent: Context, fn: (span: Span) => Promise<T>): Promise<T> {
-  return tracer().startActiveSpan(name, options, parent, async (span) => {
+/**
+ * True for a span that neither records nor carries a trace: the API's no-op span (no SDK registered,
+ * no trace to continue). Nothing could join it or see it end, so it is neither made active nor
+ * ended: for a short step, switching the context costs more than the step.
+ */
+function inert(span: Span): boolean {
+  return !span.isRecording() && !isSpanContextValid(span.spanContext());
+}
+
+/** Runs `fn` with `span` active (a child of `parent`), ending the span when `fn` settles; an inert span is skipped. */
+function withSpan<T>(span: Span, parent: Context, fn: () => Promise<T>): Promise<T> {
+  if (inert(span)) return fn();
+  return context.with(trace.setSpan(parent, span), async () => {
+    try {
+      return await fn();
+    } finally {
+      span.end();
+    }
+  });
+}
+
+function inSpan<T>(name: string, options: SpanOptions, parent: Context, fn: (span: Span) => Promise<T>): Promise<T> {
+  const span = tracer().startSpan(name, options, parent);
+  return withSpan(span, parent, async () => {
     try {
       return await fn(span);
     } catch (err) {
       recordError(span, err);
       if (span.isRecording()) span.setAttribute(ATTR.outcome, errorOutcome(err));
       throw err;
-    } finally {
-      span.end();
     }
   });
 }
@@ -199,13 +220,16 @@ export function runSpan<T>(row: TracedRow, fn: () => Promise<T>): Promise<T> {
   }
   const attributes: Attributes = { [ATTR.workflow]: row.workflow, [ATTR.runId]: row.id, [ATTR.attempt]: row.attempt };
   if (row.key !== null) attributes[ATTR.key] = row.key;
-  return inSpan('durable.run', { kind: SpanKind.CONSUMER, attributes }, contextFrom(row.trace), async (span) => {
+  const parent = contextFrom(row.trace);
+  const span = tracer().startSpan('durable.run', { kind: SpanKind.CONSUMER, attributes }, parent);
+  if (inert(span)) return fn();
+  return withSpan(span, parent, async () => {
     const state: { span: Span; outcome?: string } = { span };
     runSpans.set(row, state);
     try {
       return await fn();
     } finally {
-      if (span.isRecording()) span.setAttribute(ATTR.outcome, state.outcome ?? 'lost');
+      span.setAttribute(ATTR.outcome, state.outcome ?? 'lost');
       runSpans.delete(row);
     }
   });
@@ -235,8 +259,10 @@ export function stepSpan<T>(row: TracedRow, step: string, attempt: number, fn: (
   const attributes: Attributes = { [ATTR.workflow]: row.workflow, [ATTR.runId]: row.id, [ATTR.step]: step, [ATTR.attempt]: attempt };
   if (row.key !== null) attributes[ATTR.key] = row.key;
   const t0 = performance.now();
-  return tracer().startActiveSpan('durable.step', { kind: SpanKind.INTERNAL, attributes }, async (span) => {
-    let outcome = 'completed';
+  const parent = context.active();
+  const span = tracer().startSpan('durable.step', { kind: SpanKind.INTERNAL, attributes }, parent);
+  let outcome = 'completed';
+  return withSpan(span, parent, async () => {
     try {
       return await fn();
     } catch (err) {
@@ -248,7 +274,6 @@ export function stepSpan<T>(row: TracedRow, step: string, attempt: number, fn: (
       throw err;
     } finally {
       if (span.isRecording()) span.setAttribute(ATTR.outcome, outcome);
-      span.end();
       instruments().stepDuration.record((performance.now() - t0) / 1000, { workflow: row.workflow, step, outcome });
     }
   });

@@ -1,7 +1,7 @@
 import { context, metrics, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { AlwaysOffSampler, BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { DataPointType, MeterProvider, MetricReader, type HistogramMetricData, type SumMetricData } from '@opentelemetry/sdk-metrics';
 import { KeyTakenError, RunContext, Step, Workflow } from '../../src';
 import { createApp, freshSchema, ident, spawnNode, sql, waitFor } from '../support';
@@ -83,6 +83,17 @@ class Parent {
   @Step()
   async call(ctx: RunContext) {
     return ctx.callWorkflow('tel_two', { n: 5 });
+  }
+}
+
+/** Records the trace context each attempt of its step runs in. */
+const seenContexts: ({ traceId: string; traceFlags: number } | undefined)[] = [];
+@Workflow('tel_peek')
+class Peek {
+  @Step()
+  async look() {
+    const sc = trace.getSpanContext(context.active());
+    seenContexts.push(sc && { traceId: sc.traceId, traceFlags: sc.traceFlags });
   }
 }
 
@@ -342,6 +353,48 @@ describe('OpenTelemetry', () => {
     expect(pickup.unit).toBe('s');
     expect(pickup.sum).toBeGreaterThanOrEqual(0);
     expect(pickup.sum).toBeLessThan(30);
+  });
+
+  it("without a tracer, a run started inside a trace still runs its steps in that trace's context (nothing recorded)", async () => {
+    // a propagator but no tracer provider: the API's no-op spans, which carry the starter's trace
+    trace.disable();
+    seenContexts.length = 0;
+    try {
+      const { durable } = await createApp({ workflows: [Peek] });
+      spans.reset();
+      const traceId = '0af7651916cd43dd8448eb211c80319c';
+      const remote = trace.setSpanContext(context.active(), { traceId, spanId: 'b7ad6b7169203331', traceFlags: 1, isRemote: true });
+      const { runId } = await context.with(remote, () => durable.start('tel_peek', {}));
+      expect((await durable.waitForRun(runId, { timeout: 10_000 })).status).toBe('completed');
+      // and one started outside any trace runs in none
+      const { runId: plain } = await durable.start('tel_peek', {});
+      expect((await durable.waitForRun(plain, { timeout: 10_000 })).status).toBe('completed');
+      expect(seenContexts).toEqual([{ traceId, traceFlags: 1 }, undefined]);
+      expect(spans.getFinishedSpans()).toHaveLength(0);
+    } finally {
+      trace.setGlobalTracerProvider(tracerProvider);
+    }
+  });
+
+  it("with a tracer that samples nothing, steps still run in the run's (unsampled) trace", async () => {
+    const sampledOut = new BasicTracerProvider({ sampler: new AlwaysOffSampler(), spanProcessors: [new SimpleSpanProcessor(spans)] });
+    trace.disable();
+    trace.setGlobalTracerProvider(sampledOut);
+    seenContexts.length = 0;
+    try {
+      const { durable } = await createApp({ workflows: [Peek] });
+      spans.reset();
+      const request = trace.getTracer('test-app').startSpan('GET /peek');
+      const { runId } = await context.with(trace.setSpan(context.active(), request), () => durable.start('tel_peek', {}));
+      request.end();
+      expect((await durable.waitForRun(runId, { timeout: 10_000 })).status).toBe('completed');
+      expect(seenContexts).toEqual([{ traceId: request.spanContext().traceId, traceFlags: 0 }]);
+      expect(spans.getFinishedSpans()).toHaveLength(0);
+    } finally {
+      trace.disable();
+      trace.setGlobalTracerProvider(tracerProvider);
+      await sampledOut.shutdown();
+    }
   });
 
   it('without an SDK nothing is recorded and no trace context is stored', async () => {
