@@ -61,7 +61,6 @@ export type ClaimedRow = Partial<Pick<RunRow, 'flow_id' | 'flow_name' | 'name' |
     | 'deadline_at'
     | 'parent_id'
     | 'trace'
-    | 'created_at'
     | 'run_at'
     // waits/sagas: `compensating` when claimed to go on compensating (cursor `comp_step`, original `error`)
     | 'status'
@@ -95,12 +94,12 @@ export interface Transition {
   comp_step?: number;
   /** Give the run up (node_id = NULL) while keeping its status (a compensation retry waits for its delay). */
   release?: boolean;
-  /** The step attempt whose outcome this is (recorded for `getRunHistory`): step index, attempt, outcome, its times (ISO). */
+  /** The step attempt whose outcome this is (recorded for `getRunHistory`): step index, attempt, outcome, its times (epoch ms). */
   tried_step?: number;
   tried_attempt?: number;
   tried_status?: StepAttemptStatus;
-  tried_from?: string;
-  tried_to?: string;
+  tried_from?: number;
+  tried_to?: number;
   /** The latest `ctx.progress` value not yet written by a heartbeat. */
   progress?: unknown;
 }

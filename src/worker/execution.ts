@@ -30,8 +30,8 @@ export class Execution implements ExecutionHandle {
   /** When it was claimed (local time), and whether a step of it has taken a slot yet. */
   readonly claimedAt = Date.now();
   private started = false;
-  /** When the step attempt in progress began (ISO, local time), for its `getRunHistory` record. */
-  private attemptFrom = '';
+  /** When the step attempt in progress began (epoch ms, local time), for its `getRunHistory` record. */
+  private attemptFrom = 0;
   /** Aborted when the run is lost: a wait for a slot ends. */
   private readonly losing = new AbortScope();
   /** Resolves once {@link run} has ended (the run finished, waits, or was lost). */
@@ -197,7 +197,7 @@ export class Execution implements ExecutionHandle {
   /** One attempt of a step, bounded by the step timeout; rejects on failure, abort or timeout. */
   private async attempt(step: StepDefinition, attempt: number, working: Record<string, unknown>): Promise<unknown> {
     const scope = this.scope; // the attempt's, whatever replaces it later
-    this.attemptFrom = new Date().toISOString();
+    this.attemptFrom = Date.now();
     if (scope.reason) throw scope.reason;
     // a step with a timeout gets a signal of its own that also follows the run's; others share the run's
     const own = step.timeoutMs === undefined ? undefined : new AbortController();
@@ -349,7 +349,7 @@ export class Execution implements ExecutionHandle {
 
   /** The fields that record step `index`'s attempt `attempt` (a compensation's index is `-(step + 1)`), which ends now with `status`. */
   private tried(index: number, attempt: number, status: StepAttemptStatus): Partial<Transition> {
-    return { tried_step: index, tried_attempt: attempt, tried_status: status, tried_from: this.attemptFrom, tried_to: new Date().toISOString() };
+    return { tried_step: index, tried_attempt: attempt, tried_status: status, tried_from: this.attemptFrom, tried_to: Date.now() };
   }
 
   /** `run <id> (<workflow>) step "<step>"`: how a log line names what failed. */

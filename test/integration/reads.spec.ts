@@ -164,6 +164,7 @@ describe('reading more: listRuns both ways, countRuns, listKeys across workflows
   it('getRunHistory lists every attempt of every step: failures, the wait that suspended it, completions', async () => {
     failuresLeft = 2;
     const { durable } = await createApp({ workflows: [Flaky] });
+    const t0 = Date.now();
     const { runId } = await durable.start('reads_flaky');
     await waitFor(async () => (await durable.getRun(runId))?.status === 'waiting', { timeout: 20_000 });
     await durable.provideInput(runId, 'approval', 'yes');
@@ -181,6 +182,9 @@ describe('reading more: listRuns both ways, countRuns, listKeys across workflows
     for (const h of history) {
       expect(h.nodeId).toEqual(expect.any(String));
       expect(h.finishedAt.getTime()).toBeGreaterThanOrEqual(h.startedAt.getTime());
+      // the attempt's own times (the node's clock, to the millisecond), within the test's
+      expect(h.startedAt.getTime()).toBeGreaterThanOrEqual(t0);
+      expect(h.finishedAt.getTime()).toBeLessThanOrEqual(Date.now());
     }
     await expect(durable.getRunHistory(randomUUID())).rejects.toBeInstanceOf(RunNotFoundError);
   });
