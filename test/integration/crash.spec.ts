@@ -201,10 +201,10 @@ describe('crashes and fencing (multi-process)', () => {
     const effects = await sql(`select run_id, node_id from "${schema}".effects`);
     expect(effects).toHaveLength(3);
     expect(effects.every((e) => e.node_id === 'dead-node')).toBe(true);
-    // the dead node is no longer a live node; the survivors are
-    const nodes = await nodeRows(schema);
-    expect(nodes.filter((n) => n.id === 'dead-node' && n.fresh)).toEqual([]);
-    expect(nodes.filter((n) => n.id.startsWith('live-') && n.fresh).map((n) => n.id)).toEqual(['live-1', 'live-2']);
+    // the dead node is no longer a live node; the survivors are (looked at until a beat of each
+    // survivor is fresh at the same time: one beat late on a busy machine is not what is tested)
+    const isLive = (nodes: { id: string; fresh: boolean }[]) => nodes.filter((n) => n.fresh).map((n) => n.id);
+    await waitFor(async () => isLive(await nodeRows(schema)).join() === 'live-1,live-2', { timeout: 10_000, message: 'only the survivors are live' });
   });
 
   it('a paused (SIGSTOP) worker resumed after its run was recovered writes nothing (fencing)', async () => {

@@ -69,18 +69,19 @@ describe('liveness', () => {
   it('a maintenance pass blocked longer than nodeTimeout holds up no heartbeat: nothing is taken over or run twice', async () => {
     const schema = freshSchema();
     // the first node takes the maintenance lease; its pass will block on the flows' table
-    const leader = await createApp({ schema, workflows, options: { nodeId: 'leader' } });
+    // nodeTimeout 3 s here (1 s elsewhere in the suite): a busy machine's late beat is not what is tested
+    const leader = await createApp({ schema, workflows, options: { nodeId: 'leader', nodeTimeout: '3s' } });
     await waitFor(async () => (await sql(`SELECT holder FROM ${ident(schema)}.leases`)).length === 1, { message: 'the lease is taken' });
     const [{ holder }] = await sql<{ holder: string }>(`SELECT holder FROM ${ident(schema)}.leases`);
     expect(holder).toBe('leader');
-    await createApp({ schema, workflows, options: { nodeId: 'other' } });
+    await createApp({ schema, workflows, options: { nodeId: 'other', nodeTimeout: '3s' } });
     const locker = new Client({ connectionString: databaseUrl() });
     await locker.connect();
     try {
       await locker.query('BEGIN');
       await locker.query(`LOCK TABLE ${ident(schema)}.flow_deps IN ACCESS EXCLUSIVE MODE`);
       await waitForLockWait([`${ident(schema)}.flow_deps`], "the leader's maintenance pass waits for the lock");
-      const { runId } = await leader.durable.start('live_long', { ms: 2_500 }); // nodeTimeout is 1 s in the tests
+      const { runId } = await leader.durable.start('live_long', { ms: 7_000 }); // over twice nodeTimeout
       // while the pass stays blocked (over twice nodeTimeout), every node keeps beating
       let worst = 0;
       await waitFor(
@@ -88,9 +89,10 @@ describe('liveness', () => {
           worst = Math.max(worst, await heartbeatAgeMs(schema, 'leader'), await heartbeatAgeMs(schema, 'other'));
           return (await leader.durable.getRun(runId))?.status === 'completed';
         },
-        { timeout: 15_000, interval: 100, message: 'the long run completes' },
+        { timeout: 20_000, interval: 100, message: 'the long run completes' },
       );
-      expect(worst).toBeLessThan(1_000);
+      // a beat held up by the pass would be as old as the pass is blocked (7 s and more)
+      expect(worst).toBeLessThan(3_000);
       expect(attempts.filter((x) => x.runId === runId)).toHaveLength(1);
     } finally {
       await locker.query('COMMIT');
