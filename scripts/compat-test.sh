@@ -58,8 +58,11 @@ fi
 ln -sfn .. "$DIR/node_modules/nestjs-durable"
 
 # Fresh copies of what the suite needs (files deleted or moved in the repo must not linger).
-rm -rf "$DIR/src" "$DIR/migrations" "$DIR/test" "$DIR/sample-app" "$DIR/dist"
+rm -rf "$DIR/src" "$DIR/migrations" "$DIR/test" "$DIR/sample-app" "$DIR/dist" "$DIR/scripts"
 cp -R "$ROOT/src" "$ROOT/migrations" "$ROOT/test" "$DIR/"
+# the suite's global setup makes sure the browser tests have their Chromium
+mkdir -p "$DIR/scripts"
+cp "$ROOT/scripts/ensure-chromium.sh" "$DIR/scripts/"
 mkdir -p "$DIR/sample-app"
 cp -R "$ROOT/sample-app/src" "$ROOT/sample-app/tsconfig.json" "$DIR/sample-app/"
 cp "$ROOT/jest.config.js" "$ROOT/tsconfig.json" "$ROOT/tsconfig.build.json" "$DIR/"
