@@ -222,7 +222,8 @@ export function runSpan<T>(row: TracedRow, fn: () => Promise<T>): Promise<T> {
   if (row.key !== null) attributes[ATTR.key] = row.key;
   const parent = contextFrom(row.trace);
   const span = tracer().startSpan('durable.run', { kind: SpanKind.CONSUMER, attributes }, parent);
-  if (inert(span)) return fn();
+  // a span that does not record has no outcome to set: only its context (if it carries a trace) matters
+  if (!span.isRecording()) return withSpan(span, parent, fn);
   return withSpan(span, parent, async () => {
     const state: { span: Span; outcome?: string } = { span };
     runSpans.set(row, state);

@@ -280,19 +280,20 @@ ${claimUpdate(S)}`,
         progress = coalesce(v.progress, r.progress),
         -- the attempt that ends the run stays on its row (see lastAttemptFields), the others go to step_attempts
         last_step = CASE WHEN v.final THEN v.tried_step END, last_attempt = CASE WHEN v.final THEN v.tried_attempt END,
-        last_status = CASE WHEN v.final THEN v.tried_status END, last_started_at = CASE WHEN v.final THEN to_timestamp(v.tried_from / 1000.0) END,
-        last_finished_at = CASE WHEN v.final THEN to_timestamp(v.tried_to / 1000.0) END
-      FROM jsonb_to_recordset($1::jsonb) AS v(id uuid, epoch integer, status text, step integer, attempt integer,
-        context jsonb, result jsonb, results jsonb, error jsonb, delay_ms bigint, final boolean,
-        wait_kind text, wait_name text, wake_at timestamptz, comp_step integer, release boolean,
-        tried_step integer, tried_attempt integer, tried_status text, tried_from bigint, tried_to bigint, progress jsonb)
+        last_status = CASE WHEN v.final THEN v.tried_status END, last_started_at = CASE WHEN v.final THEN v.tried_from END,
+        last_finished_at = CASE WHEN v.final THEN v.tried_to END
+      -- the attempt's times come as epoch milliseconds (tried_from_ms, tried_to_ms)
+      FROM (SELECT j.*, to_timestamp(j.tried_from_ms / 1000.0) AS tried_from, to_timestamp(j.tried_to_ms / 1000.0) AS tried_to
+        FROM jsonb_to_recordset($1::jsonb) AS j(id uuid, epoch integer, status text, step integer, attempt integer,
+          context jsonb, result jsonb, results jsonb, error jsonb, delay_ms bigint, final boolean,
+          wait_kind text, wait_name text, wake_at timestamptz, comp_step integer, release boolean,
+          tried_step integer, tried_attempt integer, tried_status text, tried_from_ms bigint, tried_to_ms bigint, progress jsonb)) v
       WHERE r.id = v.id AND r.epoch = v.epoch AND r.status IN ('running', 'compensating')
       RETURNING r.id,
         -- a key holder's final status: the key trigger may have handed its key over in this transaction
         CASE WHEN v.final AND r.holds_key THEN now()::text END AS tx_at,
         CASE WHEN v.final AND r.holds_key THEN (txid_current() % 4294967296)::text END AS tx_xid,
-        v.tried_step, v.tried_attempt, v.tried_status, to_timestamp(v.tried_from / 1000.0) AS tried_from, to_timestamp(v.tried_to / 1000.0) AS tried_to,
-        v.error, v.final
+        v.tried_step, v.tried_attempt, v.tried_status, v.tried_from, v.tried_to, v.error, v.final
       ), tried AS (
         -- the attempt whose outcome this is (getRunHistory), only for the runs the execution still
         -- owned and that go on (an ending run keeps it on its row)

@@ -94,12 +94,12 @@ export interface Transition {
   comp_step?: number;
   /** Give the run up (node_id = NULL) while keeping its status (a compensation retry waits for its delay). */
   release?: boolean;
-  /** The step attempt whose outcome this is (recorded for `getRunHistory`): step index, attempt, outcome, its times (epoch ms). */
+  /** The step attempt whose outcome this is (recorded for `getRunHistory`): step index, attempt, outcome, its times (epoch milliseconds). */
   tried_step?: number;
   tried_attempt?: number;
   tried_status?: StepAttemptStatus;
-  tried_from?: number;
-  tried_to?: number;
+  tried_from_ms?: number;
+  tried_to_ms?: number;
   /** The latest `ctx.progress` value not yet written by a heartbeat. */
   progress?: unknown;
 }

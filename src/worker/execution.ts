@@ -349,7 +349,7 @@ export class Execution implements ExecutionHandle {
 
   /** The fields that record step `index`'s attempt `attempt` (a compensation's index is `-(step + 1)`), which ends now with `status`. */
   private tried(index: number, attempt: number, status: StepAttemptStatus): Partial<Transition> {
-    return { tried_step: index, tried_attempt: attempt, tried_status: status, tried_from: this.attemptFrom, tried_to: Date.now() };
+    return { tried_step: index, tried_attempt: attempt, tried_status: status, tried_from_ms: this.attemptFrom, tried_to_ms: Date.now() };
   }
 
   /** `run <id> (<workflow>) step "<step>"`: how a log line names what failed. */
