@@ -288,7 +288,10 @@ ${claimUpdate(S)}`,
           context jsonb, result jsonb, results jsonb, error jsonb, delay_ms bigint, final boolean,
           wait_kind text, wait_name text, wake_at timestamptz, comp_step integer, release boolean,
           tried_step integer, tried_attempt integer, tried_status text, tried_from_ms bigint, tried_to_ms bigint, progress jsonb)) v
-      WHERE r.id = v.id AND r.epoch = v.epoch AND r.status IN ('running', 'compensating')
+      -- the status test is joined to v (v.id is never null) so that the planner does not take it as a
+      -- restriction of runs: statistics taken while these runs were pending say none is running, and a
+      -- plan built on that scans runs first and reads the whole batch again for each run it finds
+      WHERE r.id = v.id AND r.epoch = v.epoch AND (r.status IN ('running', 'compensating') OR v.id IS NULL)
       RETURNING r.id,
         -- a key holder's final status: the key trigger may have handed its key over in this transaction
         CASE WHEN v.final AND r.holds_key THEN now()::text END AS tx_at,

@@ -254,6 +254,27 @@ describe('engine bounds', () => {
     }
   });
 
+  it('with statistics taken while its runs were pending, a transition reads runs once, not once for each run of its batch', async () => {
+    const t = await createApp({ workflows: [Plain], options: { worker: false } });
+    const S = ident(t.schema);
+    // 5,000 runs analyzed while pending, then running: the statistics say no run is running
+    await sql(`INSERT INTO ${S}.runs (id, workflow, status) SELECT gen_random_uuid(), 'bounds_plain', 'pending' FROM generate_series(1, 5000)`);
+    await sql(`ANALYZE ${S}.runs`);
+    await sql(`ALTER TABLE ${S}.runs SET (autovacuum_enabled = false)`);
+    await sql(`UPDATE ${S}.runs SET status = 'running', node_id = 'probe', epoch = 1, attempt = 1`);
+    const ids = await sql<{ id: string }>(`SELECT id FROM ${S}.runs LIMIT 1000`);
+    const batch = `'${JSON.stringify(ids.map(({ id }) => ({ id, epoch: 1, status: 'completed', step: 1, final: true })))}'`;
+    for (const generic of [false, true]) {
+      const transition = await planOf(runsStatements(S).transition, 'jsonb, text', [batch, "'probe'"], generic);
+      expect(transition).toMatch(/Update on runs r \(actual rows=1000 loops=1\)/);
+      // each scan of runs runs once (a plan that starts from runs reads the batch 5,000 times)
+      const scans = transition.split('\n').filter((line) => /Scan[^\n]* on runs r /.test(line));
+      expect(scans.length).toBeGreaterThan(0);
+      for (const line of scans) expect(line).toMatch(/loops=1\)/);
+      for (const [, removed] of transition.matchAll(/Rows Removed by Join Filter: (\d+)/g)) expect(Number(removed)).toBeLessThan(100);
+    }
+  });
+
   it('countRuns with a status alone reads only runs of that status, one workflow at a time, and stops at its cap', async () => {
     const t = await createApp({ workflows: [Plain, Other], options: { worker: false } });
     const S = ident(t.schema);
