@@ -16,6 +16,7 @@ import { RunAdmin } from './runs/run-admin';
 import { RunEvents } from './runs/run-events';
 import { RunReader } from './runs/run-reader';
 import { Starter } from './runs/starter';
+import { LocalStarts } from './core/local-starts';
 import { Scheduler } from './schedules/scheduler';
 import { Maintenance } from './worker/maintenance';
 import { Worker } from './worker/worker';
@@ -31,6 +32,7 @@ import { Worker } from './worker/worker';
     WorkflowRegistry,
     WorkflowExplorer,
     DurableConnection,
+    LocalStarts,
     Starter,
     RunReader,
     RunAdmin,

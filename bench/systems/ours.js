@@ -141,13 +141,16 @@ function create(url) {
     },
     async latency(samples, warmup, gapMs) {
       const worker = await makeApp(true);
+      // BENCH_OURS_LATENCY_FROM=producer: started on a node without a worker (woken by NOTIFY, then
+      // claimed), instead of on the worker's own node (claimed in the start's own statement)
+      const starter = process.env.BENCH_OURS_LATENCY_FROM === 'producer' ? producer : worker;
       try {
         await sleep(200);
         const out = [];
         for (let k = -warmup; k < samples; k++) {
           const p = signal.arm(k);
           const t0 = now();
-          await worker.durable.start(BenchNoop, { i: k });
+          await starter.durable.start(BenchNoop, { i: k });
           const at = await Promise.race([
             p,
             sleep(5000).then(() => {

@@ -6,9 +6,10 @@ import { toMs, type Duration } from '../domain/duration';
 import { groupOf, type WorkflowDefinition } from '../definition/workflow-definition';
 import type { WorkflowRef } from '../definition/workflow-metadata';
 import { transactionOf, type Queryable } from '../store/db';
-import type { HolderRow, NewRun, StartAnswer, StartRow } from '../store/runs.types';
+import type { ClaimedRow, HolderRow, NewRun, StartAnswer, StartRow } from '../store/runs.types';
 import { isDeepStrictEqual } from 'node:util';
 import { DurableConnection } from '../core/durable.connection';
+import { LocalStarts, type LocalSlot } from '../core/local-starts';
 import { RESOLVED_OPTIONS } from '../core/durable.constants';
 import { WorkflowRegistry } from '../definition/workflow.registry';
 import { managerOf, type ResolvedOptions } from '../options/resolve-options';
@@ -121,6 +122,7 @@ export class Starter {
     private readonly activity: ActivityStore,
     private readonly events: EventsStore,
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedOptions,
+    private readonly local: LocalStarts,
   ) {
     this.wake = new WakeCoalescer(WAKE_WINDOW_MS, () => runs.wake(connection.db));
     this.batcher = new StartBatcher((rows) => this.insertNow(connection.db, rows, false));
@@ -215,7 +217,9 @@ export class Starter {
       settled: settledDuplicateStatuses(def.reuse, p.onDuplicate, def.debounce !== undefined && !p.rerun),
     }));
     const answers: (StartAnswer | undefined)[] = [];
-    if (!joined && rows.length === 1) answers.push(await this.batcher.submit(rows[0]));
+    const here = !joined && rows.length === 1 ? this.slotHere(plans[0]) : undefined;
+    if (here) answers.push(await this.startHere(here, plans[0].run));
+    else if (!joined && rows.length === 1) answers.push(await this.batcher.submit(rows[0]));
     else {
       // at most MAX_STATEMENT_STARTS per statement: a startMany of any size is sent a batch at a time
       for (let i = 0; i < rows.length; i += MAX_STATEMENT_STARTS) {
@@ -234,6 +238,28 @@ export class Starter {
     }
     onReturn.forEach((c) => c());
     return out;
+  }
+
+  /**
+   * A slot of this node's worker for a start it may claim as it inserts it: one due now, started on
+   * its own, with nothing that the key policy, a group or a parent decides (no key, group or parent).
+   */
+  private slotHere(p: Planned): LocalSlot | undefined {
+    const { run } = p;
+    const decided = [run.key, run.group_key, run.parent_id, run.runs_after_id, run.run_at, run.delay_ms].some((v) => v !== null && v !== undefined);
+    return decided ? undefined : this.local.hold(run.workflow);
+  }
+
+  /** Inserts a run claimed by this node when it may claim it (else pending) and executes it here. */
+  private async startHere(slot: LocalSlot, run: NewRun): Promise<StartAnswer> {
+    let row: ClaimedRow | undefined;
+    try {
+      row = await this.runs.insertClaimed(this.connection.db, run, slot.nodeId, slot.nodeTimeoutMs);
+    } finally {
+      if (row) slot.launch(row);
+      else slot.release();
+    }
+    return 'created';
   }
 
   /**

@@ -2,6 +2,7 @@ import { FINISHED_STATUSES, GOING_STATUSES, type RunStatus } from '../domain/run
 import { runColumns } from './run-row';
 import type { ClaimedRow } from './runs.types';
 import { distinctWorkflows, holdsKey, indexedWorkflows, lastAttemptFields } from './sql';
+import { CLAIMED_COLUMNS, DEBOUNCE_UNTIL, INSERT_COLUMNS, insertClaimed, RUN_AT } from './runs.insert.sql';
 
 /** RETURNING list of a statement that ends runs, read by {@link endedRuns}. */
 const ENDED = `id, workflow, step, started_at IS NOT NULL AS started, holds_key, now()::text AS tx_at, (txid_current() % 4294967296)::text AS tx_xid`;
@@ -15,18 +16,6 @@ const CHILD_PRUNABLE = (S: string, c: string) => `(${c}.parent_id IS NULL OR NOT
               SELECT 1 FROM ${S}.runs p WHERE p.id = ${c}.parent_id AND p.finished_at IS NULL))`;
 /** The insert's arbiter: the unique `runs_key` index (a second holder of a key conflicts). */
 const ON_KEY_CONFLICT = 'ON CONFLICT (workflow, key, (holds_key OR NULL)) WHERE key IS NOT NULL DO NOTHING';
-
-const INSERT_COLUMNS = `id uuid, workflow text, key text, holds_key boolean, input jsonb, run_at timestamptz, delay_ms bigint,
-  timeout_ms integer, parent_id uuid, runs_after_id uuid, trace jsonb, debounce_until timestamptz, debounce_ms bigint, priority integer,
-  group_key text`;
-
-/**
- * A new run's times, from the database's clock: due at `run_at`, else `delay_ms` from now; a
- * debounced run's limit `debounce_ms` from now (else `debounce_until`, e.g. 'infinity'), and never
- * due after its limit.
- */
-const DEBOUNCE_UNTIL = `CASE WHEN debounce_ms IS NULL THEN debounce_until ELSE now() + debounce_ms * interval '1 millisecond' END`;
-const RUN_AT = `least(coalesce(run_at, now() + coalesce(delay_ms, 0) * interval '1 millisecond'), ${DEBOUNCE_UNTIL})`;
 
 /** Every status, each a bit of the masks `insertOrAnswer` sends per start (a few bytes, not arrays). */
 export const STATUS_BITS: readonly RunStatus[] = [...GOING_STATUSES, ...FINISHED_STATUSES];
@@ -108,8 +97,7 @@ export const claimUpdate = (S: string, clock = 'now()'): string => `
       -- the ids as an array, not a join with c: the runs are read once each by primary key whatever
       -- the planner thinks c holds (with stale statistics a join re-read every id for each row of c)
       WHERE r.id = ANY (ARRAY(SELECT id FROM c))
-      RETURNING r.flow_id, r.flow_name, r.name, r.deps, r.id, r.workflow, r.key, r.input, r.context, r.step, r.attempt, r.epoch, r.deadline_at,
-        r.parent_id, r.trace, r.run_at, r.status, r.comp_step, r.error, r.priority,
+      RETURNING ${CLAIMED_COLUMNS},
         -- the step's recorded waits, for runs woken by their timer (others look them up if they wait again)
         CASE WHEN r.id IN (SELECT id FROM c WHERE woke) THEN (SELECT jsonb_object_agg(w.call, jsonb_build_object('kind', w.kind, 'name', w.name, 'until', w.until,
            'due', w.until IS NOT NULL AND w.until <= now(), 'children', w.children, 'timed_out', w.timed_out))
@@ -147,6 +135,7 @@ export function runsStatements(S: string): Record<string, string> {
     insertUnkeyed: `
       WITH ${insertAndNotify(false)}
       SELECT count(*)::int AS n FROM ins LEFT JOIN note ON true`,
+    insertClaimed: insertClaimed(S),
     // A keyed start whose holder's status is one the policy settles (v.ok: useExisting, v.reject:
     // KeyTakenError; status bit masks, see STATUS_BITS) is answered from the statement's snapshot,
     // with no insert attempted and no lock on the holder: it writes only its `key_duplicate`

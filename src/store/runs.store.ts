@@ -78,6 +78,16 @@ export class RunsStore {
   }
 
   /**
+   * Inserts one unkeyed run due now, claimed at once by node `nodeId` when that node may claim it
+   * (see `insertClaimed`); returns it as a claim does, or undefined when it went to the queue
+   * (and the workers were woken).
+   */
+  async insertClaimed(q: Queryable, run: NewRun, nodeId: string, nodeTimeoutMs: number): Promise<ClaimedRow | undefined> {
+    const [row] = await q.query<ClaimedRow>(this.sql.insertClaimed, [recordset([run]), this.channel, nodeId, nodeTimeoutMs], 'durable_insert_claimed');
+    return row.status === 'running' ? row : undefined;
+  }
+
+  /**
    * Starts in one statement: each run is inserted if it has no key or its key is free; else,
    * when the holder's status is one of its `settled.useExisting` or `settled.reject` (statuses
    * the key policy settles at once), its `key_duplicate` is recorded. Answers each start, in

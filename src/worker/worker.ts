@@ -23,6 +23,7 @@ import { TransitionBatcher } from './transition.batcher';
 import { Slots } from './slots';
 import { WakeTimer } from './wake-timer';
 import { Heartbeat, type HeartbeatHost } from './heartbeat';
+import { LocalStarts, type LocalSlot } from '../core/local-starts';
 
 /** Longest a claim for too few runs (while the node is busy) is put off. */
 const CLAIM_LINGER_MS = 20;
@@ -30,6 +31,11 @@ const CLAIM_LINGER_MS = 20;
 const PREFETCH_HORIZON_MS = 100;
 /** A run claimed ahead that has not started after this long is given back (the node's steps got slow). */
 const QUEUED_TTL_MS = 1_000;
+/**
+ * Most starts claiming their run on this node at once, each a statement of its own on a pooled
+ * connection; more concurrent starts share the start batcher's statements and are claimed.
+ */
+const HELD_AT_ONCE = 2;
 
 /**
  * This node's worker: claims due runs in batches (`FOR UPDATE SKIP LOCKED`) for its slots and a
@@ -67,6 +73,8 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
   private workflows: string[] | null = null;
   /** Of those, the ones without limits (the plain claim), and the limited ones with their limits. */
   private plain: string[] = [];
+  /** Slots held by starts of this node that may insert their run claimed here (see LocalStarts). */
+  private held = 0;
   private limited: ClaimLimits[] = [];
 
   private readonly logger = new Logger(LOG_CONTEXT);
@@ -87,6 +95,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     private readonly memos: MemosStore,
     private readonly flows: FlowsStore,
     private readonly controls: ControlsStore,
+    private readonly localStarts: LocalStarts,
   ) {}
 
   /** True when this node runs a worker. */
@@ -152,6 +161,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     // shutdown may have begun while this node was still booting (another bootstrap hook failed)
     if (this.stopping) return;
     this.timers.push(setInterval(() => this.tick(), options.worker.pollIntervalMs));
+    this.localStarts.serve({ hold: (workflow) => this.hold(workflow) });
     this.tick();
   }
 
@@ -163,6 +173,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
   async beforeApplicationShutdown(): Promise<void> {
     if (!this.started || this.stopping) return;
     this.stopping = true;
+    this.localStarts.serve(undefined);
     this.timers.forEach(clearInterval);
     this.wakeTimer.stop();
     if (this.lingerTimer) clearTimeout(this.lingerTimer);
@@ -170,8 +181,9 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     const { db } = this.connection;
     const deadline = Date.now() + options.shutdownTimeoutMs;
     const shuttingDown = new CancelledError('the node is shutting down');
-    // a claim in flight still launches what it claimed: wait for it, then stop giving out slots
-    while (this.claiming && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    // a claim (or a start claiming here) in flight still launches what it claimed: wait for it,
+    // then stop giving out slots
+    while ((this.claiming || this.held > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     const all = [...this.running.values()];
     this.slots.close(shuttingDown);
     while (this.slots.active > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
@@ -216,7 +228,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
         if (this.stopping || this.claimsHeld || !this.workflows?.length) break;
         const { slots } = this;
         const ahead = Math.min(this.prefetch, Math.ceil(slots.pace() * PREFETCH_HORIZON_MS));
-        const room = slots.size - slots.active + ahead - slots.waiting;
+        const room = slots.size - slots.active + ahead - slots.waiting - this.held;
         if (room <= 0) break;
         // while runs execute, claim once a quarter of what the node takes is missing (fewer, larger
         // claims), or once such a claim has been put off for CLAIM_LINGER_MS
@@ -263,6 +275,35 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     }
     if (!this.plain.length || limited.length >= room) return limited;
     return [...limited, ...(await this.runs.claim(db, nodeId, room - limited.length, this.plain, nodeTimeoutMs))];
+  }
+
+  /**
+   * Holds a slot for a start of `workflow` on this node, when one is free now and nothing waits for
+   * it, the workflow has no limits (those are counted by the claim), no reconciliation is out and
+   * fewer than {@link HELD_AT_ONCE} such starts are.
+   */
+  private hold(workflow: string): LocalSlot | undefined {
+    const { slots } = this;
+    if (this.stopping || this.claimsHeld || !this.plain.includes(workflow)) return undefined;
+    if (this.held >= HELD_AT_ONCE || slots.active + slots.waiting + this.held >= slots.size) return undefined;
+    this.held++;
+    let open = true;
+    const settle = () => {
+      if (!open) return false;
+      open = false;
+      this.held--;
+      return true;
+    };
+    return {
+      nodeId: this.options.nodeId,
+      nodeTimeoutMs: this.options.nodeTimeoutMs,
+      launch: (row) => {
+        if (settle()) this.launch(row);
+      },
+      release: () => {
+        if (settle()) this.tick();
+      },
+    };
   }
 
   private lingerThenTick(): void {
@@ -320,7 +361,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
           return p ? [{ id: e.runId, epoch: e.epoch, ...p }] : [];
         }),
       holdClaims: () => {
-        if (this.claiming) return false;
+        if (this.claiming || this.held > 0) return false;
         this.claimsHeld = true;
         return true;
       },

@@ -1,0 +1,147 @@
+import { Client } from 'pg';
+import { RunContext, Step, Workflow } from '../../src';
+import { DurableConnection } from '../../src/core/durable.connection';
+import { uuidv7 } from '../../src/domain/uuid';
+import { RunsStore } from '../../src/store/runs.store';
+import { ConcurrencyTracker, createApp, databaseUrl, freshSchema, Gate, sql, waitFor } from '../support';
+
+/**
+ * A start due now, on a node whose worker has a free slot, inserts its run already claimed by that
+ * node and executes it there: no notification, claim or second transaction between the start's
+ * commit and the first step.
+ */
+
+let gate = new Gate();
+@Workflow('local_gated')
+class Gated {
+  @Step()
+  async hold(ctx: RunContext) {
+    await gate.wait(ctx.signal);
+  }
+}
+
+const tracker = new ConcurrencyTracker();
+const ran: number[] = [];
+@Workflow('local_busy')
+class Busy {
+  @Step()
+  async work(ctx: RunContext<{ i: number }>) {
+    tracker.enter();
+    // a step that takes a little time, so that slots fill
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    tracker.exit();
+    ran.push(ctx.input.i);
+  }
+}
+
+/** How a run began: its status, lease, and whether it started in the transaction that created it. */
+async function beginning(schema: string, runId: string) {
+  const [row] = await sql(
+    `SELECT status, node_id, epoch, attempt, started_at = created_at AS in_start, deadline_at - started_at AS timeout
+     FROM "${schema}".runs WHERE id = $1`,
+    [runId],
+  );
+  return row;
+}
+
+const finished = (schema: string, n: number) =>
+  waitFor(async () => (await sql(`SELECT count(*)::int AS n FROM "${schema}".runs WHERE status = 'completed'`))[0].n === n, { timeout: 20_000 });
+
+beforeEach(() => {
+  gate = new Gate();
+  ran.length = 0;
+  Object.assign(tracker, { active: 0, max: 0, total: 0 });
+});
+
+it('a run started on a node with a free slot is claimed by that node in the start’s own statement, and runs there', async () => {
+  const t = await createApp({ workflows: [Busy], concurrency: 2 });
+  const [{ id: nodeId }] = await sql(`SELECT id FROM "${t.schema}".nodes`);
+  const { runId } = await t.durable.start(Busy, { i: 1 });
+  // when start() returns, the run is already this node's: first lease, first attempt, begun in the
+  // transaction that created it (a claim is a later transaction: started_at after created_at)
+  expect(await beginning(t.schema, runId)).toMatchObject({ node_id: nodeId, epoch: 1, attempt: 1, in_start: true });
+  await finished(t.schema, 1);
+  expect(ran).toEqual([1]);
+});
+
+it('with every slot busy, a start goes to the queue and is claimed once a slot frees', async () => {
+  const t = await createApp({ workflows: [Gated, Busy], concurrency: 1 });
+  const first = await t.durable.start(Gated, {});
+  await waitFor(() => gate.arrived === 1);
+  const second = await t.durable.start(Busy, { i: 2 });
+  expect(await beginning(t.schema, second.runId)).toMatchObject({ status: 'pending', node_id: null, epoch: 0, in_start: null });
+  gate.open();
+  await finished(t.schema, 2);
+  expect(await beginning(t.schema, first.runId)).toMatchObject({ in_start: true });
+  expect(await beginning(t.schema, second.runId)).toMatchObject({ epoch: 1, in_start: false });
+});
+
+it('a start is claimed where it is inserted only by a node that may claim: fresh heartbeat, workflow not paused, no run of it due before', async () => {
+  // no worker: the statement itself is under test, for a node row the test keeps
+  const t = await createApp({ workflows: [Busy], options: { worker: false } });
+  const { schema } = t;
+  const runs = t.get(RunsStore);
+  const { db } = t.get(DurableConnection);
+  await sql(`INSERT INTO "${schema}".nodes (id) VALUES ('n1')`);
+  const listener = new Client({ connectionString: databaseUrl() });
+  await listener.connect();
+  const notified: string[] = [];
+  listener.on('notification', (n) => notified.push(n.channel));
+  await listener.query(`LISTEN "${runs.channel}"`);
+  const insert = () => {
+    const run = { id: uuidv7(), workflow: 'local_busy', key: null, holds_key: false, input: { i: 0 }, run_at: null, timeout_ms: 60_000, priority: 0 };
+    return runs.insertClaimed(db, run, 'n1', 1_000).then((row) => ({ row, id: run.id }));
+  };
+  try {
+    const claimed = await insert();
+    expect(claimed.row).toMatchObject({ id: claimed.id, status: 'running', epoch: 1, attempt: 1, step: 0, input: { i: 0 } });
+    expect(await beginning(schema, claimed.id)).toMatchObject({ node_id: 'n1', in_start: true, timeout: { minutes: 1 } });
+    expect(notified).toEqual([]);
+
+    const queued = async (why: string) => {
+      const before = notified.length;
+      const { row, id } = await insert();
+      expect({ why, row, run: await beginning(schema, id) }).toEqual({
+        why,
+        row: undefined,
+        run: { status: 'pending', node_id: null, epoch: 0, attempt: 0, in_start: null, timeout: null },
+      });
+      // the workers are woken for it instead
+      await waitFor(() => notified.length > before, { message: `no wake-up for the start queued because ${why}` });
+      return id;
+    };
+    await t.durable.pause(Busy);
+    const whilePaused = await queued('the workflow is paused');
+    await t.durable.resume(Busy);
+    // the run queued while paused is due: the next start waits behind it
+    await queued('a run of the workflow is due before it');
+    await sql(`DELETE FROM "${schema}".runs WHERE status = 'pending'`);
+    await sql(`UPDATE "${schema}".nodes SET heartbeat_at = now() - interval '2 seconds'`);
+    await queued('the node’s heartbeat is older than nodeTimeout');
+    expect(whilePaused).toBeDefined();
+  } finally {
+    await listener.end();
+  }
+});
+
+it('concurrent starts on two nodes never run more steps at once than the nodes have slots, and each run runs once', async () => {
+  const schema = freshSchema();
+  const a = await createApp({ schema, workflows: [Busy], concurrency: 3 });
+  const b = await createApp({ schema, workflows: [Busy], concurrency: 3 });
+  const n = 120;
+  // four callers per node, each starting its share one after another
+  const caller = (node: typeof a, from: number) => async () => {
+    for (let i = from; i < n; i += 8) await node.durable.start(Busy, { i });
+  };
+  await Promise.all([0, 1, 2, 3, 4, 5, 6, 7].map((c) => caller(c % 2 ? b : a, c)()));
+  await finished(schema, n);
+  expect(tracker.max).toBeLessThanOrEqual(6);
+  expect([...ran].sort((x, y) => x - y)).toEqual(Array.from({ length: n }, (_, i) => i));
+  const [{ here, queued }] = await sql(
+    `SELECT count(*) FILTER (WHERE started_at = created_at)::int AS here, count(*) FILTER (WHERE started_at > created_at)::int AS queued
+     FROM "${schema}".runs`,
+  );
+  // both ways were taken: runs claimed where they were started, and runs that waited for a claim
+  expect(here + queued).toBe(n);
+  expect(here).toBeGreaterThan(0);
+});
