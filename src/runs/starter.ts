@@ -218,7 +218,8 @@ export class Starter {
     }));
     const answers: (StartAnswer | undefined)[] = [];
     const here = !joined && rows.length === 1 ? this.slotHere(plans[0]) : undefined;
-    if (here) answers.push(await this.startHere(here, plans[0].run));
+    // a keyed start claimed here whose key was held goes the usual way: the statement that answers duplicates
+    if (here && (await this.startHere(here, plans[0].run))) answers.push('created');
     else if (!joined && rows.length === 1) answers.push(await this.batcher.submit(rows[0]));
     else {
       // at most MAX_STATEMENT_STARTS per statement: a startMany of any size is sent a batch at a time
@@ -242,24 +243,27 @@ export class Starter {
 
   /**
    * A slot of this node's worker for a start it may claim as it inserts it: one due now, started on
-   * its own, with nothing that the key policy, a group or a parent decides (no key, group or parent).
+   * its own, without a group or a parent (a key is fine: one held sends the start the usual way).
    */
   private slotHere(p: Planned): LocalSlot | undefined {
     const { run } = p;
-    const decided = [run.key, run.group_key, run.parent_id, run.runs_after_id, run.run_at, run.delay_ms].some((v) => v !== null && v !== undefined);
+    const decided = [run.group_key, run.parent_id, run.runs_after_id, run.run_at, run.delay_ms].some((v) => v !== null && v !== undefined);
     return decided ? undefined : this.local.hold(run.workflow);
   }
 
-  /** Inserts a run claimed by this node when it may claim it (else pending) and executes it here. */
-  private async startHere(slot: LocalSlot, run: NewRun): Promise<StartAnswer> {
-    let row: ClaimedRow | undefined;
+  /**
+   * Inserts a run claimed by this node when it may claim it (else pending) and executes it here;
+   * false when its key was held (nothing written).
+   */
+  private async startHere(slot: LocalSlot, run: NewRun): Promise<boolean> {
+    let outcome: ClaimedRow | 'queued' | 'held' = 'held';
     try {
-      row = await this.runs.insertClaimed(this.connection.db, run, slot.nodeId, slot.nodeTimeoutMs);
+      outcome = await this.runs.insertClaimed(this.connection.db, run, slot.nodeId, slot.nodeTimeoutMs);
     } finally {
-      if (row) slot.launch(row);
+      if (typeof outcome === 'object') slot.launch(outcome);
       else slot.release();
     }
-    return 'created';
+    return outcome !== 'held';
   }
 
   /**

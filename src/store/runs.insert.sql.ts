@@ -23,9 +23,10 @@ export const CLAIMED_COLUMNS = `r.flow_id, r.flow_name, r.name, r.deps, r.id, r.
  * is fresh ($4: nodeTimeout, as the claim checks), no operator paused the workflow, and no run of
  * the workflow is due before it (a backlog keeps its order). Otherwise it is inserted pending and
  * the workers are woken ($2, the channel). Returns the run as a claim does (its status says
- * whether it was claimed here).
+ * whether it was claimed here); nothing when `onConflict` (the key's arbiter, for a keyed run)
+ * found its key held, and nothing was written.
  */
-export const insertClaimed = (S: string): string => `
+export const insertClaimed = (S: string, onConflict: string): string => `
       WITH v AS MATERIALIZED (
         SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(${INSERT_COLUMNS})
       ), here AS MATERIALIZED (
@@ -34,13 +35,14 @@ export const insertClaimed = (S: string): string => `
           AND NOT EXISTS (SELECT 1 FROM ${S}.runs p WHERE p.status = 'pending' AND p.workflow = v.workflow AND p.run_at <= now()) AS ok
         FROM v
       ), ins AS (
-        INSERT INTO ${S}.runs AS r (id, workflow, input, run_at, timeout_ms, trace, priority,
+        INSERT INTO ${S}.runs AS r (id, workflow, key, holds_key, input, run_at, timeout_ms, trace, priority,
           status, node_id, epoch, attempt, started_at, deadline_at)
-        SELECT v.id, v.workflow, v.input, now(), v.timeout_ms, v.trace, coalesce(v.priority, 0),
+        SELECT v.id, v.workflow, v.key, v.holds_key, v.input, now(), v.timeout_ms, v.trace, coalesce(v.priority, 0),
           CASE WHEN here.ok THEN 'running' ELSE 'pending' END, CASE WHEN here.ok THEN $3 END,
           CASE WHEN here.ok THEN 1 ELSE 0 END, CASE WHEN here.ok THEN 1 ELSE 0 END,
           CASE WHEN here.ok THEN now() END, CASE WHEN here.ok THEN now() + v.timeout_ms * interval '1 millisecond' END
         FROM v CROSS JOIN here
+        ${onConflict}
         RETURNING ${CLAIMED_COLUMNS}
       ), note AS MATERIALIZED (
         SELECT pg_notify($2, '') FROM ins WHERE ins.status = 'pending'

@@ -135,7 +135,8 @@ export function runsStatements(S: string): Record<string, string> {
     insertUnkeyed: `
       WITH ${insertAndNotify(false)}
       SELECT count(*)::int AS n FROM ins LEFT JOIN note ON true`,
-    insertClaimed: insertClaimed(S),
+    insertClaimed: insertClaimed(S, ''),
+    insertClaimedKeyed: insertClaimed(S, ON_KEY_CONFLICT),
     // A keyed start whose holder's status is one the policy settles (v.ok: useExisting, v.reject:
     // KeyTakenError; status bit masks, see STATUS_BITS) is answered from the statement's snapshot,
     // with no insert attempted and no lock on the holder: it writes only its `key_duplicate`

@@ -78,13 +78,19 @@ export class RunsStore {
   }
 
   /**
-   * Inserts one unkeyed run due now, claimed at once by node `nodeId` when that node may claim it
-   * (see `insertClaimed`); returns it as a claim does, or undefined when it went to the queue
-   * (and the workers were woken).
+   * Inserts one run due now, claimed at once by node `nodeId` when that node may claim it (see
+   * `insertClaimed`): `claimed`, the run as a claim returns it; `queued`, it went to the queue (and
+   * the workers were woken); `held`, its key is held and nothing was written.
    */
-  async insertClaimed(q: Queryable, run: NewRun, nodeId: string, nodeTimeoutMs: number): Promise<ClaimedRow | undefined> {
-    const [row] = await q.query<ClaimedRow>(this.sql.insertClaimed, [recordset([run]), this.channel, nodeId, nodeTimeoutMs], 'durable_insert_claimed');
-    return row.status === 'running' ? row : undefined;
+  async insertClaimed(q: Queryable, run: NewRun, nodeId: string, nodeTimeoutMs: number): Promise<ClaimedRow | 'queued' | 'held'> {
+    const keyed = run.key !== null;
+    const [row] = await q.query<ClaimedRow>(
+      keyed ? this.sql.insertClaimedKeyed : this.sql.insertClaimed,
+      [recordset([run]), this.channel, nodeId, nodeTimeoutMs],
+      keyed ? 'durable_insert_claimed_keyed' : 'durable_insert_claimed',
+    );
+    if (!row) return 'held';
+    return row.status === 'running' ? row : 'queued';
   }
 
   /**

@@ -76,6 +76,21 @@ it('with every slot busy, a start goes to the queue and is claimed once a slot f
   expect(await beginning(t.schema, second.runId)).toMatchObject({ epoch: 1, in_start: false });
 });
 
+it('a keyed start whose key is free is claimed here; one whose key is held writes nothing and is answered by the key policy', async () => {
+  const t = await createApp({ workflows: [Gated], concurrency: 3 });
+  const first = await t.durable.start(Gated, {}, { key: 'k1' });
+  expect(first.outcome).toBe('created');
+  expect(await beginning(t.schema, first.runId)).toMatchObject({ status: 'running', epoch: 1, in_start: true });
+  await waitFor(() => gate.arrived === 1);
+  // a slot is still free: the duplicate tries to claim here, finds the key held, and is answered
+  expect(await t.durable.start(Gated, {}, { key: 'k1' })).toEqual({ runId: first.runId, outcome: 'useExisting' });
+  await expect(t.durable.start(Gated, {}, { key: 'k1', onDuplicate: 'error' })).rejects.toMatchObject({ code: 'key_taken' });
+  const [{ n }] = await sql(`SELECT count(*)::int AS n FROM "${t.schema}".runs WHERE key = 'k1'`);
+  expect(n).toBe(1);
+  gate.open();
+  await finished(t.schema, 1);
+});
+
 it('a start is claimed where it is inserted only by a node that may claim: fresh heartbeat, workflow not paused, no run of it due before', async () => {
   // no worker: the statement itself is under test, for a node row the test keeps
   const t = await createApp({ workflows: [Busy], options: { worker: false } });
@@ -88,8 +103,8 @@ it('a start is claimed where it is inserted only by a node that may claim: fresh
   const notified: string[] = [];
   listener.on('notification', (n) => notified.push(n.channel));
   await listener.query(`LISTEN "${runs.channel}"`);
-  const insert = () => {
-    const run = { id: uuidv7(), workflow: 'local_busy', key: null, holds_key: false, input: { i: 0 }, run_at: null, timeout_ms: 60_000, priority: 0 };
+  const insert = (key: string | null = null) => {
+    const run = { id: uuidv7(), workflow: 'local_busy', key, holds_key: key !== null, input: { i: 0 }, run_at: null, timeout_ms: 60_000, priority: 0 };
     return runs.insertClaimed(db, run, 'n1', 1_000).then((row) => ({ row, id: run.id }));
   };
   try {
@@ -97,13 +112,20 @@ it('a start is claimed where it is inserted only by a node that may claim: fresh
     expect(claimed.row).toMatchObject({ id: claimed.id, status: 'running', epoch: 1, attempt: 1, step: 0, input: { i: 0 } });
     expect(await beginning(schema, claimed.id)).toMatchObject({ node_id: 'n1', in_start: true, timeout: { minutes: 1 } });
     expect(notified).toEqual([]);
+    // keyed: claimed while its key is free; once held, nothing is written
+    const keyed = await insert('k');
+    expect(keyed.row).toMatchObject({ id: keyed.id, key: 'k', status: 'running' });
+    const again = await insert('k');
+    expect(again.row).toBe('held');
+    expect(await sql(`SELECT id FROM "${schema}".runs WHERE key = 'k'`)).toEqual([{ id: keyed.id }]);
+    await sql(`DELETE FROM "${schema}".runs`);
 
     const queued = async (why: string) => {
       const before = notified.length;
       const { row, id } = await insert();
       expect({ why, row, run: await beginning(schema, id) }).toEqual({
         why,
-        row: undefined,
+        row: 'queued',
         run: { status: 'pending', node_id: null, epoch: 0, attempt: 0, in_start: null, timeout: null },
       });
       // the workers are woken for it instead
