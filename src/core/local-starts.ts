@@ -18,7 +18,7 @@ export interface LocalSlot {
 
 /** What the worker offers a start: a held slot when the workflow can begin on this node now. */
 export interface LocalRunner {
-  hold(workflow: string): LocalSlot | undefined;
+  hold(workflow: string, runId: string): LocalSlot | undefined;
 }
 
 /**
@@ -35,8 +35,8 @@ export class LocalStarts {
     this.runner = runner;
   }
 
-  /** A held slot for a run of `workflow`, if this node's worker can begin one now. */
-  hold(workflow: string): LocalSlot | undefined {
-    return this.runner?.hold(workflow);
+  /** A held slot for run `runId` of `workflow`, if this node's worker can begin one now. */
+  hold(workflow: string, runId: string): LocalSlot | undefined {
+    return this.runner?.hold(workflow, runId);
   }
 }

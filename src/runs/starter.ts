@@ -248,7 +248,7 @@ export class Starter {
   private slotHere(p: Planned): LocalSlot | undefined {
     const { run } = p;
     const decided = [run.group_key, run.parent_id, run.runs_after_id, run.run_at, run.delay_ms].some((v) => v !== null && v !== undefined);
-    return decided ? undefined : this.local.hold(run.workflow);
+    return decided ? undefined : this.local.hold(run.workflow, run.id);
   }
 
   /**
@@ -257,12 +257,15 @@ export class Starter {
    */
   private async startHere(slot: LocalSlot, run: NewRun): Promise<boolean> {
     let outcome: ClaimedRow | 'queued' | 'held' = 'held';
+    // a start that goes to the queue shares the wake-ups of the others (WakeCoalescer)
+    const notify = this.wake.lead();
     try {
-      outcome = await this.runs.insertClaimed(this.connection.db, run, slot.nodeId, slot.nodeTimeoutMs);
+      outcome = await this.runs.insertClaimed(this.connection.db, run, { nodeId: slot.nodeId, nodeTimeoutMs: slot.nodeTimeoutMs, notify });
     } finally {
       if (typeof outcome === 'object') slot.launch(outcome);
       else slot.release();
     }
+    if (outcome === 'queued' && !notify) this.wake.committedWithout();
     return outcome !== 'held';
   }
 

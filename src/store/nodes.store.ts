@@ -13,6 +13,8 @@ export interface NodeBeat {
   leaseMs: number;
   /** No claim of this node is in flight: runs it holds beyond `running` are given back. */
   reconcile: boolean;
+  /** Runs its starts are inserting claimed by it right now (not strays, whether committed yet or not). */
+  starting: string[];
 }
 
 /** A run's progress value, written by the heartbeat while the claim of `epoch` still owns the run. */
@@ -52,7 +54,8 @@ export function nodesStatements(S: string): Record<string, string> {
     // dead: fresh), renews or takes the maintenance lease when free or expired ($5: its length),
     // returns the runs among $3/$4 (id, epoch) it no longer owns, and — with $6, when no claim of
     // this node is in flight — gives back the runs it holds but does not run (a claim committed
-    // whose reply never arrived), without the attempt that claim counted.
+    // whose reply never arrived), without the attempt that claim counted; $8: runs its starts are
+    // inserting claimed by it right now, not strays.
     beat: `
         WITH hb AS (
           INSERT INTO ${S}.nodes (id, info) VALUES ($1, $2)
@@ -73,7 +76,7 @@ export function nodesStatements(S: string): Record<string, string> {
             node_id = NULL, run_at = now(), attempt = greatest(r.attempt - 1, 0)
           -- each status in its own term: the partial indexes runs_running and runs_compensating answer them
           WHERE $6 AND ((r.status = 'running' AND r.node_id = $1) OR (r.status = 'compensating' AND r.node_id = $1))
-            AND r.id <> ALL ($3::uuid[])
+            AND r.id <> ALL ($3::uuid[]) AND r.id <> ALL ($8::uuid[])
           RETURNING r.id
         ), progress AS (
           -- $7: the progress values reported since the last beat, each written while its claim owns the run
@@ -127,6 +130,7 @@ export class NodesStore {
       beat.leaseMs,
       beat.reconcile,
       JSON.stringify(beat.progress),
+      beat.starting,
     ]);
     return row;
   }

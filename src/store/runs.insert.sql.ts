@@ -22,7 +22,7 @@ export const CLAIMED_COLUMNS = `r.flow_id, r.flow_name, r.name, r.deps, r.id, r.
  * lease epoch and attempt, as a claim would leave it) when that node may claim it now: its heartbeat
  * is fresh ($4: nodeTimeout, as the claim checks), no operator paused the workflow, and no run of
  * the workflow is due before it (a backlog keeps its order). Otherwise it is inserted pending and
- * the workers are woken ($2, the channel). Returns the run as a claim does (its status says
+ * the workers are woken ($2, the channel, unless empty). Returns the run as a claim does (its status says
  * whether it was claimed here); nothing when `onConflict` (the key's arbiter, for a keyed run)
  * found its key held, and nothing was written.
  */
@@ -45,7 +45,7 @@ export const insertClaimed = (S: string, onConflict: string): string => `
         ${onConflict}
         RETURNING ${CLAIMED_COLUMNS}
       ), note AS MATERIALIZED (
-        SELECT pg_notify($2, '') FROM ins WHERE ins.status = 'pending'
+        SELECT pg_notify($2, '') FROM ins WHERE ins.status = 'pending' AND $2 <> ''
       )
       -- every row of ins is read (a filter here could leave note unread, and nobody woken)
       SELECT ins.* FROM ins LEFT JOIN note ON true`;

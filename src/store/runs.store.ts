@@ -79,14 +79,14 @@ export class RunsStore {
 
   /**
    * Inserts one run due now, claimed at once by node `nodeId` when that node may claim it (see
-   * `insertClaimed`): `claimed`, the run as a claim returns it; `queued`, it went to the queue (and
-   * the workers were woken); `held`, its key is held and nothing was written.
+   * `insertClaimed`): the run as a claim returns it; `queued`, it went to the queue (the workers
+   * woken with `notify`); `held`, its key is held and nothing was written.
    */
-  async insertClaimed(q: Queryable, run: NewRun, nodeId: string, nodeTimeoutMs: number): Promise<ClaimedRow | 'queued' | 'held'> {
+  async insertClaimed(q: Queryable, run: NewRun, by: { nodeId: string; nodeTimeoutMs: number; notify: boolean }): Promise<ClaimedRow | 'queued' | 'held'> {
     const keyed = run.key !== null;
     const [row] = await q.query<ClaimedRow>(
       keyed ? this.sql.insertClaimedKeyed : this.sql.insertClaimed,
-      [recordset([run]), this.channel, nodeId, nodeTimeoutMs],
+      [recordset([run]), by.notify ? this.channel : '', by.nodeId, by.nodeTimeoutMs],
       keyed ? 'durable_insert_claimed_keyed' : 'durable_insert_claimed',
     );
     if (!row) return 'held';

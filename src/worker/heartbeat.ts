@@ -12,8 +12,10 @@ export interface HeartbeatHost {
   owned(): { id: string; epoch: number }[];
   /** Progress values of its runs not written yet; `taken()` once a beat wrote one. */
   progress(): (ProgressReport & { taken: () => void })[];
-  /** True when no claim is in flight; claims then wait until the beat is back. */
+  /** True when no claim is in flight; claims (and starts claiming here) then wait until the beat is back. */
   holdClaims(): boolean;
+  /** Runs this node's starts are inserting claimed by it right now. */
+  starting(): string[];
   /** Lets claims go on again. */
   releaseClaims(): void;
   /** Runs among the owned ones (as given, with their epochs) that were cancelled, finished or recovered elsewhere. */
@@ -107,6 +109,7 @@ export class Heartbeat {
         progress: progress.map(({ id, epoch, value }) => ({ id, epoch, value })),
         leaseMs: this.options.nodeTimeoutMs,
         reconcile,
+        starting: reconcile ? this.host.starting() : [],
       });
       for (const p of progress) p.taken();
       const lost = new Set(result.lost);

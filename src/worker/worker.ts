@@ -24,6 +24,7 @@ import { Slots } from './slots';
 import { WakeTimer } from './wake-timer';
 import { Heartbeat, type HeartbeatHost } from './heartbeat';
 import { LocalStarts, type LocalSlot } from '../core/local-starts';
+import { AsyncResource } from 'node:async_hooks';
 
 /** Longest a claim for too few runs (while the node is busy) is put off. */
 const CLAIM_LINGER_MS = 20;
@@ -73,8 +74,10 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
   private workflows: string[] | null = null;
   /** Of those, the ones without limits (the plain claim), and the limited ones with their limits. */
   private plain: string[] = [];
-  /** Slots held by starts of this node that may insert their run claimed here (see LocalStarts). */
-  private held = 0;
+  /** Runs whose starts on this node hold a slot and may insert them claimed here (see LocalStarts). */
+  private readonly held = new Set<string>();
+  /** The worker's own async context (not a caller's): what a start claiming here launches in. */
+  private scope?: AsyncResource;
   private limited: ClaimLimits[] = [];
 
   private readonly logger = new Logger(LOG_CONTEXT);
@@ -161,7 +164,8 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     // shutdown may have begun while this node was still booting (another bootstrap hook failed)
     if (this.stopping) return;
     this.timers.push(setInterval(() => this.tick(), options.worker.pollIntervalMs));
-    this.localStarts.serve({ hold: (workflow) => this.hold(workflow) });
+    this.scope = new AsyncResource('nestjs-durable.worker');
+    this.localStarts.serve({ hold: (workflow, runId) => this.hold(workflow, runId) });
     this.tick();
   }
 
@@ -183,7 +187,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     const shuttingDown = new CancelledError('the node is shutting down');
     // a claim (or a start claiming here) in flight still launches what it claimed: wait for it,
     // then stop giving out slots
-    while ((this.claiming || this.held > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    while ((this.claiming || this.held.size > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     const all = [...this.running.values()];
     this.slots.close(shuttingDown);
     while (this.slots.active > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
@@ -228,7 +232,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
         if (this.stopping || this.claimsHeld || !this.workflows?.length) break;
         const { slots } = this;
         const ahead = Math.min(this.prefetch, Math.ceil(slots.pace() * PREFETCH_HORIZON_MS));
-        const room = slots.size - slots.active + ahead - slots.waiting - this.held;
+        const room = slots.size - slots.active + ahead - slots.waiting - this.held.size;
         if (room <= 0) break;
         // while runs execute, claim once a quarter of what the node takes is missing (fewer, larger
         // claims), or once such a claim has been put off for CLAIM_LINGER_MS
@@ -282,27 +286,21 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
    * it, the workflow has no limits (those are counted by the claim), no reconciliation is out and
    * fewer than {@link HELD_AT_ONCE} such starts are.
    */
-  private hold(workflow: string): LocalSlot | undefined {
-    const { slots } = this;
-    if (this.stopping || this.claimsHeld || !this.plain.includes(workflow)) return undefined;
-    if (this.held >= HELD_AT_ONCE || slots.active + slots.waiting + this.held >= slots.size) return undefined;
-    this.held++;
-    let open = true;
-    const settle = () => {
-      if (!open) return false;
-      open = false;
-      this.held--;
-      return true;
+  private hold(workflow: string, runId: string): LocalSlot | undefined {
+    const { slots, held, scope } = this;
+    if (!scope || this.stopping || this.claimsHeld || !this.plain.includes(workflow)) return undefined;
+    if (held.size >= HELD_AT_ONCE || slots.active + slots.waiting + held.size >= slots.size) return undefined;
+    held.add(runId);
+    // launched and ticked in the worker's context: the run (and any claim it leads to) never runs
+    // in the caller's (its AsyncLocalStorage stores, a request's transaction, its active span)
+    const settle = (then: () => void) => {
+      if (held.delete(runId)) scope.runInAsyncScope(then);
     };
     return {
       nodeId: this.options.nodeId,
       nodeTimeoutMs: this.options.nodeTimeoutMs,
-      launch: (row) => {
-        if (settle()) this.launch(row);
-      },
-      release: () => {
-        if (settle()) this.tick();
-      },
+      launch: (row) => settle(() => this.launch(row)),
+      release: () => settle(() => this.tick()),
     };
   }
 
@@ -360,8 +358,9 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
           const p = e.unsentProgress();
           return p ? [{ id: e.runId, epoch: e.epoch, ...p }] : [];
         }),
+      starting: () => [...this.held],
       holdClaims: () => {
-        if (this.claiming || this.held > 0) return false;
+        if (this.claiming) return false;
         this.claimsHeld = true;
         return true;
       },

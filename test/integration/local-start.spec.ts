@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { Client } from 'pg';
 import { RunContext, Step, Workflow } from '../../src';
 import { DurableConnection } from '../../src/core/durable.connection';
@@ -20,18 +21,37 @@ class Gated {
   }
 }
 
-const tracker = new ConcurrencyTracker();
 const ran: number[] = [];
 @Workflow('local_busy')
 class Busy {
+  /** Steps of this node (each app has its own instance) running at once. */
+  readonly tracker = new ConcurrencyTracker();
+
   @Step()
   async work(ctx: RunContext<{ i: number }>) {
-    tracker.enter();
+    this.tracker.enter();
     // a step that takes a little time, so that slots fill
     await new Promise((resolve) => setTimeout(resolve, 5));
-    tracker.exit();
+    this.tracker.exit();
     ran.push(ctx.input.i);
   }
+}
+
+/** What a step sees of the caller's async context. */
+const callerContext = new AsyncLocalStorage<string>();
+const seenStores: (string | undefined)[] = [];
+@Workflow('local_context')
+class ContextProbe {
+  @Step()
+  async look() {
+    seenStores.push(callerContext.getStore());
+  }
+}
+
+@Workflow('local_limited', { concurrency: 2 })
+class Limited {
+  @Step()
+  async work() {}
 }
 
 /** How a run began: its status, lease, and whether it started in the transaction that created it. */
@@ -50,7 +70,7 @@ const finished = (schema: string, n: number) =>
 beforeEach(() => {
   gate = new Gate();
   ran.length = 0;
-  Object.assign(tracker, { active: 0, max: 0, total: 0 });
+  seenStores.length = 0;
 });
 
 it('a run started on a node with a free slot is claimed by that node in the start’s own statement, and runs there', async () => {
@@ -62,6 +82,27 @@ it('a run started on a node with a free slot is claimed by that node in the star
   expect(await beginning(t.schema, runId)).toMatchObject({ node_id: nodeId, epoch: 1, attempt: 1, in_start: true });
   await finished(t.schema, 1);
   expect(ran).toEqual([1]);
+});
+
+it('a run claimed where it was started runs in the worker’s async context, not in the caller’s', async () => {
+  const t = await createApp({ workflows: [ContextProbe], concurrency: 2 });
+  const { runId } = await callerContext.run('request-1', () => t.durable.start(ContextProbe, {}));
+  expect(await beginning(t.schema, runId)).toMatchObject({ in_start: true });
+  await finished(t.schema, 1);
+  // and so do the runs the worker claims after it (its claim loop was set going from that start)
+  const { runId: later } = await callerContext.run('request-2', () => t.durable.start(ContextProbe, {}, { runAt: new Date() }));
+  await finished(t.schema, 2);
+  expect(await beginning(t.schema, later)).toMatchObject({ in_start: false });
+  expect(seenStores).toEqual([undefined, undefined]);
+});
+
+it('a start with a due time, or of a workflow with limits, goes through the queue and its claim', async () => {
+  const t = await createApp({ workflows: [Busy, Limited], concurrency: 2 });
+  const dueNow = await t.durable.start(Busy, { i: 1 }, { runAt: new Date() });
+  const limited = await t.durable.start(Limited, {});
+  await finished(t.schema, 2);
+  expect(await beginning(t.schema, dueNow.runId)).toMatchObject({ epoch: 1, in_start: false });
+  expect(await beginning(t.schema, limited.runId)).toMatchObject({ epoch: 1, in_start: false });
 });
 
 it('with every slot busy, a start goes to the queue and is claimed once a slot frees', async () => {
@@ -105,13 +146,12 @@ it('a start is claimed where it is inserted only by a node that may claim: fresh
   await listener.query(`LISTEN "${runs.channel}"`);
   const insert = (key: string | null = null) => {
     const run = { id: uuidv7(), workflow: 'local_busy', key, holds_key: key !== null, input: { i: 0 }, run_at: null, timeout_ms: 60_000, priority: 0 };
-    return runs.insertClaimed(db, run, 'n1', 1_000).then((row) => ({ row, id: run.id }));
+    return runs.insertClaimed(db, run, { nodeId: 'n1', nodeTimeoutMs: 1_000, notify: true }).then((row) => ({ row, id: run.id }));
   };
   try {
     const claimed = await insert();
     expect(claimed.row).toMatchObject({ id: claimed.id, status: 'running', epoch: 1, attempt: 1, step: 0, input: { i: 0 } });
     expect(await beginning(schema, claimed.id)).toMatchObject({ node_id: 'n1', in_start: true, timeout: { minutes: 1 } });
-    expect(notified).toEqual([]);
     // keyed: claimed while its key is free; once held, nothing is written
     const keyed = await insert('k');
     expect(keyed.row).toMatchObject({ id: keyed.id, key: 'k', status: 'running' });
@@ -133,14 +173,16 @@ it('a start is claimed where it is inserted only by a node that may claim: fresh
       return id;
     };
     await t.durable.pause(Busy);
-    const whilePaused = await queued('the workflow is paused');
+    await queued('the workflow is paused');
+    // its wake-up is the first: the runs claimed where they were inserted, before it, sent none
+    // (theirs would have been delivered first)
+    expect(notified).toHaveLength(1);
     await t.durable.resume(Busy);
     // the run queued while paused is due: the next start waits behind it
     await queued('a run of the workflow is due before it');
     await sql(`DELETE FROM "${schema}".runs WHERE status = 'pending'`);
     await sql(`UPDATE "${schema}".nodes SET heartbeat_at = now() - interval '2 seconds'`);
     await queued('the node’s heartbeat is older than nodeTimeout');
-    expect(whilePaused).toBeDefined();
   } finally {
     await listener.end();
   }
@@ -157,7 +199,7 @@ it('concurrent starts on two nodes never run more steps at once than the nodes h
   };
   await Promise.all([0, 1, 2, 3, 4, 5, 6, 7].map((c) => caller(c % 2 ? b : a, c)()));
   await finished(schema, n);
-  expect(tracker.max).toBeLessThanOrEqual(6);
+  for (const node of [a, b]) expect(node.get(Busy).tracker.max).toBeLessThanOrEqual(3);
   expect([...ran].sort((x, y) => x - y)).toEqual(Array.from({ length: n }, (_, i) => i));
   const [{ here, queued }] = await sql(
     `SELECT count(*) FILTER (WHERE started_at = created_at)::int AS here, count(*) FILTER (WHERE started_at > created_at)::int AS queued
@@ -166,4 +208,25 @@ it('concurrent starts on two nodes never run more steps at once than the nodes h
   // both ways were taken: runs claimed where they were started, and runs that waited for a claim
   expect(here + queued).toBe(n);
   expect(here).toBeGreaterThan(0);
+});
+
+it('while starts keep claiming here, a run this node holds but does not know is still given back by its heartbeat', async () => {
+  const t = await createApp({ workflows: [Busy], concurrency: 4 });
+  const [{ id: nodeId }] = await sql(`SELECT id FROM "${t.schema}".nodes`);
+  // what a start whose reply was lost leaves: the run is this node's, the node does not know it
+  const { runId } = await t.durable.start(Busy, { i: -1 }, { runAt: new Date(Date.now() + 3_600_000) });
+  await sql(`UPDATE "${t.schema}".runs SET status = 'running', node_id = $2, epoch = epoch + 1, attempt = 1, run_at = now() WHERE id = $1`, [runId, nodeId]);
+  let going = true;
+  let i = 0;
+  // one caller after another, so that a start claiming here is nearly always in flight
+  const caller = (async () => {
+    while (going) await t.durable.start(Busy, { i: i++ });
+  })();
+  try {
+    await waitFor(async () => (await t.durable.getRun(runId))?.status === 'completed', { timeout: 15_000, message: 'the stray run is given back and runs' });
+  } finally {
+    going = false;
+    await caller;
+  }
+  expect(ran.filter((x) => x === -1)).toEqual([-1]);
 });
