@@ -46,7 +46,8 @@ export class GroupCommit<T> {
     return this.queue.splice(0);
   }
 
-  private isIdle(): boolean {
+  /** Nothing queued or in flight: an item pushed now would go out alone at once. */
+  isIdle(): boolean {
     return this.queue.length === 0 && this.inFlight === 0;
   }
 

@@ -29,6 +29,11 @@ export class StartBatcher {
     private readonly insert: (starts: StartRow[]) => Promise<(StartAnswer | undefined)[]>,
   ) {}
 
+  /** No start queued or in flight: one submitted now would be a statement of its own. */
+  get idle(): boolean {
+    return this.group.isIdle();
+  }
+
   /** Queues a start; resolves with its statement's answer for it. */
   submit(start: StartRow): Promise<StartAnswer | undefined> {
     return new Promise((resolve, reject) => void this.group.push({ start, resolve, reject }));

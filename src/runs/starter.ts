@@ -217,7 +217,8 @@ export class Starter {
       settled: settledDuplicateStatuses(def.reuse, p.onDuplicate, def.debounce !== undefined && !p.rerun),
     }));
     const answers: (StartAnswer | undefined)[] = [];
-    const here = !joined && rows.length === 1 ? this.slotHere(plans[0]) : undefined;
+    // only a start that would be a statement of its own anyway (concurrent starts share statements)
+    const here = !joined && rows.length === 1 && this.batcher.idle ? this.slotHere(plans[0]) : undefined;
     // a keyed start claimed here whose key was held goes the usual way: the statement that answers duplicates
     if (here && (await this.startHere(here, plans[0].run))) answers.push('created');
     else if (!joined && rows.length === 1) answers.push(await this.batcher.submit(rows[0]));
