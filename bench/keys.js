@@ -19,6 +19,7 @@
 // postgres://postgres@127.0.0.1:5432/test; works in its own schema (`bench_keys`, dropped first).
 const { withClient } = require('./lib/db');
 const { URL, oneStepWorkflow, bootDurable } = require('./lib/standalone');
+const { seconds, round: turns, median, fmt } = require('./lib/turns');
 
 const SCHEMA = 'bench_keys';
 const N = Number(process.env.BENCH_KEYS_N || 10000);
@@ -30,32 +31,6 @@ const Debounced = oneStepWorkflow('bench_keys_debounced', { debounce: { period: 
 
 /** Rows of one query on a connection of its own. */
 const sql = (text, params) => withClient(URL, async (c) => (await c.query(text, params)).rows);
-
-/** Runs calls `from` … `to - 1` of `fn(i)` from `callers` concurrent loops; returns the seconds taken. */
-async function seconds(from, to, callers, fn) {
-  let next = from;
-  const t0 = process.hrtime.bigint();
-  await Promise.all(
-    Array.from({ length: callers }, async () => {
-      for (let i = next++; i < to; i = next++) await fn(i);
-    }),
-  );
-  return Number(process.hrtime.bigint() - t0) / 1e9;
-}
-
-/** One round: `N` calls of each of `kinds` (name → fn(i)), taking turns in CHUNKS chunks; returns calls per second of each. */
-async function round(callers, kinds) {
-  const spent = Object.fromEntries(Object.keys(kinds).map((k) => [k, 0]));
-  for (let c = 0; c < CHUNKS; c++) {
-    const [from, to] = [Math.floor((c * N) / CHUNKS), Math.floor(((c + 1) * N) / CHUNKS)];
-    for (const [k, fn] of Object.entries(kinds)) spent[k] += await seconds(from, to, callers, fn);
-  }
-  return Object.fromEntries(Object.entries(spent).map(([k, s]) => [k, N / s]));
-}
-
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const fmt = (xs) =>
-  `${Math.round(median(xs)).toLocaleString('en-US')} (${Math.round(Math.min(...xs)).toLocaleString('en-US')}–${Math.round(Math.max(...xs)).toLocaleString('en-US')})`;
 
 (async () => {
   await sql(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
@@ -70,12 +45,17 @@ const fmt = (xs) =>
     for (let i = 0; i < ROUNDS; i++) {
       const tag = `${callers}-${i}`;
       await durable.start(Plain, { n: 1 }, { key: `held-${tag}` });
-      const rates = await round(callers, {
-        unkeyed: () => durable.start(Plain, { n: 1 }),
-        fresh: (j) => durable.start(Plain, { n: 1 }, { key: `fresh-${tag}-${j}` }),
-        duplicate: () => durable.start(Plain, { n: 2 }, { key: `held-${tag}` }),
-        relaxed: () => relaxed.start(Plain, { n: 3 }, { key: `held-${tag}` }),
-      });
+      const rates = await turns(
+        callers,
+        {
+          unkeyed: () => durable.start(Plain, { n: 1 }),
+          fresh: (j) => durable.start(Plain, { n: 1 }, { key: `fresh-${tag}-${j}` }),
+          duplicate: () => durable.start(Plain, { n: 2 }, { key: `held-${tag}` }),
+          relaxed: () => relaxed.start(Plain, { n: 3 }, { key: `held-${tag}` }),
+        },
+        N,
+        CHUNKS,
+      );
       for (const [k, v] of Object.entries(rates)) r[k].push(v);
       process.stdout.write(`  ${callers} caller(s), round ${i + 1}/${ROUNDS} done\n`);
     }
