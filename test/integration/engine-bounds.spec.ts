@@ -247,8 +247,9 @@ describe('engine bounds', () => {
     const ids = `ARRAY[${running.map((r) => `'${r.id}'`).join(',')}]::uuid[]`;
     const epochs = `ARRAY[${running.map(() => '1').join(',')}]::int[]`;
     for (const generic of [false, true]) {
-      const params = ["'probe'", "'{}'", ids, epochs, '60000', 'true', "'[]'"];
-      const heartbeat = await planOf(beat, 'text, jsonb, uuid[], int[], int, boolean, jsonb', params, generic);
+      // and one run being started on the node as the beat goes out
+      const params = ["'probe'", "'{}'", ids, epochs, '60000', 'true', "'[]'", `ARRAY['${running[0].id}']::uuid[]`];
+      const heartbeat = await planOf(beat, 'text, jsonb, uuid[], int[], int, boolean, jsonb, uuid[]', params, generic);
       expect(heartbeat).not.toMatch(/Seq Scan on runs/);
       expect(heartbeat).toMatch(/runs_pkey[^\n]*\(actual rows=1 loops=1000\)/);
     }
