@@ -6,10 +6,6 @@ import type { ClaimedRow } from '../store/runs.types';
  * this node. Exactly one of {@link launch} and {@link release} is called, once.
  */
 export interface LocalSlot {
-  /** The node the run is claimed for. */
-  readonly nodeId: string;
-  /** How fresh the node's heartbeat must be for it to claim (`nodeTimeout`, ms). */
-  readonly nodeTimeoutMs: number;
   /** The run was inserted claimed by this node: it executes here at once. */
   launch(row: ClaimedRow): void;
   /** It was not (it went to the queue, or the insert failed): the slot is free again. */

@@ -217,11 +217,7 @@ export class Starter {
       settled: settledDuplicateStatuses(def.reuse, p.onDuplicate, def.debounce !== undefined && !p.rerun),
     }));
     const answers: (StartAnswer | undefined)[] = [];
-    // only a start that would be a statement of its own anyway (concurrent starts share statements)
-    const here = !joined && rows.length === 1 && this.batcher.idle ? this.slotHere(plans[0]) : undefined;
-    // a keyed start claimed here whose key was held goes the usual way: the statement that answers duplicates
-    if (here && (await this.startHere(here, plans[0].run))) answers.push('created');
-    else if (!joined && rows.length === 1) answers.push(await this.batcher.submit(rows[0]));
+    if (!joined && rows.length === 1) answers.push(await this.startAlone(plans[0], rows[0]));
     else {
       // at most MAX_STATEMENT_STARTS per statement: a startMany of any size is sent a batch at a time
       for (let i = 0; i < rows.length; i += MAX_STATEMENT_STARTS) {
@@ -243,25 +239,30 @@ export class Starter {
   }
 
   /**
-   * A slot of this node's worker for a start it may claim as it inserts it: one due now, started on
-   * its own, without a group or a parent (a key is fine: one held sends the start the usual way).
+   * An autocommit start on its own: claimed by this node as it is inserted when it can begin here
+   * now (see `startHere`), else through the start batcher (shared statements).
    */
-  private slotHere(p: Planned): LocalSlot | undefined {
+  private async startAlone(p: Planned, row: StartRow): Promise<StartAnswer | undefined> {
     const { run } = p;
+    // due now, without a group or a parent (a key is fine: one held sends the start the usual way),
+    // and only when it would be a statement of its own anyway (concurrent starts share statements)
     const decided = [run.group_key, run.parent_id, run.runs_after_id, run.run_at, run.delay_ms].some((v) => v !== null && v !== undefined);
-    return decided ? undefined : this.local.hold(run.workflow, run.id);
+    const slot = decided || !this.batcher.idle ? undefined : this.local.hold(run.workflow, run.id);
+    if (slot && (await this.startHere(slot, run))) return 'created';
+    return this.batcher.submit(row);
   }
 
   /**
    * Inserts a run claimed by this node when it may claim it (else pending) and executes it here;
-   * false when its key was held (nothing written).
+   * false when its key was held (nothing written: the statement that answers duplicates decides).
    */
   private async startHere(slot: LocalSlot, run: NewRun): Promise<boolean> {
     let outcome: ClaimedRow | 'queued' | 'held' = 'held';
     // a start that goes to the queue shares the wake-ups of the others (WakeCoalescer)
     const notify = this.wake.lead();
+    const { nodeId, nodeTimeoutMs } = this.options;
     try {
-      outcome = await this.runs.insertClaimed(this.connection.db, run, { nodeId: slot.nodeId, nodeTimeoutMs: slot.nodeTimeoutMs, notify });
+      outcome = await this.runs.insertClaimed(this.connection.db, run, { nodeId, nodeTimeoutMs, notify });
     } finally {
       if (typeof outcome === 'object') slot.launch(outcome);
       else slot.release();

@@ -1,5 +1,6 @@
 import type { Db, Queryable } from './db';
 import { claimUpdate, inClaimOrder } from './runs.sql';
+import { nodeMayClaim } from './sql';
 import type { ClaimedRow } from './runs.types';
 
 /** A workflow's limits as the claim of its runs needs them (see `WorkflowControls`). */
@@ -62,7 +63,7 @@ export class ControlsStore {
       // total.
       claim: `
         WITH RECURSIVE alive AS (
-          SELECT 1 FROM ${S}.nodes WHERE id = $1 AND heartbeat_at > now() - $9 * interval '1 millisecond'
+          ${nodeMayClaim(S, '$1', '$9')}
         ), g AS (
           SELECT (SELECT min(group_key) FROM ${S}.runs
                   WHERE workflow = $3 AND group_key IS NOT NULL AND status IN ('pending', 'waiting', 'compensating')) AS k

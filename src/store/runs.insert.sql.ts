@@ -1,4 +1,5 @@
 /** SQL of new runs: their columns as a start sends them, their times, and a start claimed at once by its own node. */
+import { nodeMayClaim, notPaused } from './sql';
 
 /** The columns of a new run as a start sends them (a JSON recordset, see `recordset`). */
 export const INSERT_COLUMNS = `id uuid, workflow text, key text, holds_key boolean, input jsonb, run_at timestamptz, delay_ms bigint,
@@ -30,8 +31,7 @@ export const insertClaimed = (S: string, onConflict: string): string => `
       WITH v AS MATERIALIZED (
         SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(${INSERT_COLUMNS})
       ), here AS MATERIALIZED (
-        SELECT EXISTS (SELECT 1 FROM ${S}.nodes WHERE id = $3 AND heartbeat_at > now() - $4 * interval '1 millisecond')
-          AND NOT EXISTS (SELECT 1 FROM ${S}.workflow_controls wc WHERE wc.workflow = v.workflow AND wc.paused)
+        SELECT EXISTS (${nodeMayClaim(S, '$3', '$4')}) AND ${notPaused(S, 'v.workflow')}
           AND NOT EXISTS (SELECT 1 FROM ${S}.runs p WHERE p.status = 'pending' AND p.workflow = v.workflow AND p.run_at <= now()) AS ok
         FROM v
       ), ins AS (

@@ -1,7 +1,7 @@
 import { FINISHED_STATUSES, GOING_STATUSES, type RunStatus } from '../domain/run-info';
 import { runColumns } from './run-row';
 import type { ClaimedRow } from './runs.types';
-import { distinctWorkflows, holdsKey, indexedWorkflows, lastAttemptFields } from './sql';
+import { distinctWorkflows, holdsKey, indexedWorkflows, lastAttemptFields, nodeMayClaim, notPaused } from './sql';
 import { CLAIMED_COLUMNS, DEBOUNCE_UNTIL, INSERT_COLUMNS, insertClaimed, RUN_AT } from './runs.insert.sql';
 
 /** RETURNING list of a statement that ends runs, read by {@link endedRuns}. */
@@ -218,10 +218,9 @@ export function runsStatements(S: string): Record<string, string> {
     // (which holds only them, so it is empty unless priorities are used). One statement.
     claim: `
       WITH alive AS (
-        SELECT 1 FROM ${S}.nodes WHERE id = $1 AND heartbeat_at > now() - $4 * interval '1 millisecond'
+        ${nodeMayClaim(S, '$1', '$4')}
       ), wf AS (
-        SELECT f.workflow FROM unnest($3::text[]) AS f (workflow)
-        WHERE NOT EXISTS (SELECT 1 FROM ${S}.workflow_controls wc WHERE wc.workflow = f.workflow AND wc.paused)
+        SELECT f.workflow FROM unnest($3::text[]) AS f (workflow) WHERE ${notPaused(S, 'f.workflow')}
       ), w AS (
         SELECT id FROM ${S}.runs
         WHERE ((status = 'waiting' AND wake_at <= now()) OR (status = 'compensating' AND node_id IS NULL AND run_at <= now()))

@@ -37,3 +37,14 @@ export const distinctWorkflows = (table: string, where: (alias: string) => strin
 export const lastAttemptFields = (r: string): string => `${r}.last_step AS step, ${r}.last_attempt AS attempt, ${r}.last_status AS status,
   ${r}.last_started_at AS started_at, ${r}.last_finished_at AS finished_at,
   CASE WHEN ${r}.last_status = 'failed' THEN ${r}.error END AS error, ${r}.node_id AS node_id`;
+
+/**
+ * The node `id` may claim runs: its own heartbeat is fresher than `timeoutMs` (parameters of the
+ * statement). A node declared dead, or one that cannot heartbeat, claims nothing.
+ */
+export const nodeMayClaim = (S: string, id: string, timeoutMs: string): string =>
+  `SELECT 1 FROM ${S}.nodes WHERE id = ${id} AND heartbeat_at > now() - ${timeoutMs} * interval '1 millisecond'`;
+
+/** No operator paused the workflow `workflow` (an expression). */
+export const notPaused = (S: string, workflow: string): string =>
+  `NOT EXISTS (SELECT 1 FROM ${S}.workflow_controls wc WHERE wc.workflow = ${workflow} AND wc.paused)`;

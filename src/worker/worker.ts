@@ -77,7 +77,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
   /** Runs whose starts on this node hold a slot and may insert them claimed here (see LocalStarts). */
   private readonly held = new Set<string>();
   /** The worker's own async context (not a caller's): what a start claiming here launches in. */
-  private scope?: AsyncResource;
+  private readonly scope = new AsyncResource('nestjs-durable.worker');
   private limited: ClaimLimits[] = [];
 
   private readonly logger = new Logger(LOG_CONTEXT);
@@ -164,7 +164,6 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     // shutdown may have begun while this node was still booting (another bootstrap hook failed)
     if (this.stopping) return;
     this.timers.push(setInterval(() => this.tick(), options.worker.pollIntervalMs));
-    this.scope = new AsyncResource('nestjs-durable.worker');
     this.localStarts.serve({ hold: (workflow, runId) => this.hold(workflow, runId) });
     this.tick();
   }
@@ -288,7 +287,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
    */
   private hold(workflow: string, runId: string): LocalSlot | undefined {
     const { slots, held, scope } = this;
-    if (!scope || this.stopping || this.claimsHeld || !this.plain.includes(workflow)) return undefined;
+    if (this.stopping || this.claimsHeld || !this.plain.includes(workflow)) return undefined;
     if (held.size >= HELD_AT_ONCE || slots.active + slots.waiting + held.size >= slots.size) return undefined;
     held.add(runId);
     // launched and ticked in the worker's context: the run (and any claim it leads to) never runs
@@ -297,8 +296,6 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
       if (held.delete(runId)) scope.runInAsyncScope(then);
     };
     return {
-      nodeId: this.options.nodeId,
-      nodeTimeoutMs: this.options.nodeTimeoutMs,
       launch: (row) => settle(() => this.launch(row)),
       release: () => settle(() => this.tick()),
     };
