@@ -14,6 +14,9 @@ import { runSpan, runTransition, stepSpan } from '../observe/telemetry';
 import { AbortScope } from './abort.scope';
 import type { Slots } from './slots';
 
+/** What {@link Execution.done} is until the worker launches it. */
+const NOT_LAUNCHED: Promise<void> = Promise.resolve();
+
 /** Runs one claimed run's steps from its cursor, writing each outcome through the batcher. */
 export class Execution implements ExecutionHandle {
   readonly runId: string;
@@ -34,9 +37,11 @@ export class Execution implements ExecutionHandle {
   private attemptFrom = 0;
   /** Aborted when the run is lost: a wait for a slot ends. */
   private readonly losing = new AbortScope();
-  /** Resolves once {@link run} has ended (the run finished, waits, or was lost). */
-  readonly done: Promise<void>;
-  private ended!: () => void;
+  /**
+   * Resolves once this execution has ended (the run finished, waits, or was lost): set by the
+   * worker that launches it, to the promise of its {@link run}.
+   */
+  done: Promise<void> = NOT_LAUNCHED;
   /** The run's context as of the last completed step (what compensations get). */
   private context: Record<string, unknown> = {};
   /** The latest `ctx.progress` value, and whether it is still to be written. */
@@ -58,7 +63,6 @@ export class Execution implements ExecutionHandle {
     this.key = row.key;
     this.input = row.input;
     this.epoch = row.epoch;
-    this.done = new Promise((resolve) => (this.ended = resolve));
     if (row.flow_id) this.flowNode = { flowId: row.flow_id, flowName: row.flow_name ?? null, name: row.name ?? '', deps: row.deps ?? [] };
   }
 
@@ -111,13 +115,13 @@ export class Execution implements ExecutionHandle {
       this.services.logger.error(`run ${this.runId} (${this.workflow}): ${(err as Error).stack ?? err}`);
     } finally {
       if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
-      this.ended();
     }
   }
 
   private async steps(): Promise<unknown> {
     const { steps } = this.def;
-    this.context = { ...(this.row.context ?? {}) };
+    // never changed in place: each attempt works on a copy (`working`)
+    let context = (this.context = this.row.context ?? {});
     if (this.row.status === 'compensating') {
       // claimed to go on compensating (after a crash or a compensation's retry delay): no deadline
       const { compensation: _retrying, ...error } = (this.row.error ?? { name: 'Error', message: 'failed' }) as StoredError;
@@ -132,7 +136,6 @@ export class Execution implements ExecutionHandle {
         this.scope.abort(new TimeoutError(`workflow "${this.workflow}" timed out`));
       }, left);
     }
-    let context = { ...(this.row.context ?? {}) };
     let attempt = this.row.attempt;
     for (let index = this.row.step; index < steps.length; index++) {
       const step = steps[index];
@@ -210,17 +213,19 @@ export class Execution implements ExecutionHandle {
     const onRunAbort = (reason: Error) => (own ? own.abort(reason) : onAbort?.(reason));
     scope.listeners.add(onRunAbort);
     try {
-      const abortion = new Promise<never>((_, reject) => {
-        onAbort = reject;
-        if (own) {
-          own.signal.addEventListener('abort', onOwnAbort, { once: true });
-          timer = setTimeout(() => own.abort(new TimeoutError(`step "${step.name}" timed out after ${step.timeoutMs}ms`)), step.timeoutMs);
-        }
-      });
-      abortion.catch(() => undefined);
       let value: unknown;
       try {
-        value = await Promise.race([Promise.resolve().then(() => step.run(ctx)), abortion]);
+        // the step's outcome, or the abort's reason when that comes first
+        value = await new Promise((resolve, reject) => {
+          onAbort = reject;
+          if (own) {
+            own.signal.addEventListener('abort', onOwnAbort, { once: true });
+            timer = setTimeout(() => own.abort(new TimeoutError(`step "${step.name}" timed out after ${step.timeoutMs}ms`)), step.timeoutMs);
+          }
+          Promise.resolve()
+            .then(() => step.run(ctx))
+            .then(resolve, reject);
+        });
       } catch (err) {
         // a wait suspended this attempt: that is the outcome, whatever user code made of it
         throw ctx.suspension && !aborted() ? ctx.suspension : err;
@@ -357,10 +362,15 @@ export class Execution implements ExecutionHandle {
     return `run ${this.runId} (${this.workflow})${step === undefined ? '' : ` step "${step}"`}`;
   }
 
+  /** Submits `t` (a literal of the caller's own: completed here with the run's id, epoch and unsent progress). */
   private async write(t: Omit<Transition, 'id' | 'epoch'>): Promise<boolean> {
     if (this.lost) return false;
     const progress = this.unsentProgress();
-    const owned = await this.batcher.submit({ id: this.runId, epoch: this.epoch, ...t, ...(progress ? { progress: progress.value } : {}) });
+    const full = t as Transition;
+    full.id = this.runId;
+    full.epoch = this.epoch;
+    if (progress) full.progress = progress.value;
+    const owned = await this.batcher.submit(full);
     if (owned) progress?.taken();
     runTransition(this.row, t, owned);
     if (!owned) this.lose(new CancelledError(`run ${this.runId} was cancelled or recovered by another node`));

@@ -318,13 +318,11 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     const earlier = this.running.get(row.id);
     earlier?.lose(new CancelledError(`run ${row.id} was recovered and claimed again`));
     this.running.set(row.id, exec);
-    void (earlier?.done ?? Promise.resolve())
-      .then(() => exec.run())
-      .finally(() => {
-        // a run that woke from a short wait may already be claimed again (a newer execution)
-        if (this.running.get(row.id) === exec) this.running.delete(row.id);
-        this.tick();
-      });
+    exec.done = (earlier ? earlier.done.then(() => exec.run()) : exec.run()).finally(() => {
+      // a run that woke from a short wait may already be claimed again (a newer execution)
+      if (this.running.get(row.id) === exec) this.running.delete(row.id);
+      this.tick();
+    });
   }
 
   /**
