@@ -3,6 +3,7 @@ import { runColumns } from './run-row';
 import type { ClaimedRow } from './runs.types';
 import { distinctWorkflows, holdsKey, indexedWorkflows, lastAttemptFields, nodeMayClaim, notPaused } from './sql';
 import { CLAIMED_COLUMNS, DEBOUNCE_UNTIL, INSERT_COLUMNS, insertClaimed, RUN_AT } from './runs.insert.sql';
+import { transitionFields } from './transition.fields';
 
 /** RETURNING list of a statement that ends runs, read by {@link endedRuns}. */
 const ENDED = `id, workflow, step, started_at IS NOT NULL AS started, holds_key, now()::text AS tx_at, (txid_current() % 4294967296)::text AS tx_xid`;
@@ -244,8 +245,13 @@ export function runsStatements(S: string): Record<string, string> {
         SELECT id, true AS woke FROM w UNION ALL SELECT id, false FROM p LIMIT $2
       )
 ${claimUpdate(S)}`,
+    // $1: the transitions as a JSON array of arrays (see transition.fields.ts); the attempt's times
+    // come as epoch milliseconds
     transition: `
-      WITH u AS (
+      WITH v AS (
+        SELECT x.*, to_timestamp(x.tried_from_ms / 1000.0) AS tried_from, to_timestamp(x.tried_to_ms / 1000.0) AS tried_to
+        FROM (SELECT ${transitionFields('e')} FROM jsonb_array_elements($1::jsonb) e) x
+      ), u AS (
       UPDATE ${S}.runs r SET
         status = CASE WHEN (v.status = 'waiting' AND (v.wait_kind || ':' || coalesce(v.wait_name, '')) = ANY(r.inbox)) THEN 'pending' ELSE v.status END,
         step = coalesce(v.step, r.step),
@@ -271,17 +277,12 @@ ${claimUpdate(S)}`,
         last_step = CASE WHEN v.final THEN v.tried_step END, last_attempt = CASE WHEN v.final THEN v.tried_attempt END,
         last_status = CASE WHEN v.final THEN v.tried_status END, last_started_at = CASE WHEN v.final THEN v.tried_from END,
         last_finished_at = CASE WHEN v.final THEN v.tried_to END
-      -- the attempt's times come as epoch milliseconds (tried_from_ms, tried_to_ms)
-      FROM (SELECT j.*, to_timestamp(j.tried_from_ms / 1000.0) AS tried_from, to_timestamp(j.tried_to_ms / 1000.0) AS tried_to
-        FROM jsonb_to_recordset($1::jsonb) AS j(id uuid, epoch integer, status text, step integer, attempt integer,
-          context jsonb, result jsonb, results jsonb, error jsonb, delay_ms bigint, final boolean,
-          wait_kind text, wait_name text, wake_at timestamptz, comp_step integer, release boolean,
-          tried_step integer, tried_attempt integer, tried_status text, tried_from_ms bigint, tried_to_ms bigint, progress jsonb)) v
+      FROM v
       -- the status test is joined to v (v.id is never null) so that the planner does not take it as a
       -- restriction of runs: statistics taken while these runs were pending say none is running, and a
       -- plan built on that scans runs first and reads the whole batch again for each run it finds
       WHERE r.id = v.id AND r.epoch = v.epoch AND (r.status IN ('running', 'compensating') OR v.id IS NULL)
-      RETURNING r.id,
+      RETURNING r.id, r.epoch,
         -- a key holder's final status: the key trigger may have handed its key over in this transaction
         CASE WHEN v.final AND r.holds_key THEN now()::text END AS tx_at,
         CASE WHEN v.final AND r.holds_key THEN (txid_current() % 4294967296)::text END AS tx_xid,
@@ -294,7 +295,10 @@ ${claimUpdate(S)}`,
           CASE WHEN tried_status = 'failed' THEN error END, $2
         FROM u WHERE tried_status IS NOT NULL AND final IS NOT TRUE
       )
-      SELECT id, tx_at, tx_xid FROM u`,
+      -- only the transitions not applied (their execution no longer owned the run), and one mark of
+      -- the transaction if a key holder ended in it
+      SELECT v.id, v.epoch, NULL AS tx_at, NULL AS tx_xid FROM v WHERE NOT EXISTS (SELECT 1 FROM u WHERE u.id = v.id AND u.epoch = v.epoch)
+      UNION ALL (SELECT NULL, NULL, tx_at, tx_xid FROM u WHERE tx_at IS NOT NULL LIMIT 1)`,
     cancel: `
       UPDATE ${S}.runs SET status = 'cancelled', cancel_reason = $2, error = $3, finished_at = now()
       WHERE id = $1 AND status IN ('pending', 'running', 'waiting')

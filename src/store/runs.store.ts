@@ -4,6 +4,7 @@ import { sqlState, type Queryable } from './db';
 import type { RunRow } from './run-row';
 import { ANALYZED_TABLES, inClaimOrder, runsStatements, STATUS_BITS, type AnalyzedTable } from './runs.sql';
 import type { ClaimedRow, EndedRuns, HolderRow, NewRun, RunFilter, StartAnswer, StartRow, Transition } from './runs.types';
+import { encodeTransitions } from './transition.fields';
 
 /**
  * Whether Postgres refused a statement because the key already has a holder (a unique violation
@@ -224,17 +225,18 @@ export class RunsStore {
 
   /**
    * Applies many transitions of node `nodeId` in one statement (with the step attempts they end);
-   * `owned`, the ids whose execution still owned them;
+   * `notApplied`, those of `ts` whose execution no longer owned its run (nothing written for them);
    * `tx`, set when one of them was a key holder that ended (its key may have been handed over).
    */
-  async transition(q: Queryable, ts: Transition[], nodeId: string): Promise<{ owned: Set<string>; tx: TxMark | null }> {
-    const rows = await q.query<{ id: string; tx_at: string | null; tx_xid: string | null }>(
+  async transition(q: Queryable, ts: Transition[], nodeId: string): Promise<{ notApplied: Set<Transition>; tx: TxMark | null }> {
+    const rows = await q.query<{ id: string | null; epoch: number | null; tx_at: string | null; tx_xid: string | null }>(
       this.sql.transition,
-      [JSON.stringify(ts), nodeId],
+      [encodeTransitions(ts), nodeId],
       'durable_transition',
     );
+    const missed = new Set(rows.filter((r) => r.id !== null).map((r) => `${r.id}/${r.epoch}`));
     const ended = rows.find((r) => r.tx_at !== null);
-    return { owned: new Set(rows.map((r) => r.id)), tx: ended ? { at: ended.tx_at!, xid: ended.tx_xid! } : null };
+    return { notApplied: new Set(ts.filter((t) => missed.has(`${t.id}/${t.epoch}`))), tx: ended ? { at: ended.tx_at!, xid: ended.tx_xid! } : null };
   }
 
   /** Cancels a run that is still going; no ids when it had finished (or is compensating). */

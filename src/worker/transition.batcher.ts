@@ -60,13 +60,13 @@ export class TransitionBatcher {
   private async write(batch: Pending[]): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       try {
-        const { owned, tx } = await this.runs.transition(
+        const { notApplied, tx } = await this.runs.transition(
           this.q,
           batch.map((p) => p.t),
           this.nodeId,
         );
         if (tx) await this.holdersEnded(tx);
-        for (const p of batch) p.resolve(owned.has(p.t.id));
+        for (const p of batch) p.resolve(!notApplied.has(p.t));
         return;
       } catch (err) {
         if (isDataException(err)) return this.isolate(batch, err);

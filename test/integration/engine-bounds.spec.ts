@@ -7,6 +7,7 @@ import { Client } from 'pg';
 import { DurableValidationError, RunContext, Step, Workflow } from '../../src';
 import { nodesStatements } from '../../src/store/nodes.store';
 import { runsStatements } from '../../src/store/runs.sql';
+import { encodeTransitions } from '../../src/store/transition.fields';
 import { DurableTestEnv } from '../../src/testing';
 import { createApp, databaseUrl, freshSchema, ident, sql, waitFor } from '../support';
 
@@ -264,7 +265,7 @@ describe('engine bounds', () => {
     await sql(`ALTER TABLE ${S}.runs SET (autovacuum_enabled = false)`);
     await sql(`UPDATE ${S}.runs SET status = 'running', node_id = 'probe', epoch = 1, attempt = 1`);
     const ids = await sql<{ id: string }>(`SELECT id FROM ${S}.runs LIMIT 1000`);
-    const batch = `'${JSON.stringify(ids.map(({ id }) => ({ id, epoch: 1, status: 'completed', step: 1, final: true })))}'`;
+    const batch = `'${encodeTransitions(ids.map(({ id }) => ({ id, epoch: 1, status: 'completed', step: 1, final: true })))}'`;
     for (const generic of [false, true]) {
       const transition = await planOf(runsStatements(S).transition, 'jsonb, text', [batch, "'probe'"], generic);
       expect(transition).toMatch(/Update on runs r \(actual rows=1000 loops=1\)/);
