@@ -48,5 +48,34 @@ export const transitionFields = (alias: string): string =>
         : `(${alias}->>${i})::${type} AS ${name}`,
   ).join(', ');
 
+/**
+ * One transition's fields in {@link TRANSITION_FIELDS} order, written out (a read of each field by
+ * name, not by a computed key: this runs for every checkpoint and completion).
+ */
+export const transitionTuple = (t: Transition): unknown[] => [
+  t.id,
+  t.epoch,
+  t.status,
+  t.step,
+  t.attempt,
+  t.context,
+  t.result,
+  t.results,
+  t.error,
+  t.delay_ms,
+  t.final,
+  t.wait_kind,
+  t.wait_name,
+  t.wake_at,
+  t.comp_step,
+  t.release,
+  t.tried_step,
+  t.tried_attempt,
+  t.tried_status,
+  t.tried_from_ms,
+  t.tried_to_ms,
+  t.progress,
+];
+
 /** The batch as the statement's `$1`. */
-export const encodeTransitions = (ts: readonly Transition[]): string => JSON.stringify(ts.map((t) => TRANSITION_FIELDS.map((f) => t[f])));
+export const encodeTransitions = (ts: readonly Transition[]): string => JSON.stringify(ts.map(transitionTuple));
