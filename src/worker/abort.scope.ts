@@ -8,8 +8,18 @@ export class AbortScope {
   /** Why it was aborted, if it was. */
   reason?: Error;
   private controller?: AbortController;
-  /** Attempts waiting on the abort. */
-  readonly listeners = new Set<(reason: Error) => void>();
+  /** Those waiting on the abort (an array: rarely more than two, and every run has two scopes). */
+  private readonly listeners: ((reason: Error) => void)[] = [];
+
+  /** Calls `listener` with the reason when the scope is aborted (until {@link unlisten}). */
+  listen(listener: (reason: Error) => void): void {
+    this.listeners.push(listener);
+  }
+
+  unlisten(listener: (reason: Error) => void): void {
+    const i = this.listeners.indexOf(listener);
+    if (i >= 0) this.listeners.splice(i, 1);
+  }
 
   /** Aborts the scope (once: later reasons are ignored). */
   abort(reason: Error): void {

@@ -45,15 +45,15 @@ export class Slots {
       };
       const waiter: Waiter = {
         resolve: () => {
-          cancel?.listeners.delete(onCancel);
+          cancel?.unlisten(onCancel);
           resolve(this.take());
         },
         reject: (reason) => {
-          cancel?.listeners.delete(onCancel);
+          cancel?.unlisten(onCancel);
           reject(reason);
         },
       };
-      cancel?.listeners.add(onCancel);
+      cancel?.listen(onCancel);
       queue.push(waiter);
     });
   }
