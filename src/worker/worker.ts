@@ -318,7 +318,8 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     const earlier = this.running.get(row.id);
     earlier?.lose(new CancelledError(`run ${row.id} was recovered and claimed again`));
     this.running.set(row.id, exec);
-    exec.done = (earlier ? earlier.done.then(() => exec.run()) : exec.run()).finally(() => {
+    const run = () => exec.run();
+    exec.done = (earlier ? earlier.done.then(run, run) : run()).finally(() => {
       // a run that woke from a short wait may already be claimed again (a newer execution)
       if (this.running.get(row.id) === exec) this.running.delete(row.id);
       this.tick();

@@ -28,19 +28,21 @@ async function setup() {
   const running = async (epoch = 1): Promise<string> => {
     const id = uuidv7();
     await sql(
-      `INSERT INTO ${S}.runs (id, workflow, status, node_id, epoch, attempt, started_at, context, results)
-       VALUES ($1, 'transition_write', 'running', 'n1', $2, 1, now(), '{"kept":1}', '{"earlier":2}')`,
+      `INSERT INTO ${S}.runs (id, workflow, status, node_id, epoch, attempt, started_at, context, results, error, comp_step, progress)
+       VALUES ($1, 'transition_write', 'running', 'n1', $2, 3, now(), '{"kept":1}', '{"earlier":2}', '{"x":1}', 2, '{"old":1}')`,
       [id, epoch],
     );
     return id;
   };
-  const row = async (id: string) => (await sql<Record<string, unknown>>(`SELECT * FROM ${S}.runs WHERE id = $1`, [id]))[0];
+  // SQL NULL told apart from a JSON null (node-postgres reads both as null)
+  const nulls = 'error IS NULL AS no_error, result IS NULL AS no_result';
+  const row = async (id: string) => (await sql<Record<string, unknown>>(`SELECT *, ${nulls} FROM ${S}.runs WHERE id = $1`, [id]))[0];
   return { t, S, runs, db, running, row };
 }
 
-it('writes each field of a completion, a checkpoint, a retry and a wait where it belongs', async () => {
+it('writes each field of a completion, a checkpoint, a retry, a wait and a compensation retry where it belongs', async () => {
   const { runs, db, running, row, S } = await setup();
-  const [done, next, retry, wait] = [await running(), await running(), await running(), await running()];
+  const [done, next, retry, wait, comp] = [await running(), await running(), await running(), await running(), await running()];
   const from = Date.parse('2026-01-02T03:04:05.678Z');
   const ts: Transition[] = [
     {
@@ -102,6 +104,8 @@ it('writes each field of a completion, a checkpoint, a retry and a wait where it
       tried_from_ms: from,
       tried_to_ms: from,
     },
+    // a compensation that failed and waits for its retry: the run stays compensating, without a node
+    { id: comp, epoch: 1, status: 'compensating', comp_step: 0, attempt: 2, error: { message: 'undo failed' }, delay_ms: 1_000, release: true },
   ];
   const { notApplied, tx } = await runs.transition(db, ts, 'n1');
   expect(notApplied.size).toBe(0);
@@ -114,7 +118,7 @@ it('writes each field of a completion, a checkpoint, a retry and a wait where it
     context: { a: 'x' },
     result: 'the result',
     results: { earlier: 2, only: 'the result' },
-    error: null,
+    no_error: true,
   });
   expect(d).toMatchObject({ progress: { done: 3 }, last_step: 0, last_attempt: 1, last_status: 'completed' });
   expect((d.finished_at as Date) instanceof Date).toBe(true);
@@ -122,16 +126,9 @@ it('writes each field of a completion, a checkpoint, a retry and a wait where it
   expect((d.last_finished_at as Date).toISOString()).toBe('2026-01-02T03:04:05.928Z');
 
   const n = await row(next);
-  // fields left out keep what the row had; the step's null result is recorded as null
-  expect(n).toMatchObject({
-    status: 'running',
-    step: 1,
-    context: { b: [1, 2] },
-    results: { earlier: 2, first: null },
-    result: null,
-    node_id: 'n1',
-    finished_at: null,
-  });
+  // fields left out keep what the row had (result, comp_step, progress); a JSON null clears (error)
+  expect(n).toMatchObject({ status: 'running', step: 1, attempt: 1, context: { b: [1, 2] }, results: { earlier: 2, first: null }, node_id: 'n1' });
+  expect(n).toMatchObject({ no_result: true, finished_at: null, no_error: true, comp_step: 2, progress: { old: 1 } });
 
   const r = await row(retry);
   expect(r).toMatchObject({ status: 'pending', step: 0, attempt: 1, error: { name: 'Error', message: 'boom' }, node_id: null, context: { kept: 1 } });
@@ -140,8 +137,11 @@ it('writes each field of a completion, a checkpoint, a retry and a wait where it
   expect(due_in_s).toBeLessThanOrEqual(60);
 
   const w = await row(wait);
-  expect(w).toMatchObject({ status: 'waiting', wait_kind: 'sleep', wait_name: null, node_id: null, error: null });
+  expect(w).toMatchObject({ status: 'waiting', attempt: 0, wait_kind: 'sleep', wait_name: null, node_id: null, no_error: true });
   expect((w.wake_at as Date).toISOString()).toBe('2030-01-01T00:00:00.000Z');
+
+  const c = await row(comp);
+  expect(c).toMatchObject({ status: 'compensating', comp_step: 0, attempt: 2, node_id: null, error: { message: 'undo failed' }, finished_at: null });
 
   // the attempts of the runs that go on are recorded beside them; the completed run keeps its own
   const attempts = await sql<{ run_id: string; status: string }>(`SELECT run_id, status FROM ${S}.step_attempts ORDER BY status`);
@@ -174,5 +174,5 @@ it('reports exactly the transitions it did not apply, told apart by lease epoch,
   // a run already finished takes no second outcome
   const again: Transition = { id: finished, epoch: 1, status: 'failed', final: true, error: { message: 'late' } };
   expect([...(await runs.transition(db, [again], 'n1')).notApplied]).toEqual([again]);
-  expect(await row(finished)).toMatchObject({ status: 'completed', result: 'first', error: null });
+  expect(await row(finished)).toMatchObject({ status: 'completed', result: 'first', no_error: true });
 });
