@@ -238,7 +238,9 @@ export function runSpan<T>(row: TracedRow, fn: () => Promise<T>): Promise<T> {
 
 /**
  * Notes a transition the execution of `row` submitted: the run span's outcome (final status,
- * `retry`, `waiting`, or `lost` when it no longer owned the run) and `durable.run.finished`.
+ * `retry`, `waiting`, `compensating`, or `lost` when it no longer owned the run) and
+ * `durable.run.finished`. A checkpoint between two steps (`running`) is no outcome: an execution
+ * that loses its run after one ends `lost`.
  */
 export function runTransition(row: TracedRow, t: { status: string; final?: boolean }, owned: boolean): void {
   const state = runSpans.get(row);
@@ -246,7 +248,7 @@ export function runTransition(row: TracedRow, t: { status: string; final?: boole
     if (state) state.outcome = 'lost';
     return;
   }
-  if (state) state.outcome = t.status === 'pending' ? 'retry' : t.status;
+  if (state && t.status !== 'running') state.outcome = t.status === 'pending' ? 'retry' : t.status;
   if (t.final) emitRunFinished(row.workflow, t.status);
 }
 

@@ -86,6 +86,20 @@ class Parent {
   }
 }
 
+/** Its second step holds until the run is cancelled (its signal aborts). */
+@Workflow('tel_cancelled')
+class CancelledAfterCheckpoint {
+  @Step()
+  async first() {
+    return 1;
+  }
+
+  @Step()
+  async second(ctx: RunContext) {
+    await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
+  }
+}
+
 /** Records the trace context each attempt of its step runs in. */
 const seenContexts: ({ traceId: string; traceFlags: number } | undefined)[] = [];
 @Workflow('tel_peek')
@@ -262,6 +276,16 @@ describe('OpenTelemetry', () => {
     expect(first).toBeDefined();
     expect(first!.status.code).not.toBe(SpanStatusCode.ERROR);
     expect(parentRuns.map((r) => r.attributes['durable.outcome'])).toEqual(expect.arrayContaining(['waiting', 'completed']));
+  });
+
+  it('a run cancelled after a checkpoint ends its run span as lost, not with the checkpoint', async () => {
+    const { durable, schema } = await createApp({ workflows: [CancelledAfterCheckpoint] });
+    const { runId } = await durable.start('tel_cancelled', {});
+    // the first step's checkpoint is written and the second step runs
+    await waitFor(async () => (await sql(`select 1 from ${ident(schema)}.runs where id = $1 and step = 1`, [runId])).length === 1);
+    await durable.cancel(runId);
+    await waitFor(() => named('durable.run', runId).length === 1);
+    expect(named('durable.run', runId)[0].attributes['durable.outcome']).toBe('lost');
   });
 
   it('a retried step: a failed step span with the error, then a second run span that completes', async () => {
