@@ -156,9 +156,14 @@ describe('DAG flows: appendFlow', () => {
         .add('orphan_ok', Echo, {}, { deps: ['ghost'], ignoreDeleted: true })
         .add('downstream', Echo, {}, { deps: ['orphan'] }),
     );
-    const t0 = Date.now();
     expect(await finalRun(durable, more.orphan)).toMatchObject({ status: 'cancelled', error: expect.objectContaining({ reason: 'deleted' }) });
-    expect(Date.now() - t0).toBeGreaterThanOrEqual(900);
+    // not before the flow was quiet for the grace, on the database's clock: from the newest of its runs
+    const [{ quiet_ms }] = await sql<{ quiet_ms: number }>(
+      `SELECT extract(epoch FROM o.finished_at - (SELECT max(r.created_at) FROM ${ident(schema)}.runs r WHERE r.flow_id = o.flow_id))::float8 * 1000 AS quiet_ms
+       FROM ${ident(schema)}.runs o WHERE o.id = $1`,
+      [more.orphan],
+    );
+    expect(quiet_ms).toBeGreaterThanOrEqual(1000);
     expect((await finalRun(durable, more.orphan_ok)).status).toBe('completed');
     expect((await finalRun(durable, more.downstream)).status).toBe('cancelled');
     await waitFor(() => hookCalls.length === 2);
