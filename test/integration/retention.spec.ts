@@ -56,16 +56,18 @@ describe('prune and retention', () => {
   });
 
   it('prune({ olderThan }) keeps activity younger than retention.activity, whatever the runs cutoff', async () => {
-    const { durable, schema } = await createApp({ workflows: [Quick] });
-    const holder = await durable.start('retention_quick', {}, { key: 'kept' });
-    expect((await durable.start('retention_quick', {}, { key: 'kept' })).outcome).toBe('useExisting');
+    const { durable, schema } = await createApp({ workflows: [Gated] });
+    // the holder is still running when its duplicate comes
+    const holder = await durable.start('retention_gated', {}, { key: 'kept' });
+    expect((await durable.start('retention_gated', {}, { key: 'kept' })).outcome).toBe('useExisting');
+    gate.open();
     await durable.waitForRun(holder.runId, { timeout: 10_000 });
     // and a record past the default retention.activity (7 days)
     await sql(`INSERT INTO ${ident(schema)}.activity (kind, run_id, workflow, key, details, at)
-      VALUES ('key_released', gen_random_uuid(), 'retention_quick', 'old', '{}', now() - interval '8 days')`);
+      VALUES ('key_released', gen_random_uuid(), 'retention_gated', 'old', '{}', now() - interval '8 days')`);
     expect((await durable.prune({ olderThan: 0 })).runs).toBe(1);
     expect(await durable.getRun(holder.runId)).toBeNull();
-    expect(await durable.listActivity({ workflow: 'retention_quick' })).toEqual([
+    expect(await durable.listActivity({ workflow: 'retention_gated' })).toEqual([
       expect.objectContaining({ kind: 'key_duplicate', runId: holder.runId, details: expect.objectContaining({ key: 'kept', outcome: 'useExisting' }) }),
     ]);
   });
