@@ -12,11 +12,7 @@ export interface HeartbeatHost {
   owned(): { id: string; epoch: number }[];
   /** Progress values of its runs not written yet; `taken()` once a beat wrote one. */
   progress(): (ProgressReport & { taken: () => void })[];
-  /**
-   * True when no claim is in flight; claims (and starts claiming here) then wait until the beat is
-   * back. False while one is: the worker then starts no other claim and calls
-   * {@link Heartbeat.reconcileNow} once that one is back.
-   */
+  /** True when no claim is in flight; claims (and starts claiming here) then wait until the beat is back. */
   holdClaims(): boolean;
   /** Runs this node's starts are inserting claimed by it right now. */
   starting(): string[];
@@ -59,9 +55,6 @@ export class Heartbeat {
   private readonly connection: DedicatedConnection;
   private timer?: NodeJS.Timeout;
   private beating = false;
-  /** A beat was asked for while one was out: beat again as soon as it is back. */
-  private again = false;
-  private stopped = false;
   /** Local time of the last successful beat, and of the first one after the last failure. */
   private lastOkAt = 0;
   private okSince?: number;
@@ -96,19 +89,8 @@ export class Heartbeat {
 
   /** Stops beating and closes the connection. */
   async stop(): Promise<void> {
-    this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     await this.connection.close();
-  }
-
-  /**
-   * Beats now, or right after the beat that is out: the worker stopped claiming so that a beat can
-   * reconcile its runs (a node whose claims never pause would otherwise never reconcile).
-   */
-  reconcileNow(): void {
-    if (this.stopped) return;
-    if (this.beating) this.again = true;
-    else void this.beat();
   }
 
   /** One beat (skipped while the previous one is still out). */
@@ -141,10 +123,6 @@ export class Heartbeat {
     } finally {
       if (reconcile) this.host.releaseClaims();
       this.beating = false;
-      if (this.again && !this.stopped) {
-        this.again = false;
-        void this.beat();
-      }
     }
   }
 

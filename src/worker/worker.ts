@@ -68,8 +68,6 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
   private heartbeat?: Heartbeat;
   /** A heartbeat reconciling this node's runs is out: claims wait for it. */
   private claimsHeld = false;
-  /** A heartbeat wanted to reconcile while a claim was out: no claim starts until one has. */
-  private reconcileWanted = false;
   private slots = new Slots(0);
   /** Most runs claimed ahead of the free slots. */
   private prefetch = 0;
@@ -230,7 +228,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     try {
       do {
         this.claimAgain = false;
-        if (this.stopping || this.claimsHeld || this.reconcileWanted || !this.workflows?.length) break;
+        if (this.stopping || this.claimsHeld || !this.workflows?.length) break;
         const { slots } = this;
         const ahead = Math.min(this.prefetch, Math.ceil(slots.pace() * PREFETCH_HORIZON_MS));
         const room = slots.size - slots.active + ahead - slots.waiting - this.held.size;
@@ -258,7 +256,6 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
       } while (this.claimAgain && !this.stopping);
     } finally {
       this.claiming = false;
-      if (this.reconcileWanted) this.heartbeat?.reconcileNow();
     }
   }
 
@@ -359,12 +356,8 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
         }),
       starting: () => [...this.held],
       holdClaims: () => {
-        if (this.claiming) {
-          this.reconcileWanted = true;
-          return false;
-        }
+        if (this.claiming) return false;
         this.claimsHeld = true;
-        this.reconcileWanted = false;
         return true;
       },
       releaseClaims: () => {
