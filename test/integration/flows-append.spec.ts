@@ -78,10 +78,14 @@ describe('DAG flows: appendFlow', () => {
         .add('b', Echo)
         .add('c', Appender, {}, { deps: ['a', 'b'] }),
     );
-    await waitFor(async () => {
-      const r = await runsByName(durable, flowId);
-      return Object.keys(r).length === 6 && Object.values(r).every((x) => x.status === 'completed');
-    });
+    // ~5 s on an idle machine; a loaded CI round has taken more than 10
+    await waitFor(
+      async () => {
+        const r = await runsByName(durable, flowId);
+        return Object.keys(r).length === 6 && Object.values(r).every((x) => x.status === 'completed');
+      },
+      { timeout: 40_000 },
+    );
     const runs = await runsByName(durable, flowId);
     expect(runs.c.result).toEqual(['d', 'e', 'f']);
     expect(runs.f.deps).toEqual(['c']);
