@@ -34,5 +34,5 @@ it('a node with 4 slots and no prefetch claims 4 of 40 due runs, and the rest st
     { status: 'running', n: 4 },
   ]);
   gate.open();
-  await waitFor(async () => (await sql(`SELECT 1 FROM ${S}.runs WHERE status <> 'completed'`)).length === 0, 20_000);
+  await waitFor(async () => (await sql(`SELECT 1 FROM ${S}.runs WHERE status <> 'completed'`)).length === 0, { timeout: 20_000 });
 });
