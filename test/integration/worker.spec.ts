@@ -337,8 +337,9 @@ describe('worker', () => {
     const { runId } = await node.durable.start('worker_drain');
     await waitFor(() => drainLog.includes('started'));
     const closing = node.close();
-    // a run started once the node drains is not claimed by it
-    await waitFor(() => (node.get(Worker) as unknown as { stopping: boolean }).stopping, { message: 'the shutdown began' });
+    // a run started once the node drains (and a claim it had in flight is back) is not claimed by it
+    const worker = node.get(Worker) as unknown as { stopping: boolean; claiming: boolean };
+    await waitFor(() => worker.stopping && !worker.claiming, { message: 'the shutdown began and no claim is out' });
     const late = await observer.durable.start('worker_drain');
     let closed = false;
     void closing.then(() => (closed = true));
