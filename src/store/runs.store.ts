@@ -234,9 +234,10 @@ export class RunsStore {
       [encodeTransitions(ts), nodeId],
       'durable_transition',
     );
-    const missed = new Set(rows.filter((r) => r.id !== null).map((r) => `${r.id}/${r.epoch}`));
+    // rows are the few transitions not applied (usually none), and the tx mark
+    const notApplied = new Set(ts.filter((t) => rows.some((r) => r.id === t.id && r.epoch === t.epoch)));
     const ended = rows.find((r) => r.tx_at !== null);
-    return { notApplied: new Set(ts.filter((t) => missed.has(`${t.id}/${t.epoch}`))), tx: ended ? { at: ended.tx_at!, xid: ended.tx_xid! } : null };
+    return { notApplied, tx: ended ? { at: ended.tx_at!, xid: ended.tx_xid! } : null };
   }
 
   /** Cancels a run that is still going; no ids when it had finished (or is compensating). */
