@@ -16,6 +16,7 @@ import { DurableWorkflowDefinitions1733040016000 } from './1733040016000-durable
 import { DurableGroupDueIndex1733040017000 } from './1733040017000-durable-group-due-index';
 import { DurableKeyStats1733040018000 } from './1733040018000-durable-key-stats';
 import { DurableLeanHistory1733040019000 } from './1733040019000-durable-lean-history';
+import { DurableClaimSeq1733040020000 } from './1733040020000-durable-claim-seq';
 
 export { DurableInit1733040000000, DurableKeys1733040001000, DurableWaits1733040002000 };
 export { DurableFlows1733040003000 };
@@ -32,6 +33,7 @@ export { DurableWorkflowDefinitions1733040016000 };
 export { DurableGroupDueIndex1733040017000 };
 export { DurableKeyStats1733040018000 };
 export { DurableLeanHistory1733040019000 };
+export { DurableClaimSeq1733040020000 };
 
 /** The module's migration classes in order, for schema `durable` (TypeORM `migrations: [...]`). */
 export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[] = [
@@ -52,6 +54,7 @@ export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[]
   DurableGroupDueIndex1733040017000,
   DurableKeyStats1733040018000,
   DurableLeanHistory1733040019000,
+  DurableClaimSeq1733040020000,
 ];
 
 /**

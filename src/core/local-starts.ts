@@ -6,6 +6,8 @@ import type { ClaimedRow } from '../store/runs.types';
  * this node. Exactly one of {@link launch} and {@link release} is called, once.
  */
 export interface LocalSlot {
+  /** The number of the claim the insert is (stamped on the run when it is inserted claimed). */
+  readonly seq: number;
   /** The run was inserted claimed by this node: it executes here at once. */
   launch(row: ClaimedRow): void;
   /** It was not (it went to the queue, or the insert failed): the slot is free again. */

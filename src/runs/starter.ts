@@ -262,7 +262,7 @@ export class Starter {
     const notify = this.wake.lead();
     const { nodeId, nodeTimeoutMs } = this.options;
     try {
-      outcome = await this.runs.insertClaimed(this.connection.db, run, { nodeId, nodeTimeoutMs, notify });
+      outcome = await this.runs.insertClaimed(this.connection.db, run, { nodeId, nodeTimeoutMs, seq: slot.seq, notify });
     } finally {
       if (typeof outcome === 'object') slot.launch(outcome);
       else slot.release();

@@ -1,7 +1,7 @@
 import type { Db, Queryable } from './db';
 import { claimUpdate, inClaimOrder } from './runs.sql';
 import { nodeMayClaim } from './sql';
-import type { ClaimedRow } from './runs.types';
+import type { ClaimBy, ClaimedRow } from './runs.types';
 
 /** A workflow's limits as the claim of its runs needs them (see `WorkflowControls`). */
 export interface ClaimLimits {
@@ -53,7 +53,7 @@ export class ControlsStore {
       // runs it begins with that statement's time (not the transaction's, which began before the
       // wait for the lock), so begin times follow the order of the claims
       lock: `SELECT workflow, paused FROM ${S}.workflow_controls WHERE workflow = ANY($1::text[]) ORDER BY workflow FOR UPDATE`,
-      // Claims up to $2 runs of limited workflow $3 for node $1 (alive within $9 ms). Limits: $4
+      // Claims up to $2 runs of limited workflow $3 for node $1 (alive within $9 ms; $10 the claim's number). Limits: $4
       // concurrency ($5: per group), $6 runs begun per $7 ms ($8: per group); NULL: none. g: the
       // groups with runs to claim, by a skip scan of runs_group_open (one probe per group); per
       // group, what its limits leave free, then its due runs by priority and age: the first pending
@@ -97,7 +97,7 @@ export class ControlsStore {
         ), c AS (
           SELECT id, woke FROM cand ORDER BY rn, priority DESC, run_at LIMIT greatest((SELECT room FROM whole), 0)
         )
-        ${claimUpdate(S, 'statement_timestamp()')}`,
+        ${claimUpdate(S, '$10', 'statement_timestamp()')}`,
       // when the rate window of limited workflow $1 ($2 runs per $3 ms; $4: per group) lets another
       // run begin: its earliest begun run leaves the window. Without groups, only a full window
       // counts (at most $2 rows read by the index on start times); with groups, any group's window
@@ -131,7 +131,7 @@ export class ControlsStore {
    * across the cluster); a paused workflow is skipped. When a rate-limited workflow gave fewer runs
    * than asked, also says when its window lets more begin (the worker claims again then).
    */
-  claim(db: Db, nodeId: string, free: number, limits: ClaimLimits[], nodeTimeoutMs: number): Promise<LimitedClaim> {
+  claim(db: Db, by: ClaimBy, free: number, limits: ClaimLimits[]): Promise<LimitedClaim> {
     return db.tx(async (q) => {
       const locked = await q.query<{ workflow: string; paused: boolean }>(this.sql.lock, [limits.map((l) => l.workflow)], 'durable_claim_limited_lock');
       const paused = new Set(locked.filter((r) => r.paused).map((r) => r.workflow));
@@ -143,7 +143,7 @@ export class ControlsStore {
         const rows = await q.query<ClaimedRow>(
           this.sql.claim,
           [
-            nodeId,
+            by.nodeId,
             free - claimed.length,
             l.workflow,
             c?.limit ?? null,
@@ -151,7 +151,8 @@ export class ControlsStore {
             r?.limit ?? null,
             r?.periodMs ?? null,
             r?.grouped ?? false,
-            nodeTimeoutMs,
+            by.nodeTimeoutMs,
+            by.seq,
           ],
           'durable_claim_limited',
         );

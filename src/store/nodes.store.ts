@@ -11,10 +11,11 @@ export interface NodeBeat {
   progress: ProgressReport[];
   /** Length of the maintenance lease it takes or renews. */
   leaseMs: number;
-  /** No claim of this node is in flight: runs it holds beyond `running` are given back. */
-  reconcile: boolean;
-  /** Runs its starts are inserting claimed by it right now (not strays, whether committed yet or not). */
-  starting: string[];
+  /**
+   * Every claim of this node numbered below this one was answered and what it took launched: runs
+   * it holds beyond `running` claimed by those are strays, given back (see the worker's `ClaimSequence`).
+   */
+  answeredBelow: number;
 }
 
 /** A run's progress value, written by the heartbeat while the claim of `epoch` still owns the run. */
@@ -52,10 +53,11 @@ export function nodesStatements(S: string): Record<string, string> {
   return {
     // One round trip per heartbeat: renews this node (re-creating its row if it had been declared
     // dead: fresh), renews or takes the maintenance lease when free or expired ($5: its length),
-    // returns the runs among $3/$4 (id, epoch) it no longer owns, and — with $6, when no claim of
-    // this node is in flight — gives back the runs it holds but does not run (a claim committed
-    // whose reply never arrived), without the attempt that claim counted; $8: runs its starts are
-    // inserting claimed by it right now, not strays.
+    // returns the runs among $3/$4 (id, epoch) it no longer owns, and gives back the runs it holds
+    // but does not run (a claim committed whose reply never arrived), without the attempt that
+    // claim counted — only those whose claim is numbered below $6: the claims still out (their
+    // runs not known to the node yet) have numbers from $6 up. A run claimed before claims were
+    // numbered counts as answered.
     beat: `
         WITH hb AS (
           INSERT INTO ${S}.nodes (id, info) VALUES ($1, $2)
@@ -75,8 +77,8 @@ export function nodesStatements(S: string): Record<string, string> {
           UPDATE ${S}.runs r SET status = CASE WHEN r.status = 'compensating' THEN 'compensating' ELSE 'pending' END,
             node_id = NULL, run_at = now(), attempt = greatest(r.attempt - 1, 0)
           -- each status in its own term: the partial indexes runs_running and runs_compensating answer them
-          WHERE $6 AND ((r.status = 'running' AND r.node_id = $1) OR (r.status = 'compensating' AND r.node_id = $1))
-            AND r.id <> ALL ($3::uuid[]) AND r.id <> ALL ($8::uuid[])
+          WHERE ((r.status = 'running' AND r.node_id = $1) OR (r.status = 'compensating' AND r.node_id = $1))
+            AND coalesce(r.claim_seq, 0) < $6::bigint AND r.id <> ALL ($3::uuid[])
           RETURNING r.id
         ), progress AS (
           -- $7: the progress values reported since the last beat, each written while its claim owns the run
@@ -117,8 +119,7 @@ export class NodesStore {
 
   /**
    * Records this node's heartbeat and renews (or takes) the maintenance lease for `leaseMs`; see the
-   * statement. `reconcile`: no claim of this node is in flight, so runs it holds beyond `running`
-   * are strays to give back.
+   * statement.
    */
   async beat(q: Queryable, beat: NodeBeat): Promise<BeatResult> {
     const { running } = beat;
@@ -128,9 +129,8 @@ export class NodesStore {
       running.map((r) => r.id),
       running.map((r) => r.epoch),
       beat.leaseMs,
-      beat.reconcile,
+      beat.answeredBelow,
       JSON.stringify(beat.progress),
-      beat.starting,
     ]);
     return row;
   }

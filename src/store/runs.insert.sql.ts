@@ -20,7 +20,7 @@ export const CLAIMED_COLUMNS = `r.flow_id, r.flow_name, r.name, r.deps, r.id, r.
 
 /**
  * One new run, due now, inserted already claimed by the node that starts it ($3, with its first
- * lease epoch and attempt, as a claim would leave it) when that node may claim it now: its heartbeat
+ * lease epoch and attempt and the claim's number $5, as a claim would leave it) when that node may claim it now: its heartbeat
  * is fresh ($4: nodeTimeout, as the claim checks), no operator paused the workflow, and no run of
  * the workflow is due before it (a backlog keeps its order). Otherwise it is inserted pending and
  * the workers are woken ($2, the channel, unless empty). Returns the run as a claim does (its status says
@@ -36,11 +36,12 @@ export const insertClaimed = (S: string, onConflict: string): string => `
         FROM v
       ), ins AS (
         INSERT INTO ${S}.runs AS r (id, workflow, key, holds_key, input, run_at, timeout_ms, trace, priority,
-          status, node_id, epoch, attempt, started_at, deadline_at)
+          status, node_id, epoch, attempt, started_at, deadline_at, claim_seq)
         SELECT v.id, v.workflow, v.key, v.holds_key, v.input, now(), v.timeout_ms, v.trace, coalesce(v.priority, 0),
           CASE WHEN here.ok THEN 'running' ELSE 'pending' END, CASE WHEN here.ok THEN $3 END,
           CASE WHEN here.ok THEN 1 ELSE 0 END, CASE WHEN here.ok THEN 1 ELSE 0 END,
-          CASE WHEN here.ok THEN now() END, CASE WHEN here.ok THEN now() + v.timeout_ms * interval '1 millisecond' END
+          CASE WHEN here.ok THEN now() END, CASE WHEN here.ok THEN now() + v.timeout_ms * interval '1 millisecond' END,
+          CASE WHEN here.ok THEN $5::bigint END
         FROM v CROSS JOIN here
         ${onConflict}
         RETURNING ${CLAIMED_COLUMNS}

@@ -86,12 +86,13 @@ const statusesByWorkflow = (S: string, where: (alias: string) => string): string
 
 /**
  * The end of a claim statement: the runs of CTE `c` (id, woke) become this node's ($1), each with
- * a new lease epoch and attempt, a run's first claim stamping `started_at` with `clock`; returns
- * what an execution needs (see `ClaimedRow`).
+ * a new lease epoch and attempt and the claim's number (`seq`, a parameter; see the worker's
+ * `ClaimSequence`), a run's first claim stamping `started_at` with `clock`; returns what an
+ * execution needs (see `ClaimedRow`).
  */
-export const claimUpdate = (S: string, clock = 'now()'): string => `
+export const claimUpdate = (S: string, seq: string, clock = 'now()'): string => `
       UPDATE ${S}.runs r SET status = CASE WHEN r.status = 'compensating' THEN 'compensating' ELSE 'running' END,
-        node_id = $1, epoch = r.epoch + 1, attempt = r.attempt + 1,
+        node_id = $1, epoch = r.epoch + 1, attempt = r.attempt + 1, claim_seq = ${seq}::bigint,
         started_at = coalesce(r.started_at, ${clock}),
         deadline_at = coalesce(r.deadline_at, r.run_at + r.timeout_ms * interval '1 millisecond'),
         wake_at = NULL, wait_kind = NULL, wait_name = NULL
@@ -211,7 +212,7 @@ export function runsStatements(S: string): Record<string, string> {
           SELECT 1 FROM ${S}.runs r WHERE r.workflow = w.workflow AND ${groupOf(st).where('r')} AND r.status = '${st}' LIMIT $2) x) AS n`,
       ).join(' UNION ALL')}) s`,
     // Only while the node's own heartbeat is fresh ($4: nodeTimeout): a node declared dead, or one
-    // that cannot heartbeat, claims nothing. wf: the node's workflows ($3) that no operator paused.
+    // that cannot heartbeat, claims nothing; $5: the claim's number (claimUpdate). wf: the node's workflows ($3) that no operator paused.
     // w: waiting runs whose timer ended (sleep, wait timeout, workflow deadline) and released
     // compensating runs whose retry delay passed; p: due pending runs of those workflows, higher
     // priority first, then oldest first, read per workflow (a workflow the node does not run costs
@@ -244,7 +245,7 @@ export function runsStatements(S: string): Record<string, string> {
       ), c AS (
         SELECT id, true AS woke FROM w UNION ALL SELECT id, false FROM p LIMIT $2
       )
-${claimUpdate(S)}`,
+${claimUpdate(S, '$5')}`,
     // $1: the transitions as a JSON array of arrays (see transition.fields.ts); the attempt's times
     // come as epoch milliseconds
     transition: `

@@ -3,7 +3,7 @@ import type { TxMark } from './activity.store';
 import { sqlState, type Queryable } from './db';
 import type { RunRow } from './run-row';
 import { ANALYZED_TABLES, inClaimOrder, runsStatements, STATUS_BITS, type AnalyzedTable } from './runs.sql';
-import type { ClaimedRow, EndedRuns, HolderRow, NewRun, RunFilter, StartAnswer, StartRow, Transition } from './runs.types';
+import type { ClaimBy, ClaimedRow, EndedRuns, HolderRow, NewRun, RunFilter, StartAnswer, StartRow, Transition } from './runs.types';
 import { encodeTransitions } from './transition.fields';
 
 /**
@@ -83,11 +83,11 @@ export class RunsStore {
    * `insertClaimed`): the run as a claim returns it; `queued`, it went to the queue (the workers
    * woken with `notify`); `held`, its key is held and nothing was written.
    */
-  async insertClaimed(q: Queryable, run: NewRun, by: { nodeId: string; nodeTimeoutMs: number; notify: boolean }): Promise<ClaimedRow | 'queued' | 'held'> {
+  async insertClaimed(q: Queryable, run: NewRun, by: ClaimBy & { notify: boolean }): Promise<ClaimedRow | 'queued' | 'held'> {
     const keyed = run.key !== null;
     const [row] = await q.query<ClaimedRow>(
       keyed ? this.sql.insertClaimedKeyed : this.sql.insertClaimed,
-      [recordset([run]), by.notify ? this.channel : '', by.nodeId, by.nodeTimeoutMs],
+      [recordset([run]), by.notify ? this.channel : '', by.nodeId, by.nodeTimeoutMs, by.seq],
       keyed ? 'durable_insert_claimed_keyed' : 'durable_insert_claimed',
     );
     if (!row) return 'held';
@@ -219,8 +219,8 @@ export class RunsStore {
    * Claims up to `limit` due runs for `nodeId` (SKIP LOCKED), bumping each one's lease epoch; in the
    * order they should begin (see `inClaimOrder`).
    */
-  async claim(q: Queryable, nodeId: string, limit: number, workflows: string[], nodeTimeoutMs: number): Promise<ClaimedRow[]> {
-    return inClaimOrder(await q.query<ClaimedRow>(this.sql.claim, [nodeId, limit, workflows, nodeTimeoutMs], 'durable_claim'));
+  async claim(q: Queryable, by: ClaimBy, limit: number, workflows: string[]): Promise<ClaimedRow[]> {
+    return inClaimOrder(await q.query<ClaimedRow>(this.sql.claim, [by.nodeId, limit, workflows, by.nodeTimeoutMs, by.seq], 'durable_claim'));
   }
 
   /**

@@ -46,6 +46,13 @@ export interface HolderRow {
   input: unknown;
 }
 
+/** Who claims: the node, its heartbeat's freshness bound (`nodeTimeout`) and the claim's number (see `claimUpdate`). */
+export interface ClaimBy {
+  nodeId: string;
+  nodeTimeoutMs: number;
+  seq: number;
+}
+
 /** A claimed run as the executor needs it. */
 export type ClaimedRow = Partial<Pick<RunRow, 'flow_id' | 'flow_name' | 'name' | 'deps' | 'priority'>> &
   Pick<

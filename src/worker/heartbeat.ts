@@ -12,12 +12,8 @@ export interface HeartbeatHost {
   owned(): { id: string; epoch: number }[];
   /** Progress values of its runs not written yet; `taken()` once a beat wrote one. */
   progress(): (ProgressReport & { taken: () => void })[];
-  /** True when no claim is in flight; claims (and starts claiming here) then wait until the beat is back. */
-  holdClaims(): boolean;
-  /** Runs this node's starts are inserting claimed by it right now. */
-  starting(): string[];
-  /** Lets claims go on again. */
-  releaseClaims(): void;
+  /** Every claim numbered below this one was answered and what it took is among {@link owned} (see `ClaimSequence`). */
+  answeredBelow(): number;
   /** Runs among the owned ones (as given, with their epochs) that were cancelled, finished or recovered elsewhere. */
   lost(runs: { id: string; epoch: number }[]): void;
   /** The node could not heartbeat for most of `nodeTimeout`: its runs are about to be recovered elsewhere. */
@@ -98,9 +94,10 @@ export class Heartbeat {
     this.checkFence();
     if (this.beating) return;
     this.beating = true;
-    const reconcile = this.host.holdClaims();
     try {
+      // together, in one turn: a claim that ends after them is not counted as answered
       const running = this.host.owned();
+      const answeredBelow = this.host.answeredBelow();
       const progress = this.host.progress();
       const result = await this.store.beat(this.connection.queryable ?? this.options.fallback, {
         nodeId: this.options.nodeId,
@@ -108,8 +105,7 @@ export class Heartbeat {
         running,
         progress: progress.map(({ id, epoch, value }) => ({ id, epoch, value })),
         leaseMs: this.options.nodeTimeoutMs,
-        reconcile,
-        starting: reconcile ? this.host.starting() : [],
+        answeredBelow,
       });
       for (const p of progress) p.taken();
       const lost = new Set(result.lost);
@@ -121,7 +117,6 @@ export class Heartbeat {
       this.okSince = undefined;
       this.logger.warn(`heartbeat failed: ${(err as Error).message}`);
     } finally {
-      if (reconcile) this.host.releaseClaims();
       this.beating = false;
     }
   }

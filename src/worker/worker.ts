@@ -23,6 +23,7 @@ import { TransitionBatcher } from './transition.batcher';
 import { Slots } from './slots';
 import { WakeTimer } from './wake-timer';
 import { Heartbeat, type HeartbeatHost } from './heartbeat';
+import { ClaimSequence } from './claim-sequence';
 import { LocalStarts, type LocalSlot } from '../core/local-starts';
 import { AsyncResource } from 'node:async_hooks';
 
@@ -66,8 +67,8 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
   /** Only LISTENs: a statement on it would hold back the notifications until it ends. */
   private listener?: DedicatedConnection;
   private heartbeat?: Heartbeat;
-  /** A heartbeat reconciling this node's runs is out: claims wait for it. */
-  private claimsHeld = false;
+  /** Numbers this node's claims, so a heartbeat can tell forgotten runs from claims still out. */
+  private readonly claims = new ClaimSequence();
   private slots = new Slots(0);
   /** Most runs claimed ahead of the free slots. */
   private prefetch = 0;
@@ -228,7 +229,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     try {
       do {
         this.claimAgain = false;
-        if (this.stopping || this.claimsHeld || !this.workflows?.length) break;
+        if (this.stopping || !this.workflows?.length) break;
         const { slots } = this;
         const ahead = Math.min(this.prefetch, Math.ceil(slots.pace() * PREFETCH_HORIZON_MS));
         const room = slots.size - slots.active + ahead - slots.waiting - this.held.size;
@@ -244,15 +245,17 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
           }
         }
         this.deferredSince = undefined;
-        let rows: ClaimedRow[];
+        const seq = this.claims.begin();
         try {
-          rows = await this.claim(room);
+          const rows = await this.claim(room, seq);
+          for (const row of rows) this.launch(row);
+          if (rows.length === room) this.claimAgain = true;
         } catch (err) {
           this.logger.warn(`claim failed: ${(err as Error).message}`);
           break;
+        } finally {
+          this.claims.end(seq);
         }
-        for (const row of rows) this.launch(row);
-        if (rows.length === room) this.claimAgain = true;
       } while (this.claimAgain && !this.stopping);
     } finally {
       this.claiming = false;
@@ -265,37 +268,44 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
    * the room left, due runs of the others through the plain claim. A rate limit that held runs back
    * sets the wake-up timer to when its window frees.
    */
-  private async claim(room: number): Promise<ClaimedRow[]> {
+  private async claim(room: number, seq: number): Promise<ClaimedRow[]> {
     const { db } = this.connection;
-    const { nodeId, nodeTimeoutMs } = this.options;
+    const by = { nodeId: this.options.nodeId, nodeTimeoutMs: this.options.nodeTimeoutMs, seq };
     const free = Math.min(room, this.slots.size - this.slots.active - this.slots.waiting);
     let limited: ClaimedRow[] = [];
     if (this.limited.length && free > 0) {
-      const claim = await this.controls.claim(db, nodeId, free, this.limited, nodeTimeoutMs);
+      const claim = await this.controls.claim(db, by, free, this.limited);
       // a rate window held runs back: claim again as it lets the next one begin, not at the next poll
       if (claim.retryInMs !== undefined) this.wakeTimer.after(claim.retryInMs);
       limited = claim.rows;
     }
     if (!this.plain.length || limited.length >= room) return limited;
-    return [...limited, ...(await this.runs.claim(db, nodeId, room - limited.length, this.plain, nodeTimeoutMs))];
+    return [...limited, ...(await this.runs.claim(db, by, room - limited.length, this.plain))];
   }
 
   /**
    * Holds a slot for a start of `workflow` on this node, when one is free now and nothing waits for
-   * it, the workflow has no limits (those are counted by the claim), no reconciliation is out and
-   * fewer than {@link HELD_AT_ONCE} such starts are.
+   * it, the workflow has no limits (those are counted by the claim) and fewer than
+   * {@link HELD_AT_ONCE} such starts are. The start's insert is a claim: numbered, out until settled.
    */
   private hold(workflow: string, runId: string): LocalSlot | undefined {
     const { slots, held, scope } = this;
-    if (this.stopping || this.claimsHeld || !this.plain.includes(workflow)) return undefined;
+    if (this.stopping || !this.plain.includes(workflow)) return undefined;
     if (held.size >= HELD_AT_ONCE || slots.active + slots.waiting + held.size >= slots.size) return undefined;
     held.add(runId);
+    const seq = this.claims.begin();
     // launched and ticked in the worker's context: the run (and any claim it leads to) never runs
     // in the caller's (its AsyncLocalStorage stores, a request's transaction, its active span)
     const settle = (then: () => void) => {
-      if (held.delete(runId)) scope.runInAsyncScope(then);
+      if (!held.delete(runId)) return;
+      try {
+        scope.runInAsyncScope(then);
+      } finally {
+        this.claims.end(seq);
+      }
     };
     return {
+      seq,
       launch: (row) => settle(() => this.launch(row)),
       release: () => settle(() => this.tick()),
     };
@@ -354,16 +364,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
           const p = e.unsentProgress();
           return p ? [{ id: e.runId, epoch: e.epoch, ...p }] : [];
         }),
-      starting: () => [...this.held],
-      holdClaims: () => {
-        if (this.claiming) return false;
-        this.claimsHeld = true;
-        return true;
-      },
-      releaseClaims: () => {
-        this.claimsHeld = false;
-        this.tick();
-      },
+      answeredBelow: () => this.claims.answeredBelow(),
       lost: (runs) => {
         for (const { id, epoch } of runs) {
           const exec = this.running.get(id);

@@ -5,6 +5,8 @@
  */
 import { Client } from 'pg';
 import { RunContext, Step, Workflow } from '../../src';
+import { DurableConnection } from '../../src/core/durable.connection';
+import { NodesStore } from '../../src/store/nodes.store';
 import { createApp, databaseUrl, freshSchema, Gate, ident, PgProxy, spawnNode, sql, waitFor, waitForLockWait, type NodeProcess } from '../support';
 
 let gate = new Gate();
@@ -111,6 +113,38 @@ describe('liveness', () => {
     // given back without the attempt that claim counted, then claimed and run once
     expect(run).toMatchObject({ status: 'completed', result: { attempt: 1 } });
     expect(attempts).toHaveLength(1);
+  });
+
+  it('a heartbeat gives back only the runs whose claim was answered: those stamped by a claim still out stay the node’s', async () => {
+    const schema = freshSchema();
+    // no worker: the beat statement itself is under test, for a node id no app uses
+    const t = await createApp({ schema, workflows, options: { worker: false } });
+    const { db } = t.get(DurableConnection);
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) ids.push((await t.durable.start('live_once', {}, { runAt: new Date(Date.now() + 3_600_000) })).runId);
+    // claimed by n9: by claims numbered 10 and 20, one before claims were numbered, and one by claim 15 that n9 runs
+    const seqs = [10, 20, null, 15];
+    for (const [i, id] of ids.entries()) {
+      await sql(`UPDATE ${ident(schema)}.runs SET status = 'running', node_id = 'n9', epoch = 1, attempt = 1, claim_seq = $2 WHERE id = $1`, [id, seqs[i]]);
+    }
+    const beat = (answeredBelow: number) =>
+      t.get(NodesStore).beat(db, { nodeId: 'n9', info: {}, running: [{ id: ids[3], epoch: 1 }], progress: [], leaseMs: 60_000, answeredBelow });
+    const statuses = async () =>
+      (await sql<{ status: string }>(`SELECT status FROM ${ident(schema)}.runs WHERE id = ANY($1) ORDER BY array_position($1, id)`, [ids])).map(
+        (r) => r.status,
+      );
+    // claim 20 is still out: its run is kept, like the one n9 runs
+    expect(await beat(20)).toMatchObject({ strays: 2, lost: [] });
+    expect(await statuses()).toEqual(['pending', 'running', 'pending', 'running']);
+    // its answer came back without the run (a lost reply): the next beat gives it back
+    expect(await beat(21)).toMatchObject({ strays: 1, lost: [] });
+    expect(await statuses()).toEqual(['pending', 'pending', 'pending', 'running']);
+    const [{ attempts: left }] = await sql<{ attempts: number[] }>(
+      `SELECT array_agg(attempt ORDER BY array_position($1, id)) AS attempts FROM ${ident(schema)}.runs WHERE id = ANY($1)`,
+      [ids],
+    );
+    // a run given back loses the attempt its claim counted
+    expect(left).toEqual([0, 0, 0, 1]);
   });
 
   it('a batch of transitions cut off by a lock timeout is written in halves: the runs whose rows are free complete while one row stays locked', async () => {

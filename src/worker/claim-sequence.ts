@@ -1,0 +1,30 @@
+/**
+ * Numbers the claims of this node (claim statements and starts inserting their run claimed here),
+ * each stamped on the runs it takes (`claim_seq`), so that a heartbeat can tell a run the node
+ * forgot (its claim's reply never arrived) from one whose claim is still on its way: every run
+ * stamped below {@link answeredBelow} was claimed by a statement whose answer came back.
+ */
+export class ClaimSequence {
+  /** Above any number an earlier process of the same node id used (not reused across restarts). */
+  private last = Date.now() * 1000;
+  private readonly out = new Set<number>();
+
+  /** A number for a claim about to be sent, out until {@link end}. */
+  begin(): number {
+    this.last += 1;
+    this.out.add(this.last);
+    return this.last;
+  }
+
+  /** The claim numbered `seq` is answered and what it took is launched (or it failed). */
+  end(seq: number): void {
+    this.out.delete(seq);
+  }
+
+  /** Every claim numbered below this one has ended: the lowest still out, else the next. */
+  answeredBelow(): number {
+    let low = this.last + 1;
+    for (const seq of this.out) if (seq < low) low = seq;
+    return low;
+  }
+}
