@@ -212,8 +212,8 @@ export function runsStatements(S: string): Record<string, string> {
           SELECT 1 FROM ${S}.runs r WHERE r.workflow = w.workflow AND ${groupOf(st).where('r')} AND r.status = '${st}' LIMIT $2) x) AS n`,
       ).join(' UNION ALL')}) s`,
     // Only while the node's own heartbeat is fresh ($4: nodeTimeout): a node declared dead, or one
-    // that cannot heartbeat, claims nothing; $5: the claim's number (claimUpdate). wf: the node's workflows ($3) that no operator paused.
-    // w: waiting runs whose timer ended (sleep, wait timeout, workflow deadline) and released
+    // that cannot heartbeat, claims nothing; $5: the claim's number (claimUpdate). wf: the node's
+    // workflows ($3) that no operator paused. w: waiting runs whose timer ended (sleep, wait timeout, workflow deadline) and released
     // compensating runs whose retry delay passed; p: due pending runs of those workflows, higher
     // priority first, then oldest first, read per workflow (a workflow the node does not run costs
     // nothing): p0, runs of priority 0 from runs_pending; pp, the others from runs_pending_priority
