@@ -5,7 +5,7 @@
  * stamped below {@link answeredBelow} was claimed by a statement whose answer came back.
  */
 export class ClaimSequence {
-  /** Above any number an earlier process of the same node id used (not reused across restarts). */
+  /** Above the numbers an earlier process of the same node id used, as long as the clock went forwards. */
   private last = Date.now() * 1000;
   private readonly out = new Set<number>();
 
@@ -21,9 +21,14 @@ export class ClaimSequence {
     this.out.delete(seq);
   }
 
-  /** Every claim numbered below this one has ended: the lowest still out, else the next. */
+  /**
+   * Every claim numbered below this one has ended: the lowest still out; with none out, above any
+   * number (every run the node holds was claimed by an answered claim, whatever number it bears:
+   * even one an earlier process of the same node id stamped after a clock step backwards).
+   */
   answeredBelow(): number {
-    let low = this.last + 1;
+    if (this.out.size === 0) return Number.MAX_SAFE_INTEGER;
+    let low = this.last;
     for (const seq of this.out) if (seq < low) low = seq;
     return low;
   }
