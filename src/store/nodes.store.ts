@@ -35,6 +35,8 @@ export interface BeatResult {
   lost: string[];
   /** Runs it held without running them, given back. */
   strays: number;
+  /** The highest claim number on the runs it holds (before the give-back), if any: its next claims are numbered above it. */
+  maxSeq: number | null;
 }
 
 /** A `nodes` row as `list` reads it. */
@@ -57,7 +59,7 @@ export function nodesStatements(S: string): Record<string, string> {
     // but does not run (a claim committed whose reply never arrived), without the attempt that
     // claim counted — only those whose claim is numbered below $6: the claims still out (their
     // runs not known to the node yet) have numbers from $6 up. A run claimed before claims were
-    // numbered counts as answered.
+    // numbered counts as answered. maxSeq: the highest number on the node's runs (see ClaimSequence).
     beat: `
         WITH hb AS (
           INSERT INTO ${S}.nodes (id, info) VALUES ($1, $2)
@@ -87,7 +89,9 @@ export function nodesStatements(S: string): Record<string, string> {
           WHERE r.id = v.id AND r.epoch = v.epoch AND r.status IN ('running', 'compensating')
         )
         SELECT (SELECT fresh FROM hb) AS fresh, EXISTS (SELECT 1 FROM lease) AS leader,
-          ARRAY(SELECT id FROM lost) AS lost, (SELECT count(*) FROM strays)::int AS strays`,
+          ARRAY(SELECT id FROM lost) AS lost, (SELECT count(*) FROM strays)::int AS strays,
+          (SELECT max(r.claim_seq) FROM ${S}.runs r
+           WHERE (r.status = 'running' AND r.node_id = $1) OR (r.status = 'compensating' AND r.node_id = $1))::float8 AS "maxSeq"`,
     recover: `
         WITH dead AS (
           DELETE FROM ${S}.nodes WHERE heartbeat_at < now() - $1 * interval '1 millisecond' RETURNING id

@@ -5,7 +5,7 @@
  * stamped below {@link answeredBelow} was claimed by a statement whose answer came back.
  */
 export class ClaimSequence {
-  /** Above the numbers an earlier process of the same node id used, as long as the clock went forwards. */
+  /** From the clock: above the numbers an earlier process of the same node id used (see {@link numberAbove}). */
   private last = Date.now() * 1000;
   private readonly out = new Set<number>();
 
@@ -22,14 +22,20 @@ export class ClaimSequence {
   }
 
   /**
-   * Every claim numbered below this one has ended: the lowest still out; with none out, above any
-   * number (every run the node holds was claimed by an answered claim, whatever number it bears:
-   * even one an earlier process of the same node id stamped after a clock step backwards).
+   * Every claim numbered below this one has ended: the lowest still out, else the next (a claim
+   * that begins later gets a number from here up, so its runs are never taken for forgotten ones).
    */
   answeredBelow(): number {
-    if (this.out.size === 0) return Number.MAX_SAFE_INTEGER;
-    let low = this.last;
+    let low = this.last + 1;
     for (const seq of this.out) if (seq < low) low = seq;
     return low;
+  }
+
+  /**
+   * Numbers the next claims above `seq`, the highest the database holds for this node's runs: runs
+   * an earlier process of the same node id stamped after a clock step backwards become answered.
+   */
+  numberAbove(seq: number): void {
+    if (seq > this.last) this.last = seq;
   }
 }

@@ -14,6 +14,8 @@ export interface HeartbeatHost {
   progress(): (ProgressReport & { taken: () => void })[];
   /** Every claim numbered below this one was answered and what it took is among {@link owned} (see `ClaimSequence`). */
   answeredBelow(): number;
+  /** The highest claim number the database holds for the node's runs: later claims are numbered above it. */
+  numberAbove(seq: number): void;
   /** Runs among the owned ones (as given, with their epochs) that were cancelled, finished or recovered elsewhere. */
   lost(runs: { id: string; epoch: number }[]): void;
   /** The node could not heartbeat for most of `nodeTimeout`: its runs are about to be recovered elsewhere. */
@@ -95,7 +97,7 @@ export class Heartbeat {
     if (this.beating) return;
     this.beating = true;
     try {
-      // together, in one turn: a claim that ends after them is not counted as answered
+      // together, in one turn: a claim still out then, or begun since, is numbered from answeredBelow up
       const running = this.host.owned();
       const answeredBelow = this.host.answeredBelow();
       const progress = this.host.progress();
@@ -128,6 +130,7 @@ export class Heartbeat {
     this.fenced = false;
     if (lost.length) this.host.lost(lost);
     if (result.strays > 0) this.logger.warn(`gave back ${result.strays} run(s) this node held without running them`);
+    if (result.maxSeq !== null) this.host.numberAbove(result.maxSeq);
     this.host.beaten();
     if (result.leader) this.host.lead(now - this.okSince >= this.options.nodeTimeoutMs);
   }

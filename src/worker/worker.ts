@@ -352,7 +352,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
         this.options.nodeId,
         stale.map((e) => ({ id: e.runId, epoch: e.epoch })),
       )
-      .catch((err: Error) => this.logger.warn(`giving back ${stale.length} queued run(s) failed (${err.message}); they are recovered after nodeTimeout`));
+      .catch((err: Error) => this.logger.warn(`giving back ${stale.length} queued run(s) failed (${err.message}); the node's next heartbeat gives them back`));
   }
 
   /** What the heartbeat asks of this worker. */
@@ -365,6 +365,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
           return p ? [{ id: e.runId, epoch: e.epoch, ...p }] : [];
         }),
       answeredBelow: () => this.claims.answeredBelow(),
+      numberAbove: (seq) => this.claims.numberAbove(seq),
       lost: (runs) => {
         for (const { id, epoch } of runs) {
           const exec = this.running.get(id);

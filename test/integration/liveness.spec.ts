@@ -115,6 +115,21 @@ describe('liveness', () => {
     expect(attempts).toHaveLength(1);
   });
 
+  it('a run an earlier process of the node id stamped with a higher claim number (a clock step back) is still given back', async () => {
+    const schema = freshSchema();
+    const node = await createApp({ schema, workflows, options: { nodeId: 'n1', heartbeatInterval: '200ms' } });
+    const observer = await createApp({ schema, workflows, options: { worker: false } });
+    const { runId } = await observer.durable.start('live_once', {}, { runAt: new Date(Date.now() + 3_600_000) });
+    // above any number this process gives from its clock
+    await sql(
+      `UPDATE ${ident(schema)}.runs SET status = 'running', node_id = 'n1', epoch = epoch + 1, attempt = 1, run_at = now(), claim_seq = $2 WHERE id = $1`,
+      [runId, 9e15],
+    );
+    const run = await node.durable.waitForRun(runId, { timeout: 10_000 });
+    expect(run).toMatchObject({ status: 'completed', result: { attempt: 1 } });
+    expect(attempts).toHaveLength(1);
+  });
+
   it('a heartbeat gives back only the runs whose claim was answered: those stamped by a claim still out stay the node’s', async () => {
     const schema = freshSchema();
     // no worker: the beat statement itself is under test, for a node id no app uses
@@ -133,12 +148,13 @@ describe('liveness', () => {
       (await sql<{ status: string }>(`SELECT status FROM ${ident(schema)}.runs WHERE id = ANY($1) ORDER BY array_position($1, id)`, [ids])).map(
         (r) => r.status,
       );
-    // claim 20 is still out: its run is kept, like the one n9 runs
-    expect(await beat(20)).toMatchObject({ strays: 2, lost: [] });
+    // claim 20 is still out: its run is kept, like the one n9 runs (maxSeq: the highest number on n9's runs)
+    expect(await beat(20)).toMatchObject({ strays: 2, lost: [], maxSeq: 20 });
     expect(await statuses()).toEqual(['pending', 'running', 'pending', 'running']);
     // its answer came back without the run (a lost reply): the next beat gives it back
-    expect(await beat(21)).toMatchObject({ strays: 1, lost: [] });
+    expect(await beat(21)).toMatchObject({ strays: 1, lost: [], maxSeq: 20 });
     expect(await statuses()).toEqual(['pending', 'pending', 'pending', 'running']);
+    expect(await beat(21)).toMatchObject({ strays: 0, maxSeq: 15 });
     const [{ attempts: left }] = await sql<{ attempts: number[] }>(
       `SELECT array_agg(attempt ORDER BY array_position($1, id)) AS attempts FROM ${ident(schema)}.runs WHERE id = ANY($1)`,
       [ids],
