@@ -187,7 +187,7 @@ describe('engine bounds', () => {
     );
     await sql(`INSERT INTO ${ident(t.schema)}.nodes (id) VALUES ('probe')`);
     await sql(`ANALYZE ${ident(t.schema)}.runs`);
-    const text = await plan(t.schema, 'claim', 'text, int, text[], int', ["'probe'", '100', "ARRAY['bounds_plain']", '60000']);
+    const text = await plan(t.schema, 'claim', 'text, int, text[], int, bigint', ["'probe'", '100', "ARRAY['bounds_plain']", '60000', '1']);
     expect(text).toMatch(/Index Scan using runs_pending on runs[\s\S]*Index Cond: \(\(workflow = wf(_\d+)?\.workflow\)/);
     // runs of another priority than 0 come from their own partial index, empty here
     expect(text).toMatch(/Index Scan using runs_pending_priority on runs \S* ?\(actual rows=0 loops=1\)/);
@@ -230,7 +230,7 @@ describe('engine bounds', () => {
       INSERT INTO ${S}.runs (id, workflow, status, run_at, finished_at)
       SELECT gen_random_uuid(), 'bounds_plain', 'completed', now(), now() FROM generate_series(1, 20000)`);
     await sql(`INSERT INTO ${S}.nodes (id) VALUES ('probe')`);
-    const claim = await planOf(runsStatements(S).claim, 'text, int, text[], int', ["'probe'", '1000', "ARRAY['bounds_plain']", '60000'], true);
+    const claim = await planOf(runsStatements(S).claim, 'text, int, text[], int, bigint', ["'probe'", '1000', "ARRAY['bounds_plain']", '60000', '1'], true);
     expect(claim).toMatch(/Update on runs r \(actual rows=1000 loops=1\)/);
     // the claimed runs are read by their primary key in one pass, not every id again for each run
     const byKey = claim.split('\n').filter((line) => /runs_pkey/.test(line) && /actual/.test(line));
@@ -248,9 +248,9 @@ describe('engine bounds', () => {
     const ids = `ARRAY[${running.map((r) => `'${r.id}'`).join(',')}]::uuid[]`;
     const epochs = `ARRAY[${running.map(() => '1').join(',')}]::int[]`;
     for (const generic of [false, true]) {
-      // and one run being started on the node as the beat goes out
-      const params = ["'probe'", "'{}'", ids, epochs, '60000', 'true', "'[]'", `ARRAY['${running[0].id}']::uuid[]`];
-      const heartbeat = await planOf(beat, 'text, jsonb, uuid[], int[], int, boolean, jsonb, uuid[]', params, generic);
+      // with a claim of the node still out (number 2)
+      const params = ["'probe'", "'{}'", ids, epochs, '60000', '2', "'[]'"];
+      const heartbeat = await planOf(beat, 'text, jsonb, uuid[], int[], int, bigint, jsonb', params, generic);
       expect(heartbeat).not.toMatch(/Seq Scan on runs/);
       expect(heartbeat).toMatch(/runs_pkey[^\n]*\(actual rows=1 loops=1000\)/);
     }
