@@ -53,11 +53,11 @@ export class ControlsStore {
       // runs it begins with that statement's time (not the transaction's, which began before the
       // wait for the lock), so begin times follow the order of the claims
       lock: `SELECT workflow, paused FROM ${S}.workflow_controls WHERE workflow = ANY($1::text[]) ORDER BY workflow FOR UPDATE`,
-      // Claims up to $2 runs of limited workflow $3 for node $1 (alive within $9 ms; $10 the claim's number). Limits: $4
-      // concurrency ($5: per group), $6 runs begun per $7 ms ($8: per group); NULL: none. g: the
-      // groups with runs to claim, by a skip scan of runs_group_open (one probe per group); per
-      // group, what its limits leave free, then its due runs by priority and age: the first pending
-      // ones from runs_group_due (no sort of the whole group), with those woken from a wait or a
+      // Claims up to $2 runs of limited workflow $3 for node $1 (alive within $9 ms; $10: the
+      // claim's number). Limits: $4 concurrency ($5: per group), $6 runs begun per $7 ms ($8: per
+      // group); NULL: none. g: the groups with runs to claim, by a skip scan of runs_group_open
+      // (one probe per group); per group, what its limits leave free, then its due runs by priority
+      // and age: the first pending ones from runs_group_due (no sort of the whole group), with those woken from a wait or a
       // released compensation (runs_group_woken); across groups the first of each group come first (fair: a group
       // with many due runs does not starve one with a few); a limit of the whole workflow caps the
       // total.

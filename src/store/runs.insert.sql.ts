@@ -20,9 +20,9 @@ export const CLAIMED_COLUMNS = `r.flow_id, r.flow_name, r.name, r.deps, r.id, r.
 
 /**
  * One new run, due now, inserted already claimed by the node that starts it ($3, with its first
- * lease epoch and attempt and the claim's number $5, as a claim would leave it) when that node may claim it now: its heartbeat
- * is fresh ($4: nodeTimeout, as the claim checks), no operator paused the workflow, and no run of
- * the workflow is due before it (a backlog keeps its order). Otherwise it is inserted pending and
+ * lease epoch and attempt and the claim's number $5, as a claim would leave it) when that node may
+ * claim it now: its heartbeat is fresh ($4: nodeTimeout, as the claim checks), no operator paused
+ * the workflow, and no run of the workflow is due before it (a backlog keeps its order). Otherwise it is inserted pending and
  * the workers are woken ($2, the channel, unless empty). Returns the run as a claim does (its status says
  * whether it was claimed here); nothing when `onConflict` (the key's arbiter, for a keyed run)
  * found its key held, and nothing was written.

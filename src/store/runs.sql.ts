@@ -213,11 +213,12 @@ export function runsStatements(S: string): Record<string, string> {
       ).join(' UNION ALL')}) s`,
     // Only while the node's own heartbeat is fresh ($4: nodeTimeout): a node declared dead, or one
     // that cannot heartbeat, claims nothing; $5: the claim's number (claimUpdate). wf: the node's
-    // workflows ($3) that no operator paused. w: waiting runs whose timer ended (sleep, wait timeout, workflow deadline) and released
-    // compensating runs whose retry delay passed; p: due pending runs of those workflows, higher
-    // priority first, then oldest first, read per workflow (a workflow the node does not run costs
-    // nothing): p0, runs of priority 0 from runs_pending; pp, the others from runs_pending_priority
-    // (which holds only them, so it is empty unless priorities are used). One statement.
+    // workflows ($3) that no operator paused. w: waiting runs whose timer ended (sleep, wait
+    // timeout, workflow deadline) and released compensating runs whose retry delay passed; p: due
+    // pending runs of those workflows, higher priority first, then oldest first, read per workflow
+    // (a workflow the node does not run costs nothing): p0, runs of priority 0 from runs_pending;
+    // pp, the others from runs_pending_priority (which holds only them, so it is empty unless
+    // priorities are used). One statement.
     claim: `
       WITH alive AS (
         ${nodeMayClaim(S, '$1', '$4')}
