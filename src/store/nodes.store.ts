@@ -75,12 +75,17 @@ export function nodesStatements(S: string): Record<string, string> {
           -- statistics say (with stale ones a join read all of runs on every beat)
           SELECT x.id FROM unnest($3::uuid[], $4::int[]) AS x (id, epoch)
           WHERE (SELECT r.epoch = x.epoch AND r.status IN ('running', 'compensating') FROM ${S}.runs r WHERE r.id = x.id) IS NOT TRUE
+        ), mine AS (
+          -- the runs the database says this node holds, read once for strays and maxSeq; each status
+          -- in its own term: the partial indexes runs_running and runs_compensating answer them
+          SELECT r.id, r.claim_seq FROM ${S}.runs r
+          WHERE (r.status = 'running' AND r.node_id = $1) OR (r.status = 'compensating' AND r.node_id = $1)
         ), strays AS (
           UPDATE ${S}.runs r SET status = CASE WHEN r.status = 'compensating' THEN 'compensating' ELSE 'pending' END,
             node_id = NULL, run_at = now(), attempt = greatest(r.attempt - 1, 0)
-          -- each status in its own term: the partial indexes runs_running and runs_compensating answer them
-          WHERE ((r.status = 'running' AND r.node_id = $1) OR (r.status = 'compensating' AND r.node_id = $1))
-            AND coalesce(r.claim_seq, 0) < $6::bigint AND r.id <> ALL ($3::uuid[])
+          -- the ids as an array: each stray (usually none) is one primary-key probe
+          WHERE r.id = ANY (ARRAY(SELECT id FROM mine WHERE coalesce(claim_seq, 0) < $6::bigint AND id <> ALL ($3::uuid[])))
+            AND r.status IN ('running', 'compensating') AND r.node_id = $1
           RETURNING r.id
         ), progress AS (
           -- $7: the progress values reported since the last beat, each written while its claim owns the run
@@ -90,8 +95,7 @@ export function nodesStatements(S: string): Record<string, string> {
         )
         SELECT (SELECT fresh FROM hb) AS fresh, EXISTS (SELECT 1 FROM lease) AS leader,
           ARRAY(SELECT id FROM lost) AS lost, (SELECT count(*) FROM strays)::int AS strays,
-          (SELECT max(r.claim_seq) FROM ${S}.runs r
-           WHERE (r.status = 'running' AND r.node_id = $1) OR (r.status = 'compensating' AND r.node_id = $1))::float8 AS "maxSeq"`,
+          (SELECT max(claim_seq) FROM mine)::float8 AS "maxSeq"`,
     recover: `
         WITH dead AS (
           DELETE FROM ${S}.nodes WHERE heartbeat_at < now() - $1 * interval '1 millisecond' RETURNING id
