@@ -10,6 +10,7 @@ import type { ClaimedRow, HolderRow, NewRun, StartAnswer, StartRow } from '../st
 import { isDeepStrictEqual } from 'node:util';
 import { DurableConnection } from '../core/durable.connection';
 import { LocalStarts, type LocalSlot } from '../core/local-starts';
+import { inBatches, writeBatches } from '../core/in-order-batches';
 import { RESOLVED_OPTIONS } from '../core/durable.constants';
 import { WorkflowRegistry } from '../definition/workflow.registry';
 import { managerOf, type ResolvedOptions } from '../options/resolve-options';
@@ -61,6 +62,8 @@ const WAKE_WINDOW_MS = 2;
 
 /** Most starts one statement inserts (a larger `startMany` is sent in batches of this many). */
 const MAX_STATEMENT_STARTS = 1_000;
+/** Statements of one unkeyed `startMany` out at once, outside a caller's transaction. */
+const STATEMENTS_AT_ONCE = 2;
 
 /** The due times a run can have: Postgres reads ISO times of the years 1 to 9999 only. */
 const EARLIEST_DUE_MS = Date.parse('0001-01-01T00:00:00.000Z');
@@ -219,10 +222,12 @@ export class Starter {
     const answers: (StartAnswer | undefined)[] = [];
     if (!joined && rows.length === 1) answers.push(await this.startAlone(plans[0], rows[0]));
     else {
-      // at most MAX_STATEMENT_STARTS per statement: a startMany of any size is sent a batch at a time
-      for (let i = 0; i < rows.length; i += MAX_STATEMENT_STARTS) {
-        answers.push(...(await this.insertNow(joined ?? db, rows.slice(i, i + MAX_STATEMENT_STARTS), joined !== undefined)));
-      }
+      // at most MAX_STATEMENT_STARTS per statement; unkeyed autocommit batches are independent, so
+      // two go out at once (one is prepared while the other is written); keyed ones go in order (an
+      // item's key may be held by an earlier item's run)
+      const atOnce = joined || rows.some((r) => r.run.key !== null) ? 1 : STATEMENTS_AT_ONCE;
+      const batches = inBatches(rows, MAX_STATEMENT_STARTS);
+      answers.push(...(await writeBatches(batches, atOnce, (batch) => this.insertNow(joined ?? db, batch, joined !== undefined))));
     }
     const out: StartManyResult[] = [];
     for (const [i, p] of plans.entries()) {

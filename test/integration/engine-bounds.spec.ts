@@ -175,6 +175,40 @@ describe('engine bounds', () => {
     expect(row.n).toBe(2_498);
   });
 
+  it('an unkeyed startMany of 3,500 items writes two statements at once and answers every item in order', async () => {
+    const t = await createApp({ workflows: [Plain], options: { worker: false } });
+    const S = ident(t.schema);
+    // inserts wait behind this lock, so the statements out at once can be counted
+    const blocker = new Client({ connectionString: databaseUrl() });
+    await blocker.connect();
+    try {
+      await blocker.query(`BEGIN; LOCK TABLE ${S}.runs IN SHARE MODE`);
+      const started = t.durable.startMany(
+        'bounds_plain',
+        Array.from({ length: 3_500 }, (_, i) => ({ input: { i } })),
+      );
+      const waiting = async () =>
+        (
+          await sql<{ n: number }>(
+            `SELECT count(*)::int AS n FROM pg_stat_activity
+             WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE $1`,
+            [`%INSERT INTO ${S}.runs%`],
+          )
+        )[0].n;
+      await waitFor(async () => (await waiting()) >= 2);
+      expect(await waiting()).toBe(2);
+      await blocker.query('COMMIT');
+      const results = await started;
+      expect(results.every((r) => 'outcome' in r && r.outcome === 'created')).toBe(true);
+      const inputs = new Map((await sql<{ id: string; i: number }>(`SELECT id, (input->>'i')::int AS i FROM ${S}.runs`)).map((r) => [r.id, r.i]));
+      expect(inputs.size).toBe(3_500);
+      expect(results.map((r) => inputs.get((r as { runId: string }).runId))).toEqual(Array.from({ length: 3_500 }, (_, i) => i));
+    } finally {
+      await blocker.query('ROLLBACK').catch(() => undefined);
+      await blocker.end();
+    }
+  });
+
   it("a worker claims through its own workflows' index range: another workflow's backlog is never read", async () => {
     const t = await createApp({ workflows: [Plain, Other], options: { worker: false } });
     await t.durable.startMany(
