@@ -12,6 +12,8 @@ interface Pending {
 
 /** Error code of a run failed because its outcome could not be stored. */
 const UNSTORABLE = 'unstorable';
+/** The message of that failure (with Postgres' reason after it, unless that was refused too). */
+const UNSTORABLE_MESSAGE = "the run's outcome could not be stored";
 
 /** Most transitions written by one statement. */
 const MAX_BATCH = 1_000;
@@ -30,6 +32,8 @@ export class TransitionBatcher {
   private readonly group = new GroupCommit<Pending>((batch) => this.write(batch), MAX_BATCH, MAX_IN_FLIGHT);
   /** Set once a shutdown drained (or stopped waiting): failing writes stop retrying. */
   private givenUp = false;
+  /** The failures written in place of a refused transition: with Postgres' reason, or without. */
+  private readonly replacements = new WeakMap<Transition, 'detailed' | 'bare'>();
 
   constructor(
     private readonly q: Queryable,
@@ -91,6 +95,8 @@ export class TransitionBatcher {
   /**
    * A value Postgres refuses (a data exception) must not hold up the other runs of the batch: write
    * each alone, and a transition refused on its own becomes a failure of its run without the value.
+   * Should that failure be refused too (its message carries Postgres' reason), a failure with no
+   * detail at all is written instead; only if even that is refused does the run stay as it is.
    */
   private async isolate(batch: Pending[], err: unknown): Promise<void> {
     if (batch.length > 1) {
@@ -98,18 +104,25 @@ export class TransitionBatcher {
       return;
     }
     const [p] = batch;
-    if (p.t.status === 'failed' && (p.t.error as { code?: string } | undefined)?.code === UNSTORABLE) {
-      this.logger.error(`run ${p.t.id}: even its failure could not be stored (${(err as Error).message})`);
+    const replaced = this.replacements.get(p.t);
+    const reason = (err as Error).message;
+    if (replaced === 'bare') {
+      this.logger.error(`run ${p.t.id}: even a failure without details could not be stored (${reason})`);
       return p.resolve(false);
     }
-    this.logger.error(`run ${p.t.id}: its ${p.t.status} transition could not be stored (${(err as Error).message}); failing the run`);
+    this.logger.error(
+      replaced
+        ? `run ${p.t.id}: its failure could not be stored (${reason}); failing it without details`
+        : `run ${p.t.id}: its ${p.t.status} transition could not be stored (${reason}); failing the run`,
+    );
     const failed: Transition = {
       id: p.t.id,
       epoch: p.t.epoch,
       status: 'failed',
       final: true,
-      error: { name: 'DurableValidationError', code: UNSTORABLE, message: `the run's outcome could not be stored: ${(err as Error).message}` },
+      error: { name: 'DurableValidationError', code: UNSTORABLE, message: `${UNSTORABLE_MESSAGE}${replaced ? '' : `: ${reason}`}` },
     };
+    this.replacements.set(failed, replaced ? 'bare' : 'detailed');
     await this.write([{ t: failed, resolve: () => p.resolve(false) }]);
   }
 }

@@ -1,5 +1,5 @@
 import { RunContext, Step, Workflow } from '../../src';
-import { createApp, waitFor } from '../support';
+import { createApp, ident, sql, waitFor } from '../support';
 
 @Workflow('results_bad_return')
 class BadReturn {
@@ -41,6 +41,17 @@ class NulString {
   async scrape() {
     nulExecuted++;
     return { text: 'before\u0000after' };
+  }
+}
+
+let poisonExecuted = 0;
+
+@Workflow('results_poison')
+class Poison {
+  @Step({ retry: { attempts: 1 } })
+  async only() {
+    poisonExecuted++;
+    return 'poison';
   }
 }
 
@@ -133,5 +144,27 @@ describe('step return values and context', () => {
       ),
     );
     expect(statuses).toEqual(Array(10).fill('completed'));
+  });
+  it('a failure refused in place of a refused outcome is replaced by one without details: the run fails, its step ran once', async () => {
+    const t = await createApp({ workflows: [Poison, Good] });
+    const S = ident(t.schema);
+    // a rule of the database (here a trigger) refuses any result or error that mentions poison;
+    // the failure written in place of the result carries the refusal's reason, which mentions it too
+    await sql(`CREATE FUNCTION ${S}.refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.result::text LIKE '%poison%' OR NEW.error->>'message' LIKE '%poison%' THEN
+          RAISE EXCEPTION 'refused: it mentions poison' USING ERRCODE = '22023';
+        END IF;
+        RETURN NEW;
+      END $$`);
+    await sql(`CREATE TRIGGER refuse_poison BEFORE UPDATE ON ${S}.runs FOR EACH ROW EXECUTE FUNCTION ${S}.refuse_poison()`);
+    poisonExecuted = 0;
+    const { runId } = await t.durable.start('results_poison');
+    const run = await t.durable.waitForRun(runId, { timeout: 10_000 });
+    expect(run.status).toBe('failed');
+    expect(run.error).toMatchObject({ code: 'unstorable', message: "the run's outcome could not be stored" });
+    expect(poisonExecuted).toBe(1);
+    const after = await t.durable.start('results_good', { v: 'fine' });
+    expect((await t.durable.waitForRun(after.runId, { timeout: 10_000 })).result).toBe('fine');
   });
 });
