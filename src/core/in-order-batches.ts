@@ -1,8 +1,8 @@
 /**
  * Writes `batches` with `write`, at most `atOnce` of them out at a time, taken in order; resolves
  * with each batch's answers in the batches' order, flattened. After a failure no further batch
- * begins; the call rejects with the first failure once the batches already out have settled (so
- * nothing is still being written when the caller hears of it).
+ * begins; the call rejects with the failure that came first in time once the batches already out
+ * have settled (so nothing is still being written when the caller hears of it).
  */
 export async function writeBatches<T, R>(batches: T[][], atOnce: number, write: (batch: T[]) => Promise<R[]>): Promise<R[]> {
   const answers: R[][] = new Array(batches.length);

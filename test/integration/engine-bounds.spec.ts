@@ -195,7 +195,7 @@ describe('engine bounds', () => {
             [`%INSERT INTO ${S}.runs%`],
           )
         )[0].n;
-      await waitFor(async () => (await waiting()) >= 2);
+      await waitFor(async () => (await waiting()) >= 2, { timeout: 60_000 });
       expect(await waiting()).toBe(2);
       await blocker.query('COMMIT');
       const results = await started;
