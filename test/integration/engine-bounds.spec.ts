@@ -5,7 +5,9 @@
  */
 import { Client } from 'pg';
 import { DurableValidationError, RunContext, Step, Workflow } from '../../src';
+import { DurableConnection } from '../../src/core/durable.connection';
 import { nodesStatements } from '../../src/store/nodes.store';
+import { RunsStore } from '../../src/store/runs.store';
 import { runsStatements } from '../../src/store/runs.sql';
 import { encodeTransitions } from '../../src/store/transition.fields';
 import { DurableTestEnv } from '../../src/testing';
@@ -207,6 +209,34 @@ describe('engine bounds', () => {
       await blocker.query('ROLLBACK').catch(() => undefined);
       await blocker.end();
     }
+  });
+
+  it("a startMany with keys, or inside a caller's transaction, writes its statements one after another", async () => {
+    const t = await createApp({ workflows: [Plain], options: { worker: false } });
+    const runs = t.get(RunsStore);
+    const write = runs.insertOrAnswer.bind(runs);
+    let out = 0;
+    const most: number[] = [];
+    jest.spyOn(runs, 'insertOrAnswer').mockImplementation(async (...args) => {
+      most[most.length - 1] = Math.max(most[most.length - 1], ++out);
+      try {
+        return await write(...args);
+      } finally {
+        out--;
+      }
+    });
+    const items = (prefix: string, keyed: boolean) => Array.from({ length: 2_500 }, (_, i) => ({ input: { i }, ...(keyed ? { key: `${prefix}${i}` } : {}) }));
+    most.push(0);
+    await t.durable.startMany('bounds_plain', items('keyed', true));
+    most.push(0);
+    await t.get(DurableConnection).dataSource.transaction((manager) => t.durable.startMany('bounds_plain', items('', false), { manager }));
+    most.push(0);
+    await t.durable.startMany('bounds_plain', items('', false));
+    // each call wrote 3 statements: keyed and joined one at a time; unkeyed on its own two at once
+    expect(most).toEqual([1, 1, 2]);
+    expect(runs.insertOrAnswer).toHaveBeenCalledTimes(9);
+    const [row] = await sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${ident(t.schema)}.runs`);
+    expect(row.n).toBe(7_500);
   });
 
   it("a worker claims through its own workflows' index range: another workflow's backlog is never read", async () => {
