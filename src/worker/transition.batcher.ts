@@ -115,11 +115,14 @@ export class TransitionBatcher {
         ? `run ${p.t.id}: its failure could not be stored (${reason}); failing it without details`
         : `run ${p.t.id}: its ${p.t.status} transition could not be stored (${reason}); failing the run`,
     );
+    const { tried_step, tried_attempt, tried_from_ms, tried_to_ms } = p.t;
     const failed: Transition = {
       id: p.t.id,
       epoch: p.t.epoch,
       status: 'failed',
       final: true,
+      // the attempt whose outcome was refused stays in the run's history, as failed
+      ...(tried_step === undefined ? {} : { tried_step, tried_attempt, tried_status: 'failed', tried_from_ms, tried_to_ms }),
       error: { name: 'DurableValidationError', code: UNSTORABLE, message: `${UNSTORABLE_MESSAGE}${replaced ? '' : `: ${reason}`}` },
     };
     this.replacements.set(failed, replaced ? 'bare' : 'detailed');

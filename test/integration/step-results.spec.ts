@@ -164,6 +164,8 @@ describe('step return values and context', () => {
     expect(run.status).toBe('failed');
     expect(run.error).toMatchObject({ code: 'unstorable', message: "the run's outcome could not be stored" });
     expect(poisonExecuted).toBe(1);
+    // the step's attempt is in the run's history, failed with the run's error
+    expect(await t.durable.getRunHistory(runId)).toMatchObject([{ step: 0, name: 'only', attempt: 1, status: 'failed' }]);
     const after = await t.durable.start('results_good', { v: 'fine' });
     expect((await t.durable.waitForRun(after.runId, { timeout: 10_000 })).result).toBe('fine');
   });
