@@ -17,11 +17,19 @@ const MANIFEST = path.join(ROOT, 'package.json');
 const BACKUP = path.join(ROOT, '.pack', 'package.json');
 const DEV_ONLY = ['scripts', 'workspaces', 'devDependencies'];
 
+// package.json is only ever replaced by a rename, never rewritten in place: the suite's child
+// processes read it (Node looks up the package's "type") while test/packaging packs, and a file
+// being written can be read empty or cut short.
 function restore() {
   if (!fs.existsSync(BACKUP)) return false;
-  fs.copyFileSync(BACKUP, MANIFEST);
-  fs.rmSync(BACKUP);
+  fs.renameSync(BACKUP, MANIFEST);
   return true;
+}
+
+function replaceManifest(text) {
+  const next = `${MANIFEST}.next`;
+  fs.writeFileSync(next, text);
+  fs.renameSync(next, MANIFEST);
 }
 
 function walk(dir, out = []) {
@@ -61,7 +69,7 @@ if (step === 'prepack') {
   fs.mkdirSync(path.dirname(BACKUP), { recursive: true });
   fs.copyFileSync(MANIFEST, BACKUP);
   for (const key of DEV_ONLY) delete manifest[key];
-  fs.writeFileSync(MANIFEST, JSON.stringify(manifest, null, 2) + '\n');
+  replaceManifest(JSON.stringify(manifest, null, 2) + '\n');
 } else if (step === 'postpack') {
   restore();
 } else {
