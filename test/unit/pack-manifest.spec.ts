@@ -2,6 +2,7 @@ import { execFileSync, spawn } from 'child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'fs';
 import { tmpdir } from 'os';
 import path from 'path';
+import { waitFor } from '../support/wait';
 
 /**
  * scripts/pack-manifest.js (`prepack` / `postpack`) in a scratch copy of the repository's layout: the
@@ -59,12 +60,13 @@ describe('pack-manifest', () => {
     const s = scratchRoot();
     root = s.root;
     const stop = path.join(s.root, 'stop');
-    // reads and parses package.json until the stop file appears; prints reads and failures
+    // says it is ready, then reads and parses package.json until the stop file appears; prints reads and failures
     const reader = spawn(
       process.execPath,
       [
         '-e',
         `const fs = require('fs'); let reads = 0, bad = 0;
+         console.log('ready');
          while (!fs.existsSync(${JSON.stringify(stop)})) {
            try { JSON.parse(fs.readFileSync(${JSON.stringify(s.manifestPath)}, 'utf8')); } catch { bad++; }
            reads++;
@@ -75,7 +77,9 @@ describe('pack-manifest', () => {
     );
     let out = '';
     reader.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    const exited = new Promise<void>((resolve) => reader.once('exit', () => resolve()));
+    // 'close': the process ended and its output was read to the end
+    const closed = new Promise<void>((resolve) => reader.once('close', () => resolve()));
+    await waitFor(() => out.startsWith('ready'), { timeout: 30_000 });
     try {
       for (let cycle = 0; cycle < 20; cycle++) {
         s.step('prepack');
@@ -83,9 +87,9 @@ describe('pack-manifest', () => {
       }
     } finally {
       writeFileSync(stop, '');
-      await exited;
+      await closed;
     }
-    const { reads, bad } = JSON.parse(out) as { reads: number; bad: number };
+    const { reads, bad } = JSON.parse(out.slice('ready'.length)) as { reads: number; bad: number };
     expect(reads).toBeGreaterThan(0);
     expect(bad).toBe(0);
   });
