@@ -8,6 +8,8 @@ import { GroupCommit } from '../core/group-commit';
 interface Pending {
   t: Transition;
   resolve: (owned: boolean) => void;
+  /** Set on a failure written in place of a refused transition: with Postgres' reason, or without. */
+  replaces?: 'detailed' | 'bare';
 }
 
 /** Error code of a run failed because its outcome could not be stored. */
@@ -32,8 +34,6 @@ export class TransitionBatcher {
   private readonly group = new GroupCommit<Pending>((batch) => this.write(batch), MAX_BATCH, MAX_IN_FLIGHT);
   /** Set once a shutdown drained (or stopped waiting): failing writes stop retrying. */
   private givenUp = false;
-  /** The failures written in place of a refused transition: with Postgres' reason, or without. */
-  private readonly replacements = new WeakMap<Transition, 'detailed' | 'bare'>();
 
   constructor(
     private readonly q: Queryable,
@@ -104,7 +104,7 @@ export class TransitionBatcher {
       return;
     }
     const [p] = batch;
-    const replaced = this.replacements.get(p.t);
+    const replaced = p.replaces;
     const reason = (err as Error).message;
     if (replaced === 'bare') {
       this.logger.error(`run ${p.t.id}: even a failure without details could not be stored (${reason})`);
@@ -125,8 +125,7 @@ export class TransitionBatcher {
       ...(tried_step === undefined ? {} : { tried_step, tried_attempt, tried_status: 'failed', tried_from_ms, tried_to_ms }),
       error: { name: 'DurableValidationError', code: UNSTORABLE, message: `${UNSTORABLE_MESSAGE}${replaced ? '' : `: ${reason}`}` },
     };
-    this.replacements.set(failed, replaced ? 'bare' : 'detailed');
-    await this.write([{ t: failed, resolve: () => p.resolve(false) }]);
+    await this.write([{ t: failed, resolve: () => p.resolve(false), replaces: replaced ? 'bare' : 'detailed' }]);
   }
 }
 
