@@ -5,6 +5,7 @@
  * have settled (so nothing is still being written when the caller hears of it).
  */
 export async function writeBatches<T, R>(batches: T[][], atOnce: number, write: (batch: T[]) => Promise<R[]>): Promise<R[]> {
+  if (!Number.isInteger(atOnce) || atOnce < 1) throw new RangeError(`atOnce must be a whole number of at least 1, not ${atOnce}`);
   const answers: R[][] = new Array(batches.length);
   let next = 0;
   let failure: { err: unknown } | undefined;
@@ -18,7 +19,7 @@ export async function writeBatches<T, R>(batches: T[][], atOnce: number, write: 
       }
     }
   };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(atOnce, batches.length)) }, lane));
+  await Promise.all(Array.from({ length: Math.min(atOnce, batches.length) }, lane));
   if (failure) throw failure.err;
   return answers.flat();
 }

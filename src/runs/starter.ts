@@ -219,15 +219,15 @@ export class Starter {
       run: p.run,
       settled: settledDuplicateStatuses(def.reuse, p.onDuplicate, def.debounce !== undefined && !p.rerun),
     }));
-    const answers: (StartAnswer | undefined)[] = [];
-    if (!joined && rows.length === 1) answers.push(await this.startAlone(plans[0], rows[0]));
+    let answers: (StartAnswer | undefined)[];
+    if (!joined && rows.length === 1) answers = [await this.startAlone(plans[0], rows[0])];
     else {
       // at most MAX_STATEMENT_STARTS per statement; unkeyed autocommit batches are independent, so
       // two go out at once (one is prepared while the other is written); keyed ones go in order (an
       // item's key may be held by an earlier item's run)
       const atOnce = joined || rows.some((r) => r.run.key !== null) ? 1 : STATEMENTS_AT_ONCE;
       const batches = inBatches(rows, MAX_STATEMENT_STARTS);
-      answers.push(...(await writeBatches(batches, atOnce, (batch) => this.insertNow(joined ?? db, batch, joined !== undefined))));
+      answers = await writeBatches(batches, atOnce, (batch) => this.insertNow(joined ?? db, batch, joined !== undefined));
     }
     const out: StartManyResult[] = [];
     for (const [i, p] of plans.entries()) {

@@ -93,7 +93,7 @@ export class TransitionBatcher {
   }
 
   /**
-   * A value Postgres refuses (a data exception) must not hold up the other runs of the batch: write
+   * A value Postgres refuses (see {@link isDataException}) must not hold up the other runs of the batch: write
    * each alone, and a transition refused on its own becomes a failure of its run without the value.
    * Should that failure be refused too (its message carries Postgres' reason), a failure with no
    * detail at all is written instead; only if even that is refused does the run stay as it is.
@@ -130,12 +130,16 @@ export class TransitionBatcher {
 }
 
 /**
- * Postgres SQLSTATE class 22 (data exception) or 54 (program limit exceeded, e.g. a batch's jsonb
- * over 255 MB): retrying the same values together cannot succeed.
+ * Postgres refused the values themselves, so retrying them together cannot succeed: SQLSTATE class
+ * 22 (data exception), 54 (program limit exceeded, e.g. a batch's jsonb over 255 MB), P0 (raised by
+ * a PL/pgSQL trigger, say a rule of the application's own) or 23 (a check, not-null or foreign key
+ * constraint). A unique or exclusion violation (23505, 23P01) is not among them: it can come from a
+ * race with another transaction, and is retried.
  */
 function isDataException(err: unknown): boolean {
   const state = sqlState(err);
-  return state?.startsWith('22') === true || state?.startsWith('54') === true;
+  if (state === undefined || state === '23505' || state === '23P01') return false;
+  return ['22', '54', 'P0', '23'].includes(state.slice(0, 2));
 }
 
 /** A statement cancelled by `statement_timeout` (57014) or that gave up waiting for a lock (55P03). */

@@ -211,6 +211,21 @@ describe('engine bounds', () => {
     }
   });
 
+  it('an unkeyed startMany of 130,000 items (more answers than one function call can take as arguments) answers every item', async () => {
+    const t = await createApp({ workflows: [Plain], options: { worker: false } });
+    const n = 130_000;
+    const results = await t.durable.startMany(
+      'bounds_plain',
+      Array.from({ length: n }, (_, i) => ({ input: { i } })),
+    );
+    expect(results).toHaveLength(n);
+    const ids = new Set(results.map((r) => ('outcome' in r && r.outcome === 'created' ? r.runId : 'not created')));
+    expect(ids.size).toBe(n);
+    expect(ids.has('not created')).toBe(false);
+    const [row] = await sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${ident(t.schema)}.runs`);
+    expect(row.n).toBe(n);
+  }, 120_000);
+
   it("a startMany with keys, or inside a caller's transaction, writes its statements one after another", async () => {
     const t = await createApp({ workflows: [Plain], options: { worker: false } });
     const runs = t.get(RunsStore);

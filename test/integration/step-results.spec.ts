@@ -145,19 +145,32 @@ describe('step return values and context', () => {
     );
     expect(statuses).toEqual(Array(10).fill('completed'));
   });
-  it('a failure refused in place of a refused outcome is replaced by one without details: the run fails, its step ran once', async () => {
-    const t = await createApp({ workflows: [Poison, Good] });
-    const S = ident(t.schema);
-    // a rule of the database (here a trigger) refuses any result or error that mentions poison;
-    // the failure written in place of the result carries the refusal's reason, which mentions it too
-    await sql(`CREATE FUNCTION ${S}.refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+  // rules of the database (here a trigger, or a check constraint) that refuse any result or error
+  // that mentions poison; the failure written in place of the result carries the refusal's reason,
+  // which mentions it too
+  const raising = (code: string) => (S: string) => [
+    `CREATE FUNCTION ${S}.refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
         IF NEW.result::text LIKE '%poison%' OR NEW.error->>'message' LIKE '%poison%' THEN
-          RAISE EXCEPTION 'refused: it mentions poison' USING ERRCODE = '22023';
+          RAISE EXCEPTION 'refused: it mentions poison'${code};
         END IF;
         RETURN NEW;
-      END $$`);
-    await sql(`CREATE TRIGGER refuse_poison BEFORE UPDATE ON ${S}.runs FOR EACH ROW EXECUTE FUNCTION ${S}.refuse_poison()`);
+      END $$`,
+    `CREATE TRIGGER refuse_poison BEFORE UPDATE ON ${S}.runs FOR EACH ROW EXECUTE FUNCTION ${S}.refuse_poison()`,
+  ];
+  it.each([
+    ['a trigger raising a data exception (22023)', raising(" USING ERRCODE = '22023'")],
+    ['a trigger raising without a code (P0001)', raising('')],
+    [
+      'a check constraint (23514)',
+      (S: string) => [
+        `ALTER TABLE ${S}.runs ADD CONSTRAINT no_poison
+           CHECK (coalesce(result::text, '') NOT LIKE '%poison%' AND coalesce(error->>'message', '') NOT LIKE '%poison%')`,
+      ],
+    ],
+  ])('a failure refused in place of a refused outcome is replaced by one without details (%s): the run fails, its step ran once', async (_rule, rule) => {
+    const t = await createApp({ workflows: [Poison, Good] });
+    for (const statement of rule(ident(t.schema))) await sql(statement);
     poisonExecuted = 0;
     const { runId } = await t.durable.start('results_poison');
     const run = await t.durable.waitForRun(runId, { timeout: 10_000 });

@@ -28,6 +28,18 @@ describe('inBatches', () => {
 });
 
 describe('writeBatches', () => {
+  it.each([0, -1, 1.5, NaN])('refuses %p statements at once before writing anything', async (atOnce) => {
+    const { begun, write } = controlledWrite();
+    await expect(writeBatches(inBatches([1, 2, 3], 2), atOnce, write)).rejects.toThrow(RangeError);
+    expect(begun).toEqual([]);
+  });
+
+  it('writes nothing and answers nothing for no batches', async () => {
+    const { begun, write } = controlledWrite();
+    await expect(writeBatches([], 2, write)).resolves.toEqual([]);
+    expect(begun).toEqual([]);
+  });
+
   it('keeps at most the given number of batches out, takes them in order and answers in the batches order', async () => {
     const { out, begun, write } = controlledWrite();
     const done = writeBatches(inBatches([1, 2, 3, 4, 5, 6, 7], 2), 2, write);
