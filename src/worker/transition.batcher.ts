@@ -41,8 +41,12 @@ export class TransitionBatcher {
     /** The node whose executions these are (recorded with each step attempt). */
     private readonly nodeId: string,
     private readonly logger: Logger,
-    /** Called (and awaited) after a batch in which key holders ended: counts the key's hand-offs. */
-    private readonly holdersEnded: (tx: TxMark) => Promise<void>,
+    private readonly on: {
+      /** Called (and awaited) after a batch in which key holders ended: counts the key's hand-offs. */
+      holdersEnded: (tx: TxMark) => Promise<void>;
+      /** Called when not even a failure without details could be stored for a run: it stays as it is, held by this node. */
+      unstorable: (run: { id: string; epoch: number }) => void;
+    },
   ) {}
 
   /** Queues a transition; resolves true when written, false when the execution no longer owned the run. */
@@ -69,7 +73,7 @@ export class TransitionBatcher {
           batch.map((p) => p.t),
           this.nodeId,
         );
-        if (tx) await this.holdersEnded(tx);
+        if (tx) await this.on.holdersEnded(tx);
         for (const p of batch) p.resolve(!notApplied.has(p.t));
         return;
       } catch (err) {
@@ -96,7 +100,8 @@ export class TransitionBatcher {
    * A value Postgres refuses (see {@link isDataException}) must not hold up the other runs of the batch: write
    * each alone, and a transition refused on its own becomes a failure of its run without the value.
    * Should that failure be refused too (its message carries Postgres' reason), a failure with no
-   * detail at all is written instead; only if even that is refused does the run stay as it is.
+   * detail at all is written instead; only if even that is refused does the run stay as it is (held
+   * by this node, see `on.unstorable`).
    */
   private async isolate(batch: Pending[], err: unknown): Promise<void> {
     if (batch.length > 1) {
@@ -107,7 +112,8 @@ export class TransitionBatcher {
     const replaced = p.replaces;
     const reason = (err as Error).message;
     if (replaced === 'bare') {
-      this.logger.error(`run ${p.t.id}: even a failure without details could not be stored (${reason})`);
+      this.logger.error(`run ${p.t.id}: even a failure without details could not be stored (${reason}); it stays running, held by this node until it stops`);
+      this.on.unstorable(p.t);
       return p.resolve(false);
     }
     this.logger.error(

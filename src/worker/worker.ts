@@ -51,6 +51,8 @@ const HELD_AT_ONCE = 2;
 export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown {
   /** Executions on this node, by run id. */
   readonly running = new Map<string, Execution>();
+  /** Runs whose every end PostgreSQL refused (lease epoch by id): held, so that their steps never run again here. */
+  private readonly unstorable = new Map<string, number>();
   /** When the claim loop last ran (health: a stalled loop is unhealthy). */
   lastTickAt = 0;
   private batcher: TransitionBatcher;
@@ -112,7 +114,10 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     const { db, dataSource } = this.connection;
     const { waits, events, memos, flows } = this;
     this.services = { db, dataSource, registry, runs, logger, waits, events, memos, flows };
-    this.batcher = new TransitionBatcher(db, runs, options.nodeId, logger, (tx) => countKeyHandoffs(this.activity, logger, db, tx));
+    this.batcher = new TransitionBatcher(db, runs, options.nodeId, logger, {
+      holdersEnded: (tx) => countKeyHandoffs(this.activity, logger, db, tx),
+      unstorable: ({ id, epoch }) => this.unstorable.set(id, epoch),
+    });
     // before this node ends any run: the runs of workflows with lifecycle hooks owe them from now on
     await this.flowHooks.registerHooks();
     if (options.worker === false) return;
@@ -358,7 +363,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
   /** What the heartbeat asks of this worker. */
   private heartbeatHost(): HeartbeatHost {
     return {
-      owned: () => [...this.running.values()].map((e) => ({ id: e.runId, epoch: e.epoch })),
+      owned: () => [...this.running.values()].map((e) => ({ id: e.runId, epoch: e.epoch })).concat([...this.unstorable].map(([id, epoch]) => ({ id, epoch }))),
       progress: () =>
         [...this.running.values()].flatMap((e) => {
           const p = e.unsentProgress();
@@ -368,6 +373,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
       numberAbove: (seq) => this.claims.numberAbove(seq),
       lost: (runs) => {
         for (const { id, epoch } of runs) {
+          if (this.unstorable.get(id) === epoch) this.unstorable.delete(id);
           const exec = this.running.get(id);
           // only the execution the beat asked about (not a newer claim of the same run)
           if (exec?.epoch === epoch) exec.lose(new CancelledError(`run ${id} was cancelled or recovered elsewhere`));
@@ -375,6 +381,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
       },
       fenced: (reason) => {
         for (const e of this.running.values()) e.lose(reason);
+        this.unstorable.clear();
       },
       beaten: () => {
         this.flowHooks.kickHooks();

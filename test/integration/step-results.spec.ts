@@ -182,4 +182,35 @@ describe('step return values and context', () => {
     const after = await t.durable.start('results_good', { v: 'fine' });
     expect((await t.durable.waitForRun(after.runId, { timeout: 10_000 })).result).toBe('fine');
   });
+
+  it('a run whose every end the database refuses stays running on its node, and its step does not run again there', async () => {
+    const t = await createApp({ workflows: [Poison, Good] });
+    const S = ident(t.schema);
+    // a rule that lets no run of this input end, whatever the outcome written
+    await sql(`CREATE FUNCTION ${S}.no_end() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.input::text LIKE '%never ends%' AND NEW.status IN ('completed', 'failed') THEN
+          RAISE EXCEPTION 'this run may not end';
+        END IF;
+        RETURN NEW;
+      END $$`);
+    await sql(`CREATE TRIGGER no_end BEFORE UPDATE ON ${S}.runs FOR EACH ROW EXECUTE FUNCTION ${S}.no_end()`);
+    poisonExecuted = 0;
+    const { runId } = await t.durable.start('results_poison', { note: 'never ends' });
+    await waitFor(() => poisonExecuted === 1);
+    // heartbeats that would give back a run the node holds but does not run (200 ms apart here)
+    const beats = new Set<string>();
+    await waitFor(
+      async () => {
+        for (const n of await sql<{ at: string }>(`SELECT heartbeat_at::text AS at FROM ${S}.nodes`)) beats.add(n.at);
+        return beats.size >= 6;
+      },
+      { timeout: 20_000, interval: 50 },
+    );
+    const [row] = await sql<{ status: string; node_id: string | null }>(`SELECT status, node_id FROM ${S}.runs WHERE id = $1`, [runId]);
+    expect(row).toMatchObject({ status: 'running', node_id: expect.any(String) });
+    expect(poisonExecuted).toBe(1);
+    const after = await t.durable.start('results_good', { v: 'fine' });
+    expect((await t.durable.waitForRun(after.runId, { timeout: 10_000 })).result).toBe('fine');
+  });
 });
