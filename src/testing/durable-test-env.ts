@@ -1,7 +1,8 @@
-import { ConsoleLogger, type DynamicModule, type LoggerService, type ModuleMetadata, type Provider } from '@nestjs/common';
+import { ConsoleLogger, type DynamicModule, type InjectionToken, type LoggerService, type ModuleMetadata, type Provider } from '@nestjs/common';
 import { Test, type TestingModule, type TestingModuleBuilder } from '@nestjs/testing';
 import { randomBytes } from 'crypto';
 import { Client } from 'pg';
+import type { DataSource } from 'typeorm';
 import { TimeoutError } from '../errors';
 import { toMs, type Duration } from '../domain/duration';
 import type { StartResult } from '../domain/run-info';
@@ -25,6 +26,13 @@ export interface DurableTestEnvOptions {
   providers?: Provider[];
   /** The database; default `DATABASE_URL`, else an embedded PostgreSQL shared by the process. */
   url?: string;
+  /**
+   * The injection token of a TypeORM `DataSource` that `imports` provide (`DataSource` for
+   * `TypeOrmModule.forRoot`'s), for the module to use instead of a pool of its own made from `url`:
+   * steps' `ctx.transaction` then know your entities, and starts can join your transactions. It
+   * must connect to the env's database (`url`, or `await testDatabaseUrl()`).
+   */
+  dataSource?: InjectionToken;
   /** The env's worker (default `{ pollInterval: '100ms' }`); `false`: runs are only started. */
   worker?: false | WorkerOptions;
   /** More module options (retention, shutdownTimeout, …); `url`, `schema` and `worker` are the env's. */
@@ -45,6 +53,7 @@ const ENV_OPTION_NAMES = optionNames<DurableTestEnvOptions>({
   imports: true,
   providers: true,
   url: true,
+  dataSource: true,
   worker: true,
   options: true,
   configure: true,
@@ -92,7 +101,11 @@ export class DurableTestEnv {
     const url = await testDatabaseUrl(options.url);
     const schema = `durable_test_${randomBytes(6).toString('hex')}`;
     const worker = options.worker === false ? false : { pollInterval: '100ms', ...options.worker };
-    const durable: DynamicModule = DurableModule.forRoot({ ...ENV_DEFAULTS, ...options.options, url, schema, worker });
+    const moduleOptions: DurableModuleOptions = { ...ENV_DEFAULTS, ...options.options, schema, worker };
+    const durable: DynamicModule =
+      options.dataSource === undefined
+        ? DurableModule.forRoot({ ...moduleOptions, url })
+        : DurableModule.forRootAsync({ inject: [options.dataSource], useFactory: (dataSource: DataSource) => ({ ...moduleOptions, dataSource }) });
     let builder = Test.createTestingModule({ imports: [durable, ...(options.imports ?? [])], providers: options.providers ?? [] });
     if (options.configure) builder = options.configure(builder);
     builder.setLogger(options.logger === false ? new SilentLogger() : (options.logger ?? new ConsoleLogger({ logLevels: ['error', 'warn'] })));

@@ -30,6 +30,8 @@ const compilerOptions: ts.CompilerOptions = {
   strict: true,
   experimentalDecorators: true,
   emitDecoratorMetadata: true,
+  // a Nest 12 app's setting: a type-only name in a decorated signature must be imported with `type`
+  isolatedModules: true,
   esModuleInterop: true,
   skipLibCheck: true,
   types: ['node', 'jest'], // the testing pages show jest test files

@@ -50,6 +50,9 @@ const PACKAGE = [
   'KeyTakenError',
 ];
 
+/** Those of them that are types only (imported with `type`, as an app with `isolatedModules` must). */
+const TYPES = new Set(['RunContext', 'Duration']);
+
 /**
  * The lines to put before a fragment that declares `own` names itself: one import of the
  * package's names and one declaration per shared name, each on one line (so that a problem's
@@ -57,7 +60,8 @@ const PACKAGE = [
  */
 export function fragmentPrelude(own: Set<string>): string[] {
   const imports = PACKAGE.filter((n) => !own.has(n));
-  const lines = imports.length ? [`import { ${imports.join(', ')} } from 'nestjs-durable';`] : [];
+  const named = imports.map((n) => (TYPES.has(n) ? `type ${n}` : n));
+  const lines = imports.length ? [`import { ${named.join(', ')} } from 'nestjs-durable';`] : [];
   for (const [name, declaration] of Object.entries(DECLARED)) if (!own.has(name)) lines.push(declaration);
   for (const name of WORKFLOWS) if (!own.has(name)) lines.push(`declare class ${name} {}`);
   return lines;

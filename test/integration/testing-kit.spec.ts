@@ -5,9 +5,29 @@
  * this file in another jest worker.
  */
 import { Injectable } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { Column, DataSource, Entity, PrimaryColumn } from 'typeorm';
 import { DurableValidationError, RunContext, Step, Workflow } from '../../src';
-import { DurableTestEnv } from '../../src/testing';
+import { DurableTestEnv, testDatabaseUrl } from '../../src/testing';
 import { sql } from '../support';
+
+/** An entity of the app's, in the app's own DataSource. */
+@Entity({ name: 'kit_notes' })
+class KitNote {
+  @PrimaryColumn('uuid')
+  runId!: string;
+
+  @Column('text')
+  text!: string;
+}
+
+@Workflow('kit_note_taker')
+class NoteTaker {
+  @Step()
+  async note(ctx: RunContext<{ text: string }>) {
+    await ctx.transaction((manager) => manager.insert(KitNote, { runId: ctx.runId, text: ctx.input.text }));
+  }
+}
 
 @Injectable()
 class Attempts {
@@ -119,6 +139,26 @@ describe('DurableTestEnv', () => {
     await expect(e.skipTime(0)).rejects.toBeInstanceOf(DurableValidationError);
     await expect(e.skipTime('soon')).rejects.toBeInstanceOf(DurableValidationError);
     expect((await row(e, runId)).wake_at).toEqual(before.wake_at);
+  });
+
+  it("with the app's DataSource, a step's ctx.transaction writes the app's entities", async () => {
+    const e = await DurableTestEnv.create({
+      imports: [
+        TypeOrmModule.forRootAsync({
+          useFactory: async () => ({ type: 'postgres' as const, url: await testDatabaseUrl(), entities: [KitNote], synchronize: true }),
+        }),
+      ],
+      dataSource: DataSource,
+      providers: [NoteTaker],
+    });
+    envs.push(e);
+    const { runId } = await e.durable.start(NoteTaker, { text: 'kept' });
+    await e.runUntilIdle();
+    expect(await e.durable.getRun(runId)).toMatchObject({ status: 'completed' });
+    expect(await sql(`SELECT text FROM kit_notes WHERE "runId" = $1`, [runId])).toEqual([{ text: 'kept' }]);
+    // the env's runs are in its own schema all the same
+    expect(await sql(`SELECT count(*)::int AS n FROM "${e.schema}".runs WHERE id = $1`, [runId])).toEqual([{ n: 1 }]);
+    await sql(`DELETE FROM kit_notes WHERE "runId" = $1`, [runId]);
   });
 
   it('refuses misspelt options of create and runUntilIdle by name', async () => {
