@@ -72,6 +72,7 @@ cp "$ROOT/jest.config.js" "$ROOT/tsconfig.json" "$ROOT/tsconfig.build.json" "$DI
   echo "==> compat ($SET): $(node -p '["@nestjs/core", "@nestjs/schedule", "@nestjs/terminus", "typeorm", "class-validator"].map((p) => p + "@" + JSON.parse(require("fs").readFileSync("node_modules/" + p + "/package.json", "utf8")).version).join(", ")')"
   echo "==> compat ($SET): tsc -p tsconfig.build.json"
   node node_modules/typescript/bin/tsc -p tsconfig.build.json
+  chmod +x dist/src/cli/main.js # the package's bin, as `npm run build` leaves it
   echo "==> compat ($SET): jest"
   # (the option last: it takes a list, and would swallow the test paths that followed it)
   node node_modules/jest/bin/jest.js "$@" --testPathIgnorePatterns /test/packaging/ /test/docs/

@@ -6,7 +6,8 @@
  */
 import { RunContext, Step, Workflow } from '../../src';
 import { createApp, freshSchema, sql, TestApp, waitFor } from '../support';
-import { cli, expectError } from '../support/cli';
+import { execFile } from 'child_process';
+import { BIN, cli, expectError } from '../support/cli';
 
 @Workflow('cli_echo')
 class Echo {
@@ -61,6 +62,13 @@ beforeAll(async () => {
 });
 
 describe('nestjs-durable: usage', () => {
+  it('the built CLI runs as the package bin does: an executable file with a node shebang', async () => {
+    const help = await new Promise<string>((resolve, reject) =>
+      execFile(BIN, ['--help'], { timeout: 60_000 }, (err, stdout) => (err ? reject(err) : resolve(stdout))),
+    );
+    expect(help).toMatch(/runs list/);
+  });
+
   it('--help lists every command, and each command has its own help', async () => {
     const all = await cli(['--help']);
     expect(all.code).toBe(0);

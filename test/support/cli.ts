@@ -4,7 +4,7 @@ import * as path from 'path';
 import { databaseUrl } from './db';
 
 /** The built CLI (`nestjs-durable`). */
-const BIN = path.join(__dirname, '..', '..', 'dist', 'src', 'cli', 'main.js');
+export const BIN = path.join(__dirname, '..', '..', 'dist', 'src', 'cli', 'main.js');
 
 /** What a CLI process ended with. */
 export interface CliResult {
