@@ -105,7 +105,11 @@ export class DurableTestEnv {
     const durable: DynamicModule =
       options.dataSource === undefined
         ? DurableModule.forRoot({ ...moduleOptions, url })
-        : DurableModule.forRootAsync({ inject: [options.dataSource], useFactory: (dataSource: DataSource) => ({ ...moduleOptions, dataSource }) });
+        : DurableModule.forRootAsync({
+            imports: options.imports,
+            inject: [options.dataSource],
+            useFactory: (dataSource: DataSource) => ({ ...moduleOptions, dataSource }),
+          });
     let builder = Test.createTestingModule({ imports: [durable, ...(options.imports ?? [])], providers: options.providers ?? [] });
     if (options.configure) builder = options.configure(builder);
     builder.setLogger(options.logger === false ? new SilentLogger() : (options.logger ?? new ConsoleLogger({ logLevels: ['error', 'warn'] })));

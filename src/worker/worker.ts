@@ -332,6 +332,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     // lease is gone): it stops, and the new one begins only once it has (never two at once)
     const earlier = this.running.get(row.id);
     earlier?.lose(new CancelledError(`run ${row.id} was recovered and claimed again`));
+    this.unstorable.delete(row.id); // held under an older lease: claimed again, it is that claim's now
     this.running.set(row.id, exec);
     const run = () => exec.run();
     exec.done = (earlier ? earlier.done.then(run, run) : run()).finally(() => {
