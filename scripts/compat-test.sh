@@ -58,8 +58,8 @@ fi
 ln -sfn .. "$DIR/node_modules/nestjs-durable"
 
 # Fresh copies of what the suite needs (files deleted or moved in the repo must not linger).
-rm -rf "$DIR/src" "$DIR/migrations" "$DIR/test" "$DIR/sample-app" "$DIR/dist" "$DIR/scripts"
-cp -R "$ROOT/src" "$ROOT/migrations" "$ROOT/test" "$DIR/"
+rm -rf "$DIR/bin" "$DIR/src" "$DIR/migrations" "$DIR/test" "$DIR/sample-app" "$DIR/dist" "$DIR/scripts"
+cp -R "$ROOT/bin" "$ROOT/src" "$ROOT/migrations" "$ROOT/test" "$DIR/"
 # the suite's global setup makes sure the browser tests have their Chromium
 mkdir -p "$DIR/scripts"
 cp "$ROOT/scripts/ensure-chromium.sh" "$DIR/scripts/"
@@ -72,7 +72,6 @@ cp "$ROOT/jest.config.js" "$ROOT/tsconfig.json" "$ROOT/tsconfig.build.json" "$DI
   echo "==> compat ($SET): $(node -p '["@nestjs/core", "@nestjs/schedule", "@nestjs/terminus", "typeorm", "class-validator"].map((p) => p + "@" + JSON.parse(require("fs").readFileSync("node_modules/" + p + "/package.json", "utf8")).version).join(", ")')"
   echo "==> compat ($SET): tsc -p tsconfig.build.json"
   node node_modules/typescript/bin/tsc -p tsconfig.build.json
-  chmod +x dist/src/cli/main.js # the package's bin, as `npm run build` leaves it
   echo "==> compat ($SET): jest"
   # (the option last: it takes a list, and would swallow the test paths that followed it)
   node node_modules/jest/bin/jest.js "$@" --testPathIgnorePatterns /test/packaging/ /test/docs/

@@ -52,7 +52,6 @@ function syncDist() {
       cwd: ROOT,
       stdio: 'inherit',
     });
-    fs.chmodSync(path.join(ROOT, 'dist', 'src', 'cli', 'main.js'), 0o755); // the package's bin, as `npm run build` leaves it
   }
   for (const d of ['src', 'migrations']) {
     for (const out of walk(path.join(ROOT, 'dist', d))) {

@@ -52,7 +52,6 @@ function ensureBuilt() {
       cwd: ROOT,
       stdio: 'pipe',
     });
-    fs.chmodSync(path.join(ROOT, 'dist', 'src', 'cli', 'main.js'), 0o755); // the package's bin, as `npm run build` leaves it
   } catch (err) {
     // Do not abort the whole run: only the child-process tests need dist/, and they will fail
     // with a clear message if it is missing.

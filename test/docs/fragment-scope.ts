@@ -34,24 +34,9 @@ const DECLARED: Record<string, string> = {
 /** Workflow classes the examples name (the workflow itself does not matter to them). */
 const WORKFLOWS = ['ProcessArticle', 'Reminder', 'Echo', 'Extract', 'Transform', 'Report', 'Audit', 'Summarize', 'Resize', 'SendDigest'];
 
-/** Exports of the package a fragment may use unimported. */
-const PACKAGE = [
-  'DurableService',
-  'RunContext',
-  'Duration',
-  'Workflow',
-  'Step',
-  'Schedule',
-  'isSuspension',
-  'seconds',
-  'minutes',
-  'hours',
-  'days',
-  'KeyTakenError',
-];
-
-/** Those of them that are types only (imported with `type`, as an app with `isolatedModules` must). */
-const TYPES = new Set(['RunContext', 'Duration']);
+/** Exports of the package a fragment may use unimported: values, then types (imported with `type`, as an app with `isolatedModules` must). */
+const PACKAGE_VALUES = ['DurableService', 'Workflow', 'Step', 'Schedule', 'isSuspension', 'seconds', 'minutes', 'hours', 'days', 'KeyTakenError'];
+const PACKAGE_TYPES = ['RunContext', 'Duration'];
 
 /**
  * The lines to put before a fragment that declares `own` names itself: one import of the
@@ -59,9 +44,8 @@ const TYPES = new Set(['RunContext', 'Duration']);
  * line in the fragment is its line in the page plus the returned count).
  */
 export function fragmentPrelude(own: Set<string>): string[] {
-  const imports = PACKAGE.filter((n) => !own.has(n));
-  const named = imports.map((n) => (TYPES.has(n) ? `type ${n}` : n));
-  const lines = imports.length ? [`import { ${named.join(', ')} } from 'nestjs-durable';`] : [];
+  const named = [...PACKAGE_VALUES.filter((n) => !own.has(n)), ...PACKAGE_TYPES.filter((n) => !own.has(n)).map((n) => `type ${n}`)];
+  const lines = named.length ? [`import { ${named.join(', ')} } from 'nestjs-durable';`] : [];
   for (const [name, declaration] of Object.entries(DECLARED)) if (!own.has(name)) lines.push(declaration);
   for (const name of WORKFLOWS) if (!own.has(name)) lines.push(`declare class ${name} {}`);
   return lines;

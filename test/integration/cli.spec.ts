@@ -1,5 +1,5 @@
 /**
- * The operator CLI (`nestjs-durable`, dist/src/cli/main.js) spawned as a real process against a
+ * The operator CLI (`nestjs-durable`: bin/nestjs-durable.js, which runs dist/src/cli/main.js) spawned as a real process against a
  * schema that a test app (with the workflows and a worker) uses: every command, the --json
  * documents, the one-line errors with their code, and the exit codes (0 done, 1 refused or
  * failed, 2 bad usage).
@@ -62,7 +62,7 @@ beforeAll(async () => {
 });
 
 describe('nestjs-durable: usage', () => {
-  it('the built CLI runs as the package bin does: an executable file with a node shebang', async () => {
+  it('the package bin is an executable file with a node shebang that runs the built CLI', async () => {
     const help = await new Promise<string>((resolve, reject) =>
       execFile(BIN, ['--help'], { timeout: 60_000 }, (err, stdout) => (err ? reject(err) : resolve(stdout))),
     );

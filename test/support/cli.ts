@@ -3,8 +3,8 @@ import { execFile } from 'child_process';
 import * as path from 'path';
 import { databaseUrl } from './db';
 
-/** The built CLI (`nestjs-durable`). */
-export const BIN = path.join(__dirname, '..', '..', 'dist', 'src', 'cli', 'main.js');
+/** The package's bin (`nestjs-durable`), which runs the built CLI. */
+export const BIN = path.join(__dirname, '..', '..', 'bin', 'nestjs-durable.js');
 
 /** What a CLI process ended with. */
 export interface CliResult {
