@@ -4,6 +4,7 @@
  * named in the prose) and the package's exports. A fragment that declares or imports one of these names itself
  * gets its own, not this one.
  */
+import * as runtimeExports from '../../src';
 
 /** Name → its declaration. */
 const DECLARED: Record<string, string> = {
@@ -34,9 +35,24 @@ const DECLARED: Record<string, string> = {
 /** Workflow classes the examples name (the workflow itself does not matter to them). */
 const WORKFLOWS = ['ProcessArticle', 'Reminder', 'Echo', 'Extract', 'Transform', 'Report', 'Audit', 'Summarize', 'Resize', 'SendDigest'];
 
-/** Exports of the package a fragment may use unimported: values, then types (imported with `type`, as an app with `isolatedModules` must). */
-const PACKAGE_VALUES = ['DurableService', 'Workflow', 'Step', 'Schedule', 'isSuspension', 'seconds', 'minutes', 'hours', 'days', 'KeyTakenError'];
-const PACKAGE_TYPES = ['RunContext', 'Duration'];
+/** Exports of the package a fragment may use unimported. */
+const PACKAGE = [
+  'DurableService',
+  'RunContext',
+  'Duration',
+  'Workflow',
+  'Step',
+  'Schedule',
+  'isSuspension',
+  'seconds',
+  'minutes',
+  'hours',
+  'days',
+  'KeyTakenError',
+];
+
+/** Whether the package exports `name` as a type only (imported with `type`, as an app with `isolatedModules` must). */
+const typeOnly = (name: string): boolean => !(name in runtimeExports);
 
 /**
  * The lines to put before a fragment that declares `own` names itself: one import of the
@@ -44,7 +60,7 @@ const PACKAGE_TYPES = ['RunContext', 'Duration'];
  * line in the fragment is its line in the page plus the returned count).
  */
 export function fragmentPrelude(own: Set<string>): string[] {
-  const named = [...PACKAGE_VALUES.filter((n) => !own.has(n)), ...PACKAGE_TYPES.filter((n) => !own.has(n)).map((n) => `type ${n}`)];
+  const named = PACKAGE.filter((n) => !own.has(n)).map((n) => (typeOnly(n) ? `type ${n}` : n));
   const lines = named.length ? [`import { ${named.join(', ')} } from 'nestjs-durable';`] : [];
   for (const [name, declaration] of Object.entries(DECLARED)) if (!own.has(name)) lines.push(declaration);
   for (const name of WORKFLOWS) if (!own.has(name)) lines.push(`declare class ${name} {}`);
