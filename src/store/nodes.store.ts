@@ -16,6 +16,11 @@ export interface NodeBeat {
    * it holds beyond `running` claimed by those are strays, given back (see the worker's `ClaimSequence`).
    */
   answeredBelow: number;
+  /**
+   * The number of this process's first claim: a run it holds numbered below was claimed by an
+   * earlier process of the same node id (which crashed); given back, its interrupted attempt counts.
+   */
+  firstClaim: number;
 }
 
 /** A run's progress value, written by the heartbeat while the claim of `epoch` still owns the run. */
@@ -35,6 +40,10 @@ export interface BeatResult {
   lost: string[];
   /** Runs it held without running them, given back. */
   strays: number;
+  /** Of those, the runs an earlier process of its node id was executing (their attempt counted). */
+  interrupted: number;
+  /** Runs whose progress was not written because a transaction held their row: reported again at the next beat. */
+  progressHeld: string[];
   /** The highest claim number on the runs it holds (before the give-back), if any: its next claims are numbered above it. */
   maxSeq: number | null;
 }
@@ -56,10 +65,14 @@ export function nodesStatements(S: string): Record<string, string> {
     // One round trip per heartbeat: renews this node (re-creating its row if it had been declared
     // dead: fresh), renews or takes the maintenance lease when free or expired ($5: its length),
     // returns the runs among $3/$4 (id, epoch) it no longer owns, and gives back the runs it holds
-    // but does not run (a claim committed whose reply never arrived), without the attempt that
-    // claim counted — only those whose claim is numbered below $6: the claims still out (their
-    // runs not known to the node yet) have numbers from $6 up. A run claimed before claims were
-    // numbered counts as answered. maxSeq: the highest number on the node's runs (see ClaimSequence).
+    // but does not run — only those whose claim is numbered below $6: the claims still out (their
+    // runs not known to the node yet) have numbers from $6 up. One numbered from $8 (this process's
+    // first claim) up is a claim whose reply never arrived: given back without the attempt it
+    // counted. One numbered below $8 (or before claims were numbered) was claimed by an earlier
+    // process of this node id, interrupted by its end: its attempt counts, as when a dead node's
+    // runs are recovered. maxSeq: the highest number on the node's runs (see ClaimSequence). It
+    // never waits for a run's row: a row another transaction holds is given back, or has its
+    // progress ($7) written, at a later beat (progressHeld).
     beat: `
         WITH hb AS (
           INSERT INTO ${S}.nodes (id, info) VALUES ($1, $2)
@@ -82,33 +95,51 @@ export function nodesStatements(S: string): Record<string, string> {
           WHERE (r.status = 'running' AND r.node_id = $1) OR (r.status = 'compensating' AND r.node_id = $1)
         ), strays AS (
           UPDATE ${S}.runs r SET status = CASE WHEN r.status = 'compensating' THEN 'compensating' ELSE 'pending' END,
-            node_id = NULL, run_at = now(), attempt = greatest(r.attempt - 1, 0)
+            node_id = NULL, run_at = now(),
+            attempt = CASE WHEN coalesce(r.claim_seq, 0) >= $8::bigint THEN greatest(r.attempt - 1, 0) ELSE r.attempt END
           -- the ids as an array: each stray (usually none) is one primary-key probe
-          WHERE r.id = ANY (ARRAY(SELECT id FROM mine WHERE coalesce(claim_seq, 0) < $6::bigint AND id <> ALL ($3::uuid[])))
-            AND r.status IN ('running', 'compensating') AND r.node_id = $1
-          RETURNING r.id
+          WHERE r.id = ANY (ARRAY(
+              SELECT s.id FROM ${S}.runs s
+              WHERE s.id = ANY (ARRAY(SELECT id FROM mine WHERE coalesce(claim_seq, 0) < $6::bigint AND id <> ALL ($3::uuid[])))
+                AND s.status IN ('running', 'compensating') AND s.node_id = $1
+              FOR UPDATE SKIP LOCKED))
+          RETURNING coalesce(r.claim_seq, 0) < $8::bigint AS interrupted
+        ), free AS (
+          -- the rows of the runs with progress to write ($7) that no other transaction holds
+          SELECT p.id FROM ${S}.runs p WHERE p.id IN (SELECT (v->>'id')::uuid FROM jsonb_array_elements($7::jsonb) v)
+          FOR UPDATE SKIP LOCKED
         ), progress AS (
-          -- $7: the progress values reported since the last beat, each written while its claim owns the run
+          -- each value written while its claim owns the run
           UPDATE ${S}.runs r SET progress = v.value
           FROM jsonb_to_recordset($7::jsonb) AS v (id uuid, epoch integer, value jsonb)
-          WHERE r.id = v.id AND r.epoch = v.epoch AND r.status IN ('running', 'compensating')
+          WHERE r.id = v.id AND r.id IN (SELECT id FROM free) AND r.epoch = v.epoch AND r.status IN ('running', 'compensating')
         )
         SELECT (SELECT fresh FROM hb) AS fresh, EXISTS (SELECT 1 FROM lease) AS leader,
           ARRAY(SELECT id FROM lost) AS lost, (SELECT count(*) FROM strays)::int AS strays,
+          (SELECT count(*) FROM strays WHERE interrupted)::int AS interrupted,
+          ARRAY(SELECT v.id FROM jsonb_to_recordset($7::jsonb) AS v (id uuid) WHERE v.id NOT IN (SELECT id FROM free)) AS "progressHeld",
           (SELECT max(claim_seq) FROM mine)::float8 AS "maxSeq"`,
     recover: `
         WITH dead AS (
           DELETE FROM ${S}.nodes WHERE heartbeat_at < now() - $1 * interval '1 millisecond' RETURNING id
         ), orphans AS (
+          -- a row another transaction holds is skipped, not waited for: the next pass recovers it
+          -- (its node's row is gone by then)
           UPDATE ${S}.runs r SET status = CASE WHEN r.status = 'compensating' THEN 'compensating' ELSE 'pending' END,
             node_id = NULL, run_at = now()
-          WHERE (r.status = 'running' OR (r.status = 'compensating' AND r.node_id IS NOT NULL))
-            AND (r.node_id IN (SELECT id FROM dead)
-                 OR NOT EXISTS (SELECT 1 FROM ${S}.nodes n WHERE n.id = r.node_id))
+          WHERE r.id = ANY (ARRAY(
+            SELECT o.id FROM ${S}.runs o
+            WHERE (o.status = 'running' OR (o.status = 'compensating' AND o.node_id IS NOT NULL))
+              AND (o.node_id IN (SELECT id FROM dead)
+                   OR NOT EXISTS (SELECT 1 FROM ${S}.nodes n WHERE n.id = o.node_id))
+            FOR UPDATE OF o SKIP LOCKED))
           RETURNING r.id
         )
         SELECT (SELECT count(*) FROM dead)::int AS nodes, (SELECT count(*) FROM orphans)::int AS runs`,
-    remove: `DELETE FROM ${S}.nodes WHERE id = $1`,
+    // with the maintenance lease it holds, if any: another node takes maintenance over at its next beat
+    remove: `
+        WITH lease AS (DELETE FROM ${S}.leases WHERE name = 'maintenance' AND holder = $1)
+        DELETE FROM ${S}.nodes WHERE id = $1`,
     // alive: heard from within $1 ms; running: its runs, through the partial index runs_running
     list: `
         SELECT n.id, n.started_at, n.heartbeat_at, n.info, n.heartbeat_at > now() - $1 * interval '1 millisecond' AS alive,
@@ -139,6 +170,7 @@ export class NodesStore {
       beat.leaseMs,
       beat.answeredBelow,
       JSON.stringify(beat.progress),
+      beat.firstClaim,
     ]);
     return row;
   }
@@ -154,7 +186,7 @@ export class NodesStore {
     return q.query<NodeRow>(this.sql.list, [timeoutMs, limit]);
   }
 
-  /** Removes this node's row (clean shutdown). */
+  /** Removes this node's row and gives up the maintenance lease if it holds it (clean shutdown). */
   async remove(q: Queryable, nodeId: string): Promise<void> {
     await q.query(this.sql.remove, [nodeId]);
   }

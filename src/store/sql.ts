@@ -39,11 +39,18 @@ export const lastAttemptFields = (r: string): string => `${r}.last_step AS step,
   CASE WHEN ${r}.last_status = 'failed' THEN ${r}.error END AS error, ${r}.node_id AS node_id`;
 
 /**
- * The node `id` may claim runs: its own heartbeat is fresher than `timeoutMs` (parameters of the
- * statement). A node declared dead, or one that cannot heartbeat, claims nothing.
+ * Share of `nodeTimeout` after its last successful heartbeat when a node fences itself: it stops
+ * claiming and gives up its running steps before any other node may recover them.
  */
-export const nodeMayClaim = (S: string, id: string, timeoutMs: string): string =>
-  `SELECT 1 FROM ${S}.nodes WHERE id = ${id} AND heartbeat_at > now() - ${timeoutMs} * interval '1 millisecond'`;
+export const SELF_FENCE_SHARE = 0.75;
+
+/**
+ * The node `id` may claim runs: its own heartbeat is fresher than {@link SELF_FENCE_SHARE} of
+ * `nodeTimeoutMs` (parameters of the statement). A node declared dead, or one fenced because it
+ * cannot heartbeat, claims nothing.
+ */
+export const nodeMayClaim = (S: string, id: string, nodeTimeoutMs: string): string =>
+  `SELECT 1 FROM ${S}.nodes WHERE id = ${id} AND heartbeat_at > now() - ${nodeTimeoutMs} * ${SELF_FENCE_SHARE} * interval '1 millisecond'`;
 
 /** No operator paused the workflow `workflow` (an expression). */
 export const notPaused = (S: string, workflow: string): string =>

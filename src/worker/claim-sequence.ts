@@ -8,10 +8,13 @@ export class ClaimSequence {
   /** From the clock: above the numbers an earlier process of the same node id used (see {@link numberAbove}). */
   private last = Date.now() * 1000;
   private readonly out = new Set<number>();
+  /** The number of this process's first claim, once it began. */
+  private first?: number;
 
   /** A number for a claim about to be sent, out until {@link end}. */
   begin(): number {
     this.last += 1;
+    this.first ??= this.last;
     this.out.add(this.last);
     return this.last;
   }
@@ -29,6 +32,14 @@ export class ClaimSequence {
     let low = this.last + 1;
     for (const seq of this.out) if (seq < low) low = seq;
     return low;
+  }
+
+  /**
+   * The number of this process's first claim (the next one while none began): a run of the node
+   * stamped below it was claimed by an earlier process of the same node id.
+   */
+  firstClaim(): number {
+    return this.first ?? this.last + 1;
   }
 
   /**

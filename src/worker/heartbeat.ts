@@ -1,10 +1,8 @@
 import type { Logger } from '@nestjs/common';
 import type { Queryable } from '../store/db';
 import type { BeatResult, NodesStore, ProgressReport } from '../store/nodes.store';
+import { SELF_FENCE_SHARE } from '../store/sql';
 import { DedicatedConnection } from './dedicated-connection';
-
-/** Share of `nodeTimeout` after the last successful beat when a node gives its runs up itself. */
-const SELF_FENCE_SHARE = 0.75;
 
 /** What the heartbeat asks of, and tells, the worker it belongs to. */
 export interface HeartbeatHost {
@@ -14,6 +12,8 @@ export interface HeartbeatHost {
   progress(): (ProgressReport & { taken: () => void })[];
   /** Every claim numbered below this one was answered and what it took is among {@link owned} (see `ClaimSequence`). */
   answeredBelow(): number;
+  /** The number of this process's first claim: the node's runs numbered below it were an earlier process's (see `ClaimSequence`). */
+  firstClaim(): number;
   /** The highest claim number the database holds for the node's runs: later claims are numbered above it. */
   numberAbove(seq: number): void;
   /** Runs among the owned ones (as given, with their epochs) that were cancelled, finished or recovered elsewhere. */
@@ -53,6 +53,7 @@ export class Heartbeat {
   private readonly connection: DedicatedConnection;
   private timer?: NodeJS.Timeout;
   private beating = false;
+  private stopped = false;
   /** Local time of the last successful beat, and of the first one after the last failure. */
   private lastOkAt = 0;
   private okSince?: number;
@@ -82,11 +83,14 @@ export class Heartbeat {
   async start(): Promise<void> {
     await this.connection.open();
     await this.beat();
+    // stopped meanwhile (the app closed while it booted): no timer that nothing would clear
+    if (this.stopped) return;
     this.timer = setInterval(() => void this.beat(), this.options.heartbeatMs);
   }
 
   /** Stops beating and closes the connection. */
   async stop(): Promise<void> {
+    this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     await this.connection.close();
   }
@@ -108,8 +112,10 @@ export class Heartbeat {
         progress: progress.map(({ id, epoch, value }) => ({ id, epoch, value })),
         leaseMs: this.options.nodeTimeoutMs,
         answeredBelow,
+        firstClaim: this.host.firstClaim(),
       });
-      for (const p of progress) p.taken();
+      const held = new Set(result.progressHeld);
+      for (const p of progress) if (!held.has(p.id)) p.taken();
       const lost = new Set(result.lost);
       this.ok(
         result,
@@ -129,7 +135,12 @@ export class Heartbeat {
     this.okSince ??= now;
     this.fenced = false;
     if (lost.length) this.host.lost(lost);
-    if (result.strays > 0) this.logger.warn(`gave back ${result.strays} run(s) this node held without running them`);
+    const { strays, interrupted } = result;
+    if (strays > interrupted) this.logger.warn(`gave back ${strays - interrupted} run(s) this node held without running them`);
+    if (interrupted > 0)
+      this.logger.warn(
+        `recovered ${interrupted} run(s) an earlier process of node ${this.options.nodeId} was running when it ended (each interrupted attempt counts)`,
+      );
     if (result.maxSeq !== null) this.host.numberAbove(result.maxSeq);
     this.host.beaten();
     if (result.leader) this.host.lead(now - this.okSince >= this.options.nodeTimeoutMs);

@@ -57,6 +57,8 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
   lastTickAt = 0;
   private batcher: TransitionBatcher;
   private claiming = false;
+  /** Its heartbeat fenced it: it claims nothing and launches nothing until a beat succeeds again. */
+  private fenced = false;
   /** Since when a claim for too few free slots has been put off. */
   private deferredSince?: number;
   private lingerTimer?: NodeJS.Timeout;
@@ -82,7 +84,6 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
   /** The worker's own async context (not a caller's): what a start claiming here launches in. */
   private readonly scope = new AsyncResource('nestjs-durable.worker');
   private limited: ClaimLimits[] = [];
-
   private readonly logger = new Logger(LOG_CONTEXT);
   /** What executions use, once connected. */
   private services: RunServices;
@@ -214,8 +215,8 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
           this.logger.warn(`shutdown: could not release runs (${err.message}); they are recovered after nodeTimeout`);
         });
     }
-    await nodes.remove(db, options.nodeId).catch(() => undefined);
     await Promise.all([this.listener?.close(), this.heartbeat?.stop()]);
+    await nodes.remove(db, options.nodeId).catch(() => undefined);
   }
 
   /** Asks for a claim pass now (coalesced with one in flight). */
@@ -234,7 +235,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     try {
       do {
         this.claimAgain = false;
-        if (this.stopping || !this.workflows?.length) break;
+        if (this.stopping || this.fenced || !this.workflows?.length) break;
         const { slots } = this;
         const ahead = Math.min(this.prefetch, Math.ceil(slots.pace() * PREFETCH_HORIZON_MS));
         const room = slots.size - slots.active + ahead - slots.waiting - this.held.size;
@@ -295,7 +296,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
    */
   private hold(workflow: string, runId: string): LocalSlot | undefined {
     const { slots, held, scope } = this;
-    if (this.stopping || !this.plain.includes(workflow)) return undefined;
+    if (this.stopping || this.fenced || !this.plain.includes(workflow)) return undefined;
     if (held.size >= HELD_AT_ONCE || slots.active + slots.waiting + held.size >= slots.size) return undefined;
     held.add(runId);
     const seq = this.claims.begin();
@@ -326,7 +327,8 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
 
   private launch(row: ClaimedRow): void {
     const def = this.registry.find(row.workflow);
-    if (!def) return;
+    // fenced while its claim was out: not run here (the next successful beat gives it back)
+    if (!def || this.fenced) return;
     const exec = new Execution(this.services, this.batcher, this.slots, def, row, (delay) => this.wakeTimer.after(delay));
     // an earlier execution of this run still here was recovered away from this node meanwhile (its
     // lease is gone): it stops, and the new one begins only once it has (never two at once)
@@ -371,6 +373,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
           return p ? [{ id: e.runId, epoch: e.epoch, ...p }] : [];
         }),
       answeredBelow: () => this.claims.answeredBelow(),
+      firstClaim: () => this.claims.firstClaim(),
       numberAbove: (seq) => this.claims.numberAbove(seq),
       lost: (runs) => {
         for (const { id, epoch } of runs) {
@@ -381,10 +384,12 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
         }
       },
       fenced: (reason) => {
+        this.fenced = true;
         for (const e of this.running.values()) e.lose(reason);
         this.unstorable.clear();
       },
       beaten: () => {
+        this.fenced = false;
         this.flowHooks.kickHooks();
         void this.giveBackStale();
       },

@@ -207,6 +207,28 @@ describe('crashes and fencing (multi-process)', () => {
     await waitFor(async () => isLive(await nodeRows(schema)).join() === 'live-1,live-2', { timeout: 10_000, message: 'only the survivors are live' });
   });
 
+  it('a node restarted under the same nodeId after each SIGKILL mid-step: every interrupted attempt counts, and the step gives up after its attempts', async () => {
+    const schema = await prepareSchema();
+    const starter = await createApp({ schema, workflows, options: { worker: false } });
+    const { runId } = await starter.durable.start('crash_effect', {});
+    // `effect` allows 5 attempts: a step that takes its process down each time (OOM, a native crash)
+    // must not be retried forever by a node that keeps its id across restarts (a StatefulSet pod)
+    const seen: string[] = [];
+    for (let crash = 1; crash <= 5; crash++) {
+      const node = await spawnNode({ schema, nodeId: 'pod-0', env: { HOLD_MS: '600000' } });
+      seen.push((await node.waitForLine(new RegExp(`^IN_STEP effect ${runId} `), 20_000)).split(' ')[3]);
+      node.signal('SIGKILL');
+      await node.exited;
+    }
+    expect(seen).toEqual(['1', '2', '3', '4', '5']);
+    const last = await spawnNode({ schema, nodeId: 'pod-0', env: { HOLD_MS: '600000' } });
+    const run = await starter.durable.waitForRun(runId, { timeout: 20_000 });
+    expect(run).toMatchObject({ status: 'failed', error: { message: 'step "effect" gave up: its worker was lost during the last attempt' } });
+    expect(last.linesMatching(new RegExp(`^IN_STEP effect ${runId} `))).toEqual([]);
+    last.signal('SIGKILL');
+    await last.exited;
+  });
+
   it('a paused (SIGSTOP) worker resumed after its run was recovered writes nothing (fencing)', async () => {
     const schema = await prepareSchema();
     const zombie = await spawnNode({

@@ -7,7 +7,22 @@ import { Client } from 'pg';
 import { RunContext, Step, Workflow } from '../../src';
 import { DurableConnection } from '../../src/core/durable.connection';
 import { NodesStore } from '../../src/store/nodes.store';
-import { createApp, databaseUrl, freshSchema, Gate, ident, PgProxy, spawnNode, sql, waitFor, waitForLockWait, type NodeProcess } from '../support';
+import type { ClaimSequence } from '../../src/worker/claim-sequence';
+import { Worker } from '../../src/worker/worker';
+import {
+  createApp,
+  databaseUrl,
+  freshSchema,
+  Gate,
+  ident,
+  PgProxy,
+  RecordingLogger,
+  spawnNode,
+  sql,
+  waitFor,
+  waitForLockWait,
+  type NodeProcess,
+} from '../support';
 
 let gate = new Gate();
 const attempts: { runId: string; attempt: number }[] = [];
@@ -106,9 +121,14 @@ describe('liveness', () => {
     const schema = freshSchema();
     const node = await createApp({ schema, workflows, options: { nodeId: 'n1' } });
     const observer = await createApp({ schema, workflows, options: { worker: false } });
-    // what a claim leaves when its reply is lost: the run is the node's, the node does not know it
+    // what a claim leaves when its reply is lost: the run is the node's (stamped with the number of
+    // one of this process's claims, answered), the node does not know it
     const { runId } = await observer.durable.start('live_once', {}, { runAt: new Date(Date.now() + 3_600_000) });
-    await sql(`UPDATE ${ident(schema)}.runs SET status = 'running', node_id = 'n1', epoch = epoch + 1, attempt = 1, run_at = now() WHERE id = $1`, [runId]);
+    const seq = (node.get(Worker) as unknown as { claims: ClaimSequence }).claims.firstClaim();
+    await sql(
+      `UPDATE ${ident(schema)}.runs SET status = 'running', node_id = 'n1', epoch = epoch + 1, attempt = 1, run_at = now(), claim_seq = $2 WHERE id = $1`,
+      [runId, seq],
+    );
     const run = await node.durable.waitForRun(runId, { timeout: 10_000 });
     // given back without the attempt that claim counted, then claimed and run once
     expect(run).toMatchObject({ status: 'completed', result: { attempt: 1 } });
@@ -130,37 +150,127 @@ describe('liveness', () => {
     expect(attempts).toHaveLength(1);
   });
 
-  it('a heartbeat gives back only the runs whose claim was answered: those stamped by a claim still out stay the node’s', async () => {
+  it('a heartbeat gives back only the runs whose claim was answered: those stamped by a claim still out stay the node’s; an earlier process’s runs keep their attempt', async () => {
     const schema = freshSchema();
     // no worker: the beat statement itself is under test, for a node id no app uses
     const t = await createApp({ schema, workflows, options: { worker: false } });
     const { db } = t.get(DurableConnection);
     const ids: string[] = [];
-    for (let i = 0; i < 4; i++) ids.push((await t.durable.start('live_once', {}, { runAt: new Date(Date.now() + 3_600_000) })).runId);
-    // claimed by n9: by claims numbered 10 and 20, one before claims were numbered, and one by claim 15 that n9 runs
-    const seqs = [10, 20, null, 15];
+    for (let i = 0; i < 5; i++) ids.push((await t.durable.start('live_once', {}, { runAt: new Date(Date.now() + 3_600_000) })).runId);
+    // claimed by n9: by claims numbered 10 and 20 of this process (its first claim: 10), one before
+    // claims were numbered and one by claim 5 (both an earlier process of n9), and one by claim 15 that n9 runs
+    const seqs = [10, 20, null, 15, 5];
     for (const [i, id] of ids.entries()) {
       await sql(`UPDATE ${ident(schema)}.runs SET status = 'running', node_id = 'n9', epoch = 1, attempt = 1, claim_seq = $2 WHERE id = $1`, [id, seqs[i]]);
     }
     const beat = (answeredBelow: number) =>
-      t.get(NodesStore).beat(db, { nodeId: 'n9', info: {}, running: [{ id: ids[3], epoch: 1 }], progress: [], leaseMs: 60_000, answeredBelow });
+      t.get(NodesStore).beat(db, { nodeId: 'n9', info: {}, running: [{ id: ids[3], epoch: 1 }], progress: [], leaseMs: 60_000, answeredBelow, firstClaim: 10 });
     const statuses = async () =>
       (await sql<{ status: string }>(`SELECT status FROM ${ident(schema)}.runs WHERE id = ANY($1) ORDER BY array_position($1, id)`, [ids])).map(
         (r) => r.status,
       );
     // claim 20 is still out: its run is kept, like the one n9 runs (maxSeq: the highest number on n9's runs)
-    expect(await beat(20)).toMatchObject({ strays: 2, lost: [], maxSeq: 20 });
-    expect(await statuses()).toEqual(['pending', 'running', 'pending', 'running']);
+    expect(await beat(20)).toMatchObject({ strays: 3, interrupted: 2, lost: [], maxSeq: 20 });
+    expect(await statuses()).toEqual(['pending', 'running', 'pending', 'running', 'pending']);
     // its answer came back without the run (a lost reply): the next beat gives it back
-    expect(await beat(21)).toMatchObject({ strays: 1, lost: [], maxSeq: 20 });
-    expect(await statuses()).toEqual(['pending', 'pending', 'pending', 'running']);
+    expect(await beat(21)).toMatchObject({ strays: 1, interrupted: 0, lost: [], maxSeq: 20 });
+    expect(await statuses()).toEqual(['pending', 'pending', 'pending', 'running', 'pending']);
     expect(await beat(21)).toMatchObject({ strays: 0, maxSeq: 15 });
     const [{ attempts: left }] = await sql<{ attempts: number[] }>(
       `SELECT array_agg(attempt ORDER BY array_position($1, id)) AS attempts FROM ${ident(schema)}.runs WHERE id = ANY($1)`,
       [ids],
     );
-    // a run given back loses the attempt its claim counted
-    expect(left).toEqual([0, 0, 0, 1]);
+    // a run given back loses the attempt its claim counted; one an earlier process ran keeps it (interrupted)
+    expect(left).toEqual([0, 0, 1, 1, 1]);
+  });
+
+  it('a heartbeat and the recovery of dead nodes never wait for a run row another transaction holds: they skip it, and take it at a later pass', async () => {
+    const schema = freshSchema();
+    const t = await createApp({ schema, workflows, options: { worker: false } });
+    const { db } = t.get(DurableConnection);
+    const nodes = t.get(NodesStore);
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await t.durable.start('live_once', {}, { runAt: new Date(Date.now() + 3_600_000) })).runId);
+    const [reporting, stray, orphan] = ids;
+    // n9 runs `reporting` and holds `stray` without running it; `orphan` belongs to a node with no row (dead)
+    await sql(`UPDATE ${ident(schema)}.runs SET status = 'running', node_id = 'n9', epoch = 1, attempt = 1, claim_seq = 10 WHERE id = ANY($1)`, [
+      [reporting, stray],
+    ]);
+    await sql(`UPDATE ${ident(schema)}.runs SET status = 'running', node_id = 'gone', epoch = 1, attempt = 1 WHERE id = $1`, [orphan]);
+    const beat = () =>
+      nodes.beat(db, {
+        nodeId: 'n9',
+        info: {},
+        running: [{ id: reporting, epoch: 1 }],
+        progress: [{ id: reporting, epoch: 1, value: { done: 1 } }],
+        leaseMs: 60_000,
+        answeredBelow: 11,
+        firstClaim: 10,
+      });
+    // a caller's transaction holds the three rows (as one that delivered events to them and goes on working)
+    const blocker = new Client({ connectionString: databaseUrl() });
+    await blocker.connect();
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query(`SELECT 1 FROM ${ident(schema)}.runs WHERE id = ANY($1) FOR UPDATE`, [ids]);
+      // neither waits: a wait would last until the blocker ends, which it does only after them
+      const during = await beat();
+      expect(during).toMatchObject({ strays: 0, progressHeld: [reporting] });
+      expect(await nodes.recoverDead(db, 60_000)).toEqual({ nodes: 0, runs: 0 });
+      const rows = await sql<{ status: string; progress: unknown }>(
+        `SELECT status, progress FROM ${ident(schema)}.runs WHERE id = ANY($1) ORDER BY array_position($1, id)`,
+        [ids],
+      );
+      expect(rows).toEqual([
+        { status: 'running', progress: null },
+        { status: 'running', progress: null },
+        { status: 'running', progress: null },
+      ]);
+    } finally {
+      await blocker.query('ROLLBACK');
+      await blocker.end();
+    }
+    expect(await beat()).toMatchObject({ strays: 1, progressHeld: [] });
+    expect(await nodes.recoverDead(db, 60_000)).toEqual({ nodes: 0, runs: 1 });
+    const rows = await sql<{ status: string; progress: unknown }>(
+      `SELECT status, progress FROM ${ident(schema)}.runs WHERE id = ANY($1) ORDER BY array_position($1, id)`,
+      [ids],
+    );
+    expect(rows).toEqual([
+      { status: 'running', progress: { done: 1 } },
+      { status: 'pending', progress: null },
+      { status: 'pending', progress: null },
+    ]);
+  });
+
+  it('a node fenced because it cannot heartbeat claims nothing until a beat succeeds again, then takes the run', async () => {
+    const schema = freshSchema();
+    const logger = new RecordingLogger();
+    // fenced 3 s after its last beat, recoverable by others after 4 s
+    const node = await createApp({ schema, workflows, logger, options: { nodeId: 'fenced-1', nodeTimeout: '4s' } });
+    // (Nest's logger is one per process: the last app created sets it)
+    const starter = await createApp({ schema, workflows, logger, options: { worker: false } });
+    const failedBeats = () => logger.find('warn', 'heartbeat failed').length;
+    // another transaction holds the node's row: every beat waits for it until its lock timeout
+    const blocker = new Client({ connectionString: databaseUrl() });
+    await blocker.connect();
+    let runId: string;
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query(`SELECT 1 FROM ${ident(schema)}.nodes WHERE id = 'fenced-1' FOR UPDATE`);
+      await waitFor(() => logger.find('warn', 'could not heartbeat').length > 0, { timeout: 10_000, message: 'the node fences itself' });
+      ({ runId } = await starter.durable.start('live_once', {}));
+      // two more beats fail meanwhile (each after its lock timeout): the run's wake-up and the polls came and went
+      const seen = failedBeats();
+      await waitFor(() => failedBeats() >= seen + 2, { timeout: 10_000, message: 'two more beats fail' });
+      expect((await starter.durable.getRun(runId))!.status).toBe('pending');
+      expect(attempts).toEqual([]);
+    } finally {
+      await blocker.query('ROLLBACK');
+      await blocker.end();
+    }
+    expect(await node.durable.waitForRun(runId, { timeout: 10_000 })).toMatchObject({ status: 'completed' });
+    expect(attempts).toEqual([{ runId, attempt: 1 }]);
   });
 
   it('a batch of transitions cut off by a lock timeout is written in halves: the runs whose rows are free complete while one row stays locked', async () => {

@@ -443,4 +443,21 @@ describe('worker', () => {
     expect(runs.every((r) => r.status === 'completed')).toBe(true);
     expect(executions.map((e) => e.node)).toEqual(Array(5).fill('worker'));
   });
+
+  it('a run past the last step of its workflow (steps removed by a deploy) fails at its claim with a clear error, once', async () => {
+    const schema = freshSchema();
+    const starter = await createApp({ schema, workflows: [Drain], options: { worker: false } });
+    const { runId } = await starter.durable.start('worker_drain', {});
+    // left by an earlier version of the workflow with three steps, between its second and third
+    await sql(`UPDATE "${schema}".runs SET step = 2 WHERE id = $1`, [runId]);
+    await createApp({ schema, workflows: [Drain] });
+    const run = await starter.durable.waitForRun(runId, { timeout: 15_000 });
+    expect(run).toMatchObject({
+      status: 'failed',
+      error: { message: 'workflow "worker_drain" has 1 step(s): steps were removed while this run was past them' },
+    });
+    expect(drainLog).toEqual([]);
+    const [{ epoch }] = await sql<{ epoch: number }>(`SELECT epoch FROM "${schema}".runs WHERE id = $1`, [runId]);
+    expect(epoch).toBe(1);
+  });
 });

@@ -19,6 +19,18 @@ describe('ClaimSequence', () => {
     expect(claims.begin()).toBe(b + 1002);
   });
 
+  it("knows its process's first claim: the next number until one begins, then that claim's, whatever is numbered after", () => {
+    const claims = new ClaimSequence();
+    claims.numberAbove(Date.now() * 1000 + 500);
+    const next = claims.firstClaim();
+    const a = claims.begin();
+    expect(a).toBe(next);
+    claims.end(a);
+    claims.numberAbove(a + 1000);
+    claims.begin();
+    expect(claims.firstClaim()).toBe(a);
+  });
+
   it('counts as answered only the claims below the lowest one still out, whatever order they end in', () => {
     const claims = new ClaimSequence();
     const a = claims.begin();
