@@ -150,7 +150,6 @@ export class Execution implements ExecutionHandle {
         this.scope.abort(new TimeoutError(`workflow "${this.workflow}" timed out`));
       }, left);
     }
-    // steps removed by a deploy while the run was past them: a clear failure, not claims without end
     if (this.row.step >= steps.length)
       return this.finishFailed(
         new Error(`workflow "${this.workflow}" has ${steps.length} step(s): steps were removed while this run was past them`),

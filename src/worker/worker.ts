@@ -39,6 +39,9 @@ const QUEUED_TTL_MS = 1_000;
  */
 const HELD_AT_ONCE = 2;
 
+/** A run's lease: its id and the epoch of the claim an execution holds. */
+const leaseOf = (e: Execution) => ({ id: e.runId, epoch: e.epoch });
+
 /**
  * This node's worker: claims due runs in batches (`FOR UPDATE SKIP LOCKED`) for its slots and a
  * little ahead of them (what it will start within {@link PREFETCH_HORIZON_MS} at its recent pace, at
@@ -139,6 +142,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
         db,
         this.limited.map((l) => l.workflow),
       );
+    if (this.stopping) return;
     this.started = true;
     const config = () => this.connection.connectionConfig();
     const { nodeId } = options;
@@ -181,8 +185,9 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
    * no attempt.
    */
   async beforeApplicationShutdown(): Promise<void> {
-    if (!this.started || this.stopping) return;
+    if (this.stopping) return;
     this.stopping = true;
+    if (!this.started) return; // closed while it booted: it will not start (see onApplicationBootstrap)
     this.localStarts.serve(undefined);
     this.timers.forEach(clearInterval);
     this.wakeTimer.stop();
@@ -205,16 +210,11 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     const released = all.filter((e) => e.lostFor(shuttingDown));
     if (released.length) {
       this.logger.warn(`shutdown: released ${released.length} unfinished run(s) back to pending`);
-      await runs
-        .release(
-          db,
-          options.nodeId,
-          released.map((e) => ({ id: e.runId, epoch: e.epoch })),
-        )
-        .catch((err: Error) => {
-          this.logger.warn(`shutdown: could not release runs (${err.message}); they are recovered after nodeTimeout`);
-        });
+      await runs.release(db, options.nodeId, released.map(leaseOf)).catch((err: Error) => {
+        this.logger.warn(`shutdown: could not release runs (${err.message}); they are recovered after nodeTimeout`);
+      });
     }
+    // beats stopped first: one in flight would re-create the row removed
     await Promise.all([this.listener?.close(), this.heartbeat?.stop()]);
     await nodes.remove(db, options.nodeId).catch(() => undefined);
   }
@@ -355,18 +355,14 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     const reason = new CancelledError('given back: it waited too long for a slot on this node');
     for (const e of stale) e.lose(reason);
     await this.runs
-      .release(
-        this.connection.db,
-        this.options.nodeId,
-        stale.map((e) => ({ id: e.runId, epoch: e.epoch })),
-      )
+      .release(this.connection.db, this.options.nodeId, stale.map(leaseOf))
       .catch((err: Error) => this.logger.warn(`giving back ${stale.length} queued run(s) failed (${err.message}); the node's next heartbeat gives them back`));
   }
 
   /** What the heartbeat asks of this worker. */
   private heartbeatHost(): HeartbeatHost {
     return {
-      owned: () => [...this.running.values()].map((e) => ({ id: e.runId, epoch: e.epoch })).concat([...this.unstorable].map(([id, epoch]) => ({ id, epoch }))),
+      owned: () => [...this.running.values()].map(leaseOf).concat([...this.unstorable].map(([id, epoch]) => ({ id, epoch }))),
       progress: () =>
         [...this.running.values()].flatMap((e) => {
           const p = e.unsentProgress();

@@ -352,6 +352,9 @@ describe('worker', () => {
     const run = await observer.durable.getRun(runId);
     expect(run).toMatchObject({ status: 'completed', result: 'drained' });
     expect((await observer.durable.getRun(late.runId))!.status).toBe('pending');
+    // it leaves no node row behind, nor the maintenance lease it held (the only worker node): another node takes it at its next beat
+    expect(await sql(`SELECT id FROM "${schema}".nodes`)).toEqual([]);
+    expect(await sql(`SELECT holder FROM "${schema}".leases WHERE name = 'maintenance'`)).toEqual([]);
   });
 
   it('listens once init resolves, and a wake-up reaches it while its heartbeat statement is blocked', async () => {
