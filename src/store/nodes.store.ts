@@ -105,14 +105,15 @@ export function nodesStatements(S: string): Record<string, string> {
               FOR UPDATE SKIP LOCKED))
           RETURNING coalesce(r.claim_seq, 0) < $8::bigint AS interrupted
         ), free AS (
-          -- the rows of the runs with progress to write ($7) that no other transaction holds
-          SELECT p.id FROM ${S}.runs p WHERE p.id IN (SELECT (v->>'id')::uuid FROM jsonb_array_elements($7::jsonb) v)
+          -- the rows of the runs with progress to write ($7) that no other transaction holds; the ids
+          -- as an array: one primary-key probe each, whatever the statistics say
+          SELECT p.id FROM ${S}.runs p WHERE p.id = ANY (ARRAY(SELECT (v->>'id')::uuid FROM jsonb_array_elements($7::jsonb) v))
           FOR UPDATE SKIP LOCKED
         ), progress AS (
           -- each value written while its claim owns the run
           UPDATE ${S}.runs r SET progress = v.value
           FROM jsonb_to_recordset($7::jsonb) AS v (id uuid, epoch integer, value jsonb)
-          WHERE r.id = v.id AND r.id IN (SELECT id FROM free) AND r.epoch = v.epoch AND r.status IN ('running', 'compensating')
+          WHERE r.id = v.id AND v.id IN (SELECT id FROM free) AND r.epoch = v.epoch AND r.status IN ('running', 'compensating')
         )
         SELECT (SELECT fresh FROM hb) AS fresh, EXISTS (SELECT 1 FROM lease) AS leader,
           ARRAY(SELECT id FROM lost) AS lost, (SELECT count(*) FROM strays)::int AS strays,

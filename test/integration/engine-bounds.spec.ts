@@ -326,12 +326,16 @@ describe('engine bounds', () => {
     const beat = nodesStatements(S).beat;
     const ids = `ARRAY[${running.map((r) => `'${r.id}'`).join(',')}]::uuid[]`;
     const epochs = `ARRAY[${running.map(() => '1').join(',')}]::int[]`;
+    // and with a progress value for each of them
+    const progress = `'${JSON.stringify(running.map((r) => ({ id: r.id, epoch: 1, value: 1 })))}'`;
     for (const generic of [false, true]) {
-      // with a claim of the node still out (number 2)
-      const params = ["'probe'", "'{}'", ids, epochs, '60000', '2', "'[]'"];
-      const heartbeat = await planOf(beat, 'text, jsonb, uuid[], int[], int, bigint, jsonb', params, generic);
-      expect(heartbeat).not.toMatch(/Seq Scan on runs/);
-      expect(heartbeat).toMatch(/runs_pkey[^\n]*\(actual rows=1 loops=1000\)/);
+      for (const reported of ["'[]'", progress]) {
+        // with a claim of the node still out (number 2)
+        const params = ["'probe'", "'{}'", ids, epochs, '60000', '2', reported, '1'];
+        const heartbeat = await planOf(beat, 'text, jsonb, uuid[], int[], int, bigint, jsonb, bigint', params, generic);
+        expect(heartbeat).not.toMatch(/Seq Scan on runs/);
+        expect(heartbeat).toMatch(/runs_pkey[^\n]*\(actual rows=1 loops=1000\)/);
+      }
     }
   });
 
