@@ -39,10 +39,18 @@ export class WaitsStore {
         ON CONFLICT (run_id, step, call) DO UPDATE SET kind = w.kind
         RETURNING ${cols}`,
       get: `SELECT ${cols} FROM ${S}.waits WHERE run_id = $1 AND step = $2 AND call = $3`,
+      // only while the claim of epoch $5 owns the parent, whose row stays locked until the children
+      // are inserted: a cancel of the parent waits for them, then cascades to them
       recordChildren: `
-        INSERT INTO ${S}.waits (run_id, step, call, kind, children) VALUES ($1, $2, $3, 'children', $4::uuid[])
-        ON CONFLICT (run_id, step, call) DO NOTHING RETURNING 1`,
-      markParent: `UPDATE ${S}.runs SET has_children = true WHERE id = $1 AND NOT has_children`,
+        WITH parent AS (
+          SELECT id, has_children FROM ${S}.runs WHERE id = $1 AND epoch = $5 AND status IN ('running', 'compensating') FOR UPDATE
+        ), rec AS (
+          INSERT INTO ${S}.waits (run_id, step, call, kind, children) SELECT $1, $2, $3, 'children', $4::uuid[] FROM parent
+          ON CONFLICT (run_id, step, call) DO NOTHING RETURNING 1
+        ), mark AS (
+          UPDATE ${S}.runs SET has_children = true WHERE id = (SELECT id FROM parent WHERE NOT has_children) AND EXISTS (SELECT 1 FROM rec)
+        )
+        SELECT EXISTS (SELECT 1 FROM parent) AS owned, EXISTS (SELECT 1 FROM rec) AS recorded`,
       resetForRetry: `
         DELETE FROM ${S}.waits w USING ${S}.runs r
         WHERE w.run_id = $1 AND r.id = $1 AND w.step = r.step
@@ -67,12 +75,21 @@ export class WaitsStore {
     return row;
   }
 
-  /** Records the children of a call (false when the call already had them) and flags the parent. */
-  async recordChildren(q: Queryable, runId: string, step: number, call: number, children: string[]): Promise<boolean> {
-    const rows = await q.query(this.sql.recordChildren, [runId, step, call, children]);
-    if (rows.length === 0) return false;
-    await q.query(this.sql.markParent, [runId]);
-    return true;
+  /**
+   * Records the children of a call and flags the parent, while the claim of `epoch` owns it (its row
+   * locked until the transaction ends): `exists` when the call already had them, `notOwned` when
+   * the parent was cancelled or recovered meanwhile.
+   */
+  async recordChildren(
+    q: Queryable,
+    runId: string,
+    step: number,
+    call: number,
+    children: string[],
+    epoch: number,
+  ): Promise<'recorded' | 'exists' | 'notOwned'> {
+    const [row] = await q.query<{ owned: boolean; recorded: boolean }>(this.sql.recordChildren, [runId, step, call, children, epoch]);
+    return !row.owned ? 'notOwned' : row.recorded ? 'recorded' : 'exists';
   }
 
   /**

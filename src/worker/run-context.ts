@@ -212,6 +212,7 @@ export class RunContextImpl<TInput = unknown> implements RunContext<TInput> {
       runId: this.runId,
       step: this.stepIndex,
       call,
+      epoch: exec.epoch,
       recorded: this.recordedWaits?.[call] ?? undefined,
       get lost() {
         return exec.lost;

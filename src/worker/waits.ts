@@ -52,6 +52,8 @@ export interface WaitScope {
   step: number;
   /** This call's number within the attempt (0, 1, …). */
   call: number;
+  /** The lease epoch of the execution: children are started only while its claim owns the run. */
+  epoch: number;
   /** This call as recorded when the run was claimed (undefined: look it up / record it). */
   recorded?: WaitRow;
   lost: boolean;
@@ -128,7 +130,9 @@ export async function callChildren(scope: WaitScope, calls: ChildCall[], options
     }));
     const fresh = children.map((c) => c.id);
     const recorded = await services.db.tx(async (q) => {
-      if (!(await services.waits.recordChildren(q, scope.runId, scope.step, scope.call, fresh))) return false;
+      const outcome = await services.waits.recordChildren(q, scope.runId, scope.step, scope.call, fresh, scope.epoch);
+      if (outcome === 'notOwned') throw new CancelledError(`run ${scope.runId} is no longer owned by this execution; its children were not started`);
+      if (outcome === 'exists') return false;
       await services.runs.insert(q, children);
       return true;
     });

@@ -1,6 +1,6 @@
 import { randomUUID } from 'crypto';
 import { RunContext, RunNotFoundError, Step, Workflow } from '../../src';
-import { createApp, Gate, waitFor } from '../support';
+import { createApp, Gate, sql, waitFor } from '../support';
 
 const seen: { step: string; abortedAtEnd?: boolean; heartbeatThrew?: boolean }[] = [];
 let inFirst = 0;
@@ -73,16 +73,59 @@ class Flaky {
   }
 }
 
+let spawnerGate = new Gate();
+const spawnerCalls: string[] = [];
+@Workflow('cancel_spawned')
+class Spawned {
+  @Step()
+  async only() {
+    spawnerCalls.push('child ran');
+  }
+}
+
+// starts a child after its run was cancelled, before a heartbeat could tell it
+@Workflow('cancel_spawner')
+class Spawner {
+  @Step()
+  async spawn(ctx: RunContext) {
+    await spawnerGate.wait();
+    try {
+      return await ctx.callWorkflow(Spawned, {});
+    } catch (err) {
+      spawnerCalls.push(`callWorkflow threw ${(err as Error).name}`);
+      throw err;
+    }
+  }
+}
+
 describe('cancel', () => {
   beforeEach(() => {
     seen.length = 0;
     inFirst = 0;
     stubbornGate = new Gate();
+    spawnerGate = new Gate();
+    spawnerCalls.length = 0;
     stubbornSignal = undefined;
     stubbornLog.length = 0;
     flakyAttempts.length = 0;
   });
-  afterEach(() => stubbornGate.open());
+  afterEach(() => {
+    stubbornGate.open();
+    spawnerGate.open();
+  });
+
+  it('a step that calls a child workflow after its run was cancelled (before a heartbeat told it) starts no child', async () => {
+    // a heartbeat far away: only the parent's row can tell the call that the run is gone
+    const { durable, schema } = await createApp({ workflows: [Spawner, Spawned], options: { heartbeatInterval: '10s', nodeTimeout: '30s' } });
+    const { runId } = await durable.start(Spawner, {});
+    await waitFor(() => spawnerGate.arrived === 1, { message: 'the step runs' });
+    await durable.cancel(runId);
+    spawnerGate.open();
+    await waitFor(() => spawnerCalls.length > 0, { message: 'the step called the child workflow' });
+    expect(spawnerCalls).toEqual(['callWorkflow threw CancelledError']);
+    expect(await durable.getRun(runId)).toMatchObject({ status: 'cancelled' });
+    expect(await sql(`SELECT id FROM "${schema}".runs WHERE parent_id = $1`, [runId])).toEqual([]);
+  });
 
   it('a step that ignores the abort and returns later: its completion is not recorded and no later step runs', async () => {
     const { durable } = await createApp({ workflows: [Stubborn, Quick] });
