@@ -2,6 +2,7 @@ import type { Db, Queryable } from './db';
 import { claimUpdate, inClaimOrder } from './runs.sql';
 import { nodeMayClaim } from './sql';
 import type { ClaimBy, ClaimedRow } from './runs.types';
+import type { RunStatus } from '../domain/run-info';
 
 /** A workflow's limits as the claim of its runs needs them (see `WorkflowControls`). */
 export interface ClaimLimits {
@@ -15,6 +16,15 @@ export interface LimitedClaim {
   rows: ClaimedRow[];
   /** Milliseconds until the earliest run begun inside a full rate-limit window leaves it (none: no window was full). */
   retryInMs?: number;
+}
+
+/** An open run of a limited workflow without a group (see `ControlsStore.ungrouped`). */
+export interface UngroupedRun {
+  id: string;
+  key: string | null;
+  input: unknown;
+  /** Its due time as PostgreSQL writes it (exact to the microsecond, or `infinity`): where the next page begins. */
+  at: string;
 }
 
 /** Runs of workflow $3 in group `g.k` matching `cond`, counting at most `cap`. */
@@ -35,7 +45,8 @@ export class ControlsStore {
     readonly channel: string,
   ) {
     const S = `"${schema}"`;
-    const running = (group: boolean) => bounded(S, `status = 'running'`, '$4::int', group);
+    // a run holds its place while a node executes it: running, or compensating on a node
+    const running = (group: boolean) => bounded(S, `(status = 'running' OR (status = 'compensating' AND node_id IS NOT NULL))`, '$4::int', group);
     const begun = (group: boolean) => bounded(S, `started_at > statement_timestamp() - $7::bigint * interval '1 millisecond'`, '$6::int', group);
     this.sql = {
       // $2 false: resumed; the workers are woken (in the same transaction: after it commits)
@@ -98,6 +109,19 @@ export class ControlsStore {
           SELECT id, woke FROM cand ORDER BY rn, priority DESC, run_at LIMIT greatest((SELECT room FROM whole), 0)
         )
         ${claimUpdate(S, '$10', 'statement_timestamp()')}`,
+      // the runs of workflow $1 in status $2 without a group, in order of due time after ($3, the
+      // run_at as text, and $4), at most $5; pending ones through runs_pending
+      ungrouped: `
+        SELECT id, key, input, run_at::text AS at FROM ${S}.runs
+        WHERE workflow = $1 AND status = $2 AND group_key IS NULL AND run_at >= $3::timestamptz AND (run_at > $3::timestamptz OR id > $4::uuid)
+        ORDER BY run_at, id LIMIT $5`,
+      // the groups of $1 ({ id, g }), for runs still without one; a row another transaction holds is skipped
+      setGroups: `
+        UPDATE ${S}.runs r SET group_key = v.g FROM jsonb_to_recordset($1::jsonb) AS v (id uuid, g text)
+        WHERE r.id = v.id AND r.group_key IS NULL AND r.id = ANY (ARRAY(
+          SELECT l.id FROM ${S}.runs l WHERE l.id = ANY (ARRAY(SELECT (e->>'id')::uuid FROM jsonb_array_elements($1::jsonb) e))
+          FOR UPDATE SKIP LOCKED))
+        RETURNING r.id`,
       // when the rate window of limited workflow $1 ($2 runs per $3 ms; $4: per group) lets another
       // run begin: its earliest begun run leaves the window. Without groups, only a full window
       // counts (at most $2 rows read by the index on start times); with groups, any group's window
@@ -123,6 +147,16 @@ export class ControlsStore {
   /** Makes the row each limited workflow's claims lock (once per worker start). */
   async ensure(q: Queryable, workflows: string[]): Promise<void> {
     await q.query(this.sql.ensure, [workflows]);
+  }
+
+  /** Up to `limit` runs of `workflow` in `status` without a group, in order of due time after `after` (see `UngroupedRun.at`). */
+  ungrouped(q: Queryable, workflow: string, status: RunStatus, after: { at: string; id: string }, limit: number): Promise<UngroupedRun[]> {
+    return q.query<UngroupedRun>(this.sql.ungrouped, [workflow, status, after.at, after.id, limit]);
+  }
+
+  /** Gives each run of `groups` its group, unless it has one or another transaction holds its row; returns how many it gave. */
+  async setGroups(q: Queryable, groups: { id: string; g: string }[]): Promise<number> {
+    return (await q.query(this.sql.setGroups, [JSON.stringify(groups)])).length;
   }
 
   /**

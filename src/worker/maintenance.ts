@@ -14,6 +14,8 @@ import { FINISHED_STATUSES } from '../domain/run-info';
 import { ANALYZED_TABLES, type AnalyzedTable } from '../store/runs.sql';
 import { FlowMaintenance } from '../flows/flow.maintenance';
 import { countKeyHandoffs } from '../runs/key-handoffs';
+import { ControlsStore } from '../store/controls.store';
+import { adoptUngrouped } from './group-adoption';
 
 /** Rows deleted per prune statement (keeps each statement short). */
 const PRUNE_BATCH = 5_000;
@@ -39,6 +41,7 @@ const ANALYZE_EVERY_MS = 60_000;
 @Injectable()
 export class Maintenance {
   private lastPruneAt = 0;
+  private lastAdoptAt = 0;
   /** When each table was last analyzed. */
   private readonly lastAnalyzedAt = new Map<AnalyzedTable, number>();
   /** The ANALYZE in flight, if any. */
@@ -56,6 +59,7 @@ export class Maintenance {
     private readonly runs: RunsStore,
     private readonly activity: ActivityStore,
     private readonly flows: FlowMaintenance,
+    private readonly controls: ControlsStore,
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedOptions,
   ) {}
 
@@ -95,6 +99,11 @@ export class Maintenance {
     // DAG flows: repair stuck flows (see docs/flows.md) and run due afterCancelled hooks
     await this.flows.maintain(q).catch((err) => logger.warn(`flow maintenance failed: ${(err as Error).message}`));
     this.analyzeIfStale();
+    // runs started without a group by nodes whose code did not have a limit yet (a rolling deploy)
+    if (Date.now() - this.lastAdoptAt >= PRUNE_EVERY_MS) {
+      this.lastAdoptAt = Date.now();
+      await this.adoptGroups(until);
+    }
     const every = Math.min(PRUNE_EVERY_MS, options.retention.runsMs || PRUNE_EVERY_MS, options.retention.activityMs);
     if (Date.now() - this.lastPruneAt >= every) {
       const { done } = await this.prune(q, undefined, until);
@@ -121,6 +130,20 @@ export class Maintenance {
       })
       .catch((err: Error) => logger.warn(`analyzing the tables of ${options.schema} failed: ${err.message}`))
       .finally(() => (this.analysis = undefined));
+  }
+
+  /**
+   * Gives their group to the open runs of this app's limited workflows that have none (see
+   * `adoptUngrouped`): at a worker's start, and in the lease holder's pass once a minute.
+   */
+  async adoptGroups(until = Infinity): Promise<void> {
+    const limited = this.registry
+      .names()
+      .map((n) => this.registry.find(n)!)
+      .filter((d) => d.controls);
+    if (limited.length === 0) return;
+    const n = await adoptUngrouped(this.controls, this.connection.db, limited, until);
+    if (n > 0) this.logger.log(`gave their group to ${n} run(s) of limited workflows started without one (before the limit, or on a node without it)`);
   }
 
   /** Shutdown: no new pass; resolves once none (and no background statement) is running. */

@@ -5,7 +5,8 @@
  */
 import { DurableValidationError, RunContext, Step, UnknownWorkflowError, Workflow } from '../../src';
 import { runCli } from '../../src/cli/cli';
-import { createApp, databaseUrl, freshSchema, ident, sql, waitFor } from '../support';
+import { Maintenance } from '../../src/worker/maintenance';
+import { createApp, databaseUrl, freshSchema, Gate, ident, sql, waitFor } from '../support';
 
 /** Run order of the priority workflows, by input label. */
 const order: string[] = [];
@@ -208,6 +209,94 @@ describe('rate limit', () => {
     );
     expect(w.most).toBe(3);
     expect(w.span).toBeGreaterThanOrEqual(0.8); // three windows of 400 ms
+  });
+});
+
+/** One workflow before and after a deploy that adds a concurrency limit per tenant. */
+let tenantGate = new Gate();
+const tenantsIn: string[] = [];
+@Workflow('qc_tenant_job')
+class TenantJobBefore {
+  @Step()
+  async work() {}
+}
+@Workflow('qc_tenant_job', { concurrency: { limit: 1, by: (input: { tenant: string }) => input.tenant } })
+class TenantJobAfter {
+  @Step()
+  async work(ctx: RunContext<{ tenant: string }>) {
+    tenantsIn.push(ctx.input.tenant);
+    await tenantGate.wait();
+  }
+}
+
+/** Fails in its second step; its compensation of the first waits until the test lets it finish. */
+let undoGate = new Gate();
+@Workflow('qc_compensating', { concurrency: 1, retry: { attempts: 1 } })
+class Compensating {
+  @Step({ compensate: 'undo' })
+  async first() {}
+  @Step()
+  async second(ctx: RunContext<{ fail: boolean }>) {
+    if (ctx.input.fail) throw new Error('second fails');
+  }
+  async undo() {
+    await undoGate.wait();
+  }
+}
+
+describe('limits added to a workflow that has runs', () => {
+  beforeEach(() => {
+    tenantGate = new Gate();
+    tenantsIn.length = 0;
+  });
+  afterEach(() => tenantGate.open());
+
+  it('runs started before the limit are grouped when a worker with it starts, then claimed within it', async () => {
+    const schema = freshSchema();
+    const before = await createApp({ schema, workflows: [TenantJobBefore], options: { worker: false } });
+    const ids: string[] = [];
+    for (const tenant of ['a', 'a', 'b', 'b']) ids.push((await before.durable.start('qc_tenant_job', { tenant })).runId);
+    await before.close();
+    const after = await createApp({ schema, workflows: [TenantJobAfter, Low], concurrency: 5 });
+    await waitFor(() => tenantsIn.length === 2, { message: 'one run per tenant begins' });
+    // a claim pass after those: an unlimited run completes, and no second run of a tenant began
+    order.length = 0;
+    await after.durable.waitForRun((await after.durable.start(Low, 'probe')).runId, { timeout: 10_000 });
+    expect([...tenantsIn].sort()).toEqual(['a', 'b']);
+    tenantGate.open();
+    for (const id of ids) expect((await after.durable.waitForRun(id, { timeout: 10_000 })).status).toBe('completed');
+    expect([...tenantsIn].sort()).toEqual(['a', 'a', 'b', 'b']);
+    const groups = await sql<{ group_key: string }>(`SELECT group_key FROM ${ident(schema)}.runs WHERE id = ANY($1) ORDER BY group_key`, [ids]);
+    expect(groups.map((g) => g.group_key)).toEqual(['a', 'a', 'b', 'b']);
+  });
+
+  it('a run started without a group by a node whose code lacks the limit (a rolling deploy) is grouped by the maintenance pass, then claimed', async () => {
+    const schema = freshSchema();
+    const after = await createApp({ schema, workflows: [TenantJobAfter], concurrency: 5 });
+    tenantGate.open();
+    const old = await createApp({ schema, workflows: [TenantJobBefore], options: { worker: false } });
+    const { runId } = await old.durable.start('qc_tenant_job', { tenant: 'c' });
+    await after.get(Maintenance).adoptGroups();
+    expect((await after.durable.waitForRun(runId, { timeout: 10_000 })).status).toBe('completed');
+    expect(tenantsIn).toEqual(['c']);
+  });
+
+  it('a run compensating on a node holds its place under a concurrency limit: no other run of the workflow begins meanwhile', async () => {
+    undoGate = new Gate();
+    try {
+      const t = await createApp({ workflows: [Compensating, Low], concurrency: 5 });
+      const failing = await t.durable.start(Compensating, { fail: true });
+      await waitFor(() => undoGate.arrived === 1, { message: 'the compensation runs' });
+      const next = await t.durable.start(Compensating, { fail: false });
+      // a claim pass after that start: an unlimited run completes, and the limited one was not taken
+      await t.durable.waitForRun((await t.durable.start(Low, 'probe')).runId, { timeout: 10_000 });
+      expect(await statusOf(t, next.runId)).toBe('pending');
+      undoGate.open();
+      expect((await t.durable.waitForRun(failing.runId, { timeout: 10_000 })).status).toBe('compensated');
+      expect((await t.durable.waitForRun(next.runId, { timeout: 10_000 })).status).toBe('completed');
+    } finally {
+      undoGate.open();
+    }
   });
 });
 
