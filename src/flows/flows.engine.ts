@@ -9,7 +9,7 @@ import { WorkflowRegistry } from '../definition/workflow.registry';
 import { DurableConnection } from '../core/durable.connection';
 import { RESOLVED_OPTIONS } from '../core/durable.constants';
 import { managerOf, type ResolvedOptions } from '../options/resolve-options';
-import { transactionOf, type Queryable } from '../store/db';
+import { inSavepoint, transactionOf, type Queryable } from '../store/db';
 import { ActivityStore } from '../store/activity.store';
 import { FlowsStore } from '../store/flows.store';
 import { depOutcome, type NewFlowEdge, type NewFlowNode } from '../store/flows.types';
@@ -104,22 +104,22 @@ export class FlowsEngine {
   }
 
   /**
-   * Runs `fn` in the caller's transaction, or in one of its own, tried again (at most
-   * MAX_HANDOFFS times) when a start took one of the nodes' keys between the check and the insert.
-   * In the caller's transaction that insert failed (Postgres aborts the transaction): `KeyContendedError`.
-   * The keys `fn` handed over (their workflows, in `handedOff`) are counted once it has succeeded: after
-   * the commit of a transaction of its own, when the call returns in a caller's.
+   * Runs `fn` in a savepoint of the caller's transaction, or in a transaction of its own, tried again
+   * (at most MAX_HANDOFFS times) when a start took one of the nodes' keys between the check and the
+   * insert: the failed insert is undone, and the caller's transaction stays usable. The keys `fn`
+   * handed over (their workflows, in `handedOff`) are counted once it has succeeded: after the commit
+   * of a transaction of its own, when the call returns in a caller's.
    */
   private async keyedTransaction<T>(joined: Queryable | undefined, fn: (q: Queryable, handedOff: string[]) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       const handedOff: string[] = [];
       try {
-        const out = await (joined ? fn(joined, handedOff) : this.connection.db.tx((q) => fn(q, handedOff)));
+        const out = await (joined ? inSavepoint(joined, (q) => fn(q, handedOff)) : this.connection.db.tx((q) => fn(q, handedOff)));
         emitKeyHandoffs(handedOff);
         return out;
       } catch (err) {
         if (!isKeyConflict(err)) throw err;
-        if (joined || attempt >= MAX_HANDOFFS) throw new KeyContendedError('a start took the key of a flow node meanwhile; try again');
+        if (attempt >= MAX_HANDOFFS) throw new KeyContendedError('a start took the key of a flow node meanwhile; try again');
       }
     }
   }

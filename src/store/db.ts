@@ -49,6 +49,23 @@ export class Db implements Queryable {
   }
 }
 
+/**
+ * Runs `fn` inside a savepoint of the transaction `q` is in (a caller's): when it throws, what it
+ * wrote is undone and the transaction stays usable.
+ */
+export async function inSavepoint<T>(q: Queryable, fn: (q: Queryable) => Promise<T>): Promise<T> {
+  await q.query('SAVEPOINT durable_call');
+  try {
+    const out = await fn(q);
+    await q.query('RELEASE SAVEPOINT durable_call');
+    return out;
+  } catch (err) {
+    await q.query('ROLLBACK TO SAVEPOINT durable_call');
+    await q.query('RELEASE SAVEPOINT durable_call');
+    throw err;
+  }
+}
+
 /** Postgres' SQLSTATE for a table that does not exist (a schema not migrated this far). */
 export const UNDEFINED_TABLE = '42P01';
 

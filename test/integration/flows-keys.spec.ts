@@ -3,7 +3,7 @@
  * a run; a taken key refuses the whole startFlow / appendFlow with KeyTakenError, nothing written;
  * the node holds and releases its key as any run; keys are unique per workflow within a flow.
  */
-import { DurableService, DurableValidationError, KeyContendedError, KeyTakenError, RunContext, RunNotFoundError, Step, Workflow } from '../../src';
+import { DurableService, DurableValidationError, KeyTakenError, RunContext, RunNotFoundError, Step, Workflow } from '../../src';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { countRuns, createApp, databaseUrl, Gate, ident, sql, waitFor, waitForLockWait } from '../support';
@@ -214,7 +214,7 @@ describe('DAG flows: keyed nodes', () => {
     }
   });
 
-  it("…inside the caller's transaction: the failed insert aborted it, so startFlow rejects with KeyContendedError", async () => {
+  it("…inside the caller's transaction: the flow is decided again and refused, and the caller's transaction goes on and commits", async () => {
     const ds = new DataSource({ type: 'postgres', url: databaseUrl() });
     await ds.initialize();
     const blocker = new Client({ connectionString: databaseUrl() });
@@ -224,18 +224,21 @@ describe('DAG flows: keyed nodes', () => {
       await blocker.query('BEGIN');
       await blocker.query(`INSERT INTO ${ident(schema)}.flows (id) VALUES ('f-joined')`);
       let holder = '';
-      const err = await rejection(
-        ds.transaction(async (manager) => {
-          const flow = durable.startFlow(durable.flow({ id: 'f-joined' }).add('x', FkError, {}, { key: 'joined' }), { manager });
-          await waitForLockWait(['flows (id, name, ignore_cancelled'], 'startFlow waits on the flow row');
-          holder = (await durable.start(FkError, {}, { key: 'joined' })).runId;
-          await blocker.query('ROLLBACK');
-          await flow;
-        }),
-      );
-      expect(err).toBeInstanceOf(KeyContendedError);
+      let err: unknown;
+      await ds.transaction(async (manager) => {
+        const flow = durable.startFlow(durable.flow({ id: 'f-joined' }).add('x', FkError, {}, { key: 'joined' }), { manager });
+        await waitForLockWait(['flows (id, name, ignore_cancelled'], 'startFlow waits on the flow row');
+        holder = (await durable.start(FkError, {}, { key: 'joined' })).runId;
+        await blocker.query('ROLLBACK');
+        err = await rejection(flow);
+        // the caller's transaction is still usable: its own write commits with it
+        await manager.query(`INSERT INTO ${ident(schema)}.flows (id) VALUES ('f-caller')`);
+      });
+      expect(err).toBeInstanceOf(KeyTakenError);
+      expect((err as KeyTakenError).holderId).toBe(holder);
       await expectNothingWritten(schema, 'f-joined');
       expect(await holdersOf(schema, 'fk_error', 'joined')).toEqual([holder]);
+      expect(await sql(`SELECT id FROM ${ident(schema)}.flows WHERE id = 'f-caller'`)).toEqual([{ id: 'f-caller' }]);
     } finally {
       await blocker.end();
       await ds.destroy();
