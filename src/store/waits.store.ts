@@ -54,8 +54,9 @@ export class WaitsStore {
       resetForRetry: `
         DELETE FROM ${S}.waits w USING ${S}.runs r
         WHERE w.run_id = $1 AND r.id = $1 AND w.step = r.step
-          AND (w.timed_out OR (w.kind = 'children' AND EXISTS (
-                SELECT 1 FROM ${S}.runs c WHERE c.id = ANY (w.children) AND c.status <> 'completed')))`,
+          AND (w.timed_out OR (w.kind = 'children' AND (
+                -- a child that did not complete, or one deleted (pruned) since
+                SELECT count(*) FILTER (WHERE c.status = 'completed') FROM ${S}.runs c WHERE c.id = ANY (w.children)) < cardinality(w.children)))`,
       timedOut: `UPDATE ${S}.waits SET timed_out = true WHERE run_id = $1 AND step = $2 AND call = $3`,
       children: `
         SELECT c.id, c.status, c.result, c.error FROM unnest($1::uuid[]) WITH ORDINALITY AS x(id, n)
@@ -94,7 +95,8 @@ export class WaitsStore {
 
   /**
    * Before `retry` of a failed run: forgets the waits of its failed step that would fail it again
-   * (timed out, or children that did not complete), so the retried step waits / starts children anew.
+   * (timed out, or children that did not complete or were deleted since), so the retried step waits /
+   * starts children anew.
    */
   async resetForRetry(q: Queryable, runId: string): Promise<void> {
     await q.query(this.sql.resetForRetry, [runId]);

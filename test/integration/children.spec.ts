@@ -211,6 +211,22 @@ describe('child runs', () => {
     expect(kids.map((k) => k!.status)).toEqual(['failed', 'completed']);
   });
 
+  it('retry of a parent whose failed child was pruned since starts a new child too', async () => {
+    flaky.fail = true;
+    const { durable, schema } = await createApp({ workflows });
+    const { runId } = await durable.start('ch_retry_parent');
+    const failed = await durable.waitForRun(runId, { timeout: 10_000 });
+    expect(failed.status).toBe('failed');
+    // the child's history is gone (retention), the parent's is not
+    await sql(`DELETE FROM "${schema}".runs WHERE id = $1`, [failed.children[0]]);
+    flaky.fail = false;
+    await durable.retry(runId);
+    const done = await durable.waitForRun(runId, { timeout: 10_000 });
+    expect(done).toMatchObject({ status: 'completed', result: 'ready' });
+    expect(done.children).toHaveLength(1);
+    expect(done.children[0]).not.toBe(failed.children[0]);
+  });
+
   it('prune keeps the finished children of a parent that is still going', async () => {
     const { durable } = await createApp({ workflows });
     const { runId } = await durable.start('ch_then_input');
