@@ -17,6 +17,7 @@ import { DurableGroupDueIndex1733040017000 } from './1733040017000-durable-group
 import { DurableKeyStats1733040018000 } from './1733040018000-durable-key-stats';
 import { DurableLeanHistory1733040019000 } from './1733040019000-durable-lean-history';
 import { DurableClaimSeq1733040020000 } from './1733040020000-durable-claim-seq';
+import { DurableGroupBusyIndex1733040021000 } from './1733040021000-durable-group-busy-index';
 
 export { DurableInit1733040000000, DurableKeys1733040001000, DurableWaits1733040002000 };
 export { DurableFlows1733040003000 };
@@ -34,6 +35,7 @@ export { DurableGroupDueIndex1733040017000 };
 export { DurableKeyStats1733040018000 };
 export { DurableLeanHistory1733040019000 };
 export { DurableClaimSeq1733040020000 };
+export { DurableGroupBusyIndex1733040021000 };
 
 /** The module's migration classes in order, for schema `durable` (TypeORM `migrations: [...]`). */
 export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[] = [
@@ -55,6 +57,7 @@ export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[]
   DurableKeyStats1733040018000,
   DurableLeanHistory1733040019000,
   DurableClaimSeq1733040020000,
+  DurableGroupBusyIndex1733040021000,
 ];
 
 /**

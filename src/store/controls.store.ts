@@ -18,11 +18,14 @@ export interface LimitedClaim {
   retryInMs?: number;
 }
 
-/** An open run of a limited workflow without a group (see `ControlsStore.ungrouped`). */
-export interface UngroupedRun {
+/** A run of a limited workflow as a sweep for runs without a group reads it (see `ControlsStore.openPage`). */
+export interface OpenRun {
   id: string;
   key: string | null;
+  /** Its input when it has no group (else null: not needed). */
   input: unknown;
+  /** It has no group. */
+  ungrouped: boolean;
   /** Its due time as PostgreSQL writes it (exact to the microsecond, or `infinity`): where the next page begins. */
   at: string;
 }
@@ -109,12 +112,19 @@ export class ControlsStore {
           SELECT id, woke FROM cand ORDER BY rn, priority DESC, run_at LIMIT greatest((SELECT room FROM whole), 0)
         )
         ${claimUpdate(S, '$10', 'statement_timestamp()')}`,
-      // the runs of workflow $1 in status $2 without a group, in order of due time after ($3, the
-      // run_at as text, and $4), at most $5; pending ones through runs_pending
-      ungrouped: `
-        SELECT id, key, input, run_at::text AS at FROM ${S}.runs
-        WHERE workflow = $1 AND status = $2 AND group_key IS NULL AND run_at >= $3::timestamptz AND (run_at > $3::timestamptz OR id > $4::uuid)
+      // a page of the runs of workflow $1 in status $2, at most $5 after ($3: a run_at as text, $4),
+      // each read once whether it has a group or not: pending ones through runs_pending in order
+      // of due time; the others (openPageById: after id $3, at most $4) through
+      // runs_workflow_status_other or runs_running by id
+      openPage: `
+        SELECT id, run_at::text AS at, key, CASE WHEN group_key IS NULL THEN input END AS input, group_key IS NULL AS ungrouped
+        FROM ${S}.runs
+        WHERE workflow = $1 AND status = $2 AND run_at >= $3::timestamptz AND (run_at > $3::timestamptz OR id > $4::uuid)
         ORDER BY run_at, id LIMIT $5`,
+      openPageById: `
+        SELECT id, run_at::text AS at, key, CASE WHEN group_key IS NULL THEN input END AS input, group_key IS NULL AS ungrouped
+        FROM ${S}.runs WHERE workflow = $1 AND status = $2 AND id > $3::uuid
+        ORDER BY id LIMIT $4`,
       // the groups of $1 ({ id, g }), for runs still without one; a row another transaction holds is skipped
       setGroups: `
         UPDATE ${S}.runs r SET group_key = v.g FROM jsonb_to_recordset($1::jsonb) AS v (id uuid, g text)
@@ -149,9 +159,13 @@ export class ControlsStore {
     await q.query(this.sql.ensure, [workflows]);
   }
 
-  /** Up to `limit` runs of `workflow` in `status` without a group, in order of due time after `after` (see `UngroupedRun.at`). */
-  ungrouped(q: Queryable, workflow: string, status: RunStatus, after: { at: string; id: string }, limit: number): Promise<UngroupedRun[]> {
-    return q.query<UngroupedRun>(this.sql.ungrouped, [workflow, status, after.at, after.id, limit]);
+  /**
+   * Up to `limit` runs of `workflow` in `status` after `after` (a page of a sweep; pending runs in
+   * order of due time, the others by id), each saying whether it has no group (see {@link OpenRun}).
+   */
+  openPage(q: Queryable, workflow: string, status: RunStatus, after: { at: string; id: string }, limit: number): Promise<OpenRun[]> {
+    if (status === 'pending') return q.query<OpenRun>(this.sql.openPage, [workflow, status, after.at, after.id, limit]);
+    return q.query<OpenRun>(this.sql.openPageById, [workflow, status, after.id, limit]);
   }
 
   /** Gives each run of `groups` its group, unless it has one or another transaction holds its row; returns how many it gave. */

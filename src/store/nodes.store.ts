@@ -141,6 +141,12 @@ export function nodesStatements(S: string): Record<string, string> {
     remove: `
         WITH lease AS (DELETE FROM ${S}.leases WHERE name = 'maintenance' AND holder = $1)
         DELETE FROM ${S}.nodes WHERE id = $1`,
+    // who is in the cluster: its nodes (by id and start) and when an app last wrote its workflow
+    // definitions (every app, with a worker or not, does at boot); it changes when one joins,
+    // leaves or boots
+    members: `
+        SELECT coalesce((SELECT string_agg(id || '@' || started_at::text, ',' ORDER BY id) FROM ${S}.nodes), '')
+          || '|' || coalesce((SELECT max(updated_at)::text FROM ${S}.workflow_definitions), '') AS members`,
     // alive: heard from within $1 ms; running: its runs, through the partial index runs_running
     list: `
         SELECT n.id, n.started_at, n.heartbeat_at, n.info, n.heartbeat_at > now() - $1 * interval '1 millisecond' AS alive,
@@ -180,6 +186,12 @@ export class NodesStore {
   async recoverDead(q: Queryable, timeoutMs: number): Promise<{ nodes: number; runs: number }> {
     const [row] = await q.query<{ nodes: number; runs: number }>(this.sql.recover, [timeoutMs]);
     return row;
+  }
+
+  /** Who is in the cluster, as one string that changes when a node joins, leaves or an app boots (see the statement). */
+  async members(q: Queryable): Promise<string> {
+    const [row] = await q.query<{ members: string }>(this.sql.members);
+    return row.members;
   }
 
   /** The first `limit` nodes by id; `alive` when heard from within `timeoutMs`. */

@@ -15,7 +15,7 @@ import { ANALYZED_TABLES, type AnalyzedTable } from '../store/runs.sql';
 import { FlowMaintenance } from '../flows/flow.maintenance';
 import { countKeyHandoffs } from '../runs/key-handoffs';
 import { ControlsStore } from '../store/controls.store';
-import { adoptUngrouped } from './group-adoption';
+import { sweepUngrouped, SWEEP_START, type SweepCursor } from './group-adoption';
 
 /** Rows deleted per prune statement (keeps each statement short). */
 const PRUNE_BATCH = 5_000;
@@ -27,6 +27,8 @@ const PRUNE_EVERY_MS = 60_000;
 const STALE_STATS_MIN_CHANGED = 10_000;
 /** How often each of `runs` and `activity` is analyzed, at most. */
 const ANALYZE_EVERY_MS = 60_000;
+/** How often the lease holder sweeps for runs of limited workflows without a group while nobody joins or boots. */
+const SWEEP_EVERY_MS = 10 * 60_000;
 
 /**
  * The maintenance pass, run by the one node that holds the maintenance lease (taken and renewed by
@@ -41,7 +43,11 @@ const ANALYZE_EVERY_MS = 60_000;
 @Injectable()
 export class Maintenance {
   private lastPruneAt = 0;
-  private lastAdoptAt = 0;
+  /** Where the sweep for runs of limited workflows without a group stands (undefined: none under way), and when the last began. */
+  private sweep?: SweepCursor;
+  private sweptAt = 0;
+  /** The cluster's members (see `NodesStore.members`) when the last sweep began. */
+  private members?: string;
   /** When each table was last analyzed. */
   private readonly lastAnalyzedAt = new Map<AnalyzedTable, number>();
   /** The ANALYZE in flight, if any. */
@@ -99,17 +105,36 @@ export class Maintenance {
     // DAG flows: repair stuck flows (see docs/flows.md) and run due afterCancelled hooks
     await this.flows.maintain(q).catch((err) => logger.warn(`flow maintenance failed: ${(err as Error).message}`));
     this.analyzeIfStale();
-    // runs started without a group by nodes whose code did not have a limit yet (a rolling deploy)
-    if (Date.now() - this.lastAdoptAt >= PRUNE_EVERY_MS) {
-      this.lastAdoptAt = Date.now();
-      await this.adoptGroups(until);
-    }
     const every = Math.min(PRUNE_EVERY_MS, options.retention.runsMs || PRUNE_EVERY_MS, options.retention.activityMs);
     if (Date.now() - this.lastPruneAt >= every) {
       const { done } = await this.prune(q, undefined, until);
       // a backlog left (the budget ran out): the next pass goes on with it
       if (done) this.lastPruneAt = Date.now();
     }
+    await this.sweepGroups(q, until);
+  }
+
+  /**
+   * Gives their group to the open runs of this app's limited workflows that have none (runs
+   * started before the limit, or by an app whose code lacks it; see `sweepUngrouped`): a sweep
+   * begins when a node joined or left or an app booted since the last one began (or once
+   * {@link SWEEP_EVERY_MS} has passed), and goes on over as many passes as it needs.
+   */
+  private async sweepGroups(q: Queryable, until: number): Promise<void> {
+    const limited = this.registry
+      .names()
+      .map((n) => this.registry.find(n)!)
+      .filter((d) => d.controls);
+    if (limited.length === 0) return;
+    if (!this.sweep) {
+      const members = await this.nodes.members(q);
+      if (members === this.members && Date.now() - this.sweptAt < SWEEP_EVERY_MS) return;
+      [this.members, this.sweptAt, this.sweep] = [members, Date.now(), SWEEP_START];
+    }
+    const { grouped, next } = await sweepUngrouped(this.controls, q, limited, this.sweep, until);
+    this.sweep = next;
+    if (grouped > 0)
+      this.logger.log(`gave their group to ${grouped} run(s) of limited workflows started without one (before the limit, or by an app without it)`);
   }
 
   /**
@@ -130,20 +155,6 @@ export class Maintenance {
       })
       .catch((err: Error) => logger.warn(`analyzing the tables of ${options.schema} failed: ${err.message}`))
       .finally(() => (this.analysis = undefined));
-  }
-
-  /**
-   * Gives their group to the open runs of this app's limited workflows that have none (see
-   * `adoptUngrouped`): at a worker's start, and in the lease holder's pass once a minute.
-   */
-  async adoptGroups(until = Infinity): Promise<void> {
-    const limited = this.registry
-      .names()
-      .map((n) => this.registry.find(n)!)
-      .filter((d) => d.controls);
-    if (limited.length === 0) return;
-    const n = await adoptUngrouped(this.controls, this.connection.db, limited, until);
-    if (n > 0) this.logger.log(`gave their group to ${n} run(s) of limited workflows started without one (before the limit, or on a node without it)`);
   }
 
   /** Shutdown: no new pass; resolves once none (and no background statement) is running. */

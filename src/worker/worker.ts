@@ -137,14 +137,11 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
       if (controls) this.limited.push({ workflow: name, concurrency: controls.concurrency, rateLimit: controls.rateLimit });
       else this.plain.push(name);
     }
-    if (this.limited.length) {
+    if (this.limited.length)
       await this.controls.ensure(
         db,
         this.limited.map((l) => l.workflow),
       );
-      // runs started before the workflow had its limits have no group, which its claim reads
-      void this.maintenance.adoptGroups().catch((err: Error) => this.logger.warn(`grouping the runs of limited workflows failed: ${err.message}`));
-    }
     if (this.stopping) return;
     this.started = true;
     const config = () => this.connection.connectionConfig();

@@ -6,6 +6,7 @@
 import { Client } from 'pg';
 import { DurableValidationError, RunContext, Step, Workflow } from '../../src';
 import { DurableConnection } from '../../src/core/durable.connection';
+import { ControlsStore } from '../../src/store/controls.store';
 import { nodesStatements } from '../../src/store/nodes.store';
 import { RunsStore } from '../../src/store/runs.store';
 import { runsStatements } from '../../src/store/runs.sql';
@@ -337,6 +338,31 @@ describe('engine bounds', () => {
         expect(heartbeat).toMatch(/runs_pkey[^\n]*\(actual rows=1 loops=1000\)/);
       }
     }
+  });
+
+  it("the claim of a limited workflow counts a group's places through one index: runs compensating in other workflows are not read", async () => {
+    const t = await createApp({ workflows: [Plain], options: { worker: false } });
+    const S = ident(t.schema);
+    await sql(
+      `INSERT INTO ${S}.runs (id, workflow, status, node_id) SELECT gen_random_uuid(), 'bounds_other', 'compensating', 'n1' FROM generate_series(1, 5000)`,
+    );
+    await sql(`
+      INSERT INTO ${S}.runs (id, workflow, status, node_id, group_key)
+      SELECT gen_random_uuid(), 'bounds_limited', 'running', 'n1', 'g' || (i % 100) FROM generate_series(1, 200) i`);
+    await sql(`
+      INSERT INTO ${S}.runs (id, workflow, status, group_key, run_at)
+      SELECT gen_random_uuid(), 'bounds_limited', 'pending', 'g' || (i % 100), now() - interval '1 second' FROM generate_series(1, 1000) i`);
+    await sql(`ANALYZE ${S}.runs`);
+    await sql(`INSERT INTO ${S}.nodes (id) VALUES ('probe')`);
+    const { claim } = (t.get(ControlsStore) as unknown as { sql: Record<string, string> }).sql;
+    // at most 5 places per group
+    const params = ["'probe'", '1000', "'bounds_limited'", '5', 'true', 'NULL', 'NULL', 'false', '60000', '1'];
+    const plan = await planOf(claim, 'text, int, text, int, boolean, int, bigint, boolean, int, bigint', params);
+    expect(plan).toMatch(/runs_group_busy/);
+    expect(plan).not.toMatch(/runs_compensating/);
+    expect(plan).not.toMatch(/Seq Scan on runs/);
+    // 100 groups with 2 of 5 places taken: 3 runs claimed in each
+    expect(plan).toMatch(/Update on runs r \(actual rows=300 loops=1\)/);
   });
 
   it('with statistics taken while its runs were pending, a transition reads runs once, not once for each run of its batch', async () => {

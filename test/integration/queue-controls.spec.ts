@@ -5,7 +5,6 @@
  */
 import { DurableValidationError, RunContext, Step, UnknownWorkflowError, Workflow } from '../../src';
 import { runCli } from '../../src/cli/cli';
-import { Maintenance } from '../../src/worker/maintenance';
 import { createApp, databaseUrl, freshSchema, Gate, ident, sql, waitFor } from '../support';
 
 /** Run order of the priority workflows, by input label. */
@@ -251,7 +250,7 @@ describe('limits added to a workflow that has runs', () => {
   });
   afterEach(() => tenantGate.open());
 
-  it('runs started before the limit are grouped when a worker with it starts, then claimed within it', async () => {
+  it('runs started before the limit are grouped once a worker with it joins, then claimed within it', async () => {
     const schema = freshSchema();
     const before = await createApp({ schema, workflows: [TenantJobBefore], options: { worker: false } });
     const ids: string[] = [];
@@ -270,15 +269,18 @@ describe('limits added to a workflow that has runs', () => {
     expect(groups.map((g) => g.group_key)).toEqual(['a', 'a', 'b', 'b']);
   });
 
-  it('a run started without a group by a node whose code lacks the limit (a rolling deploy) is grouped by the maintenance pass, then claimed', async () => {
+  it('a run started without a group by an app whose code lacks the limit (a rolling deploy) is grouped once a node joins, then claimed', async () => {
     const schema = freshSchema();
     const after = await createApp({ schema, workflows: [TenantJobAfter], concurrency: 5 });
     tenantGate.open();
     const old = await createApp({ schema, workflows: [TenantJobBefore], options: { worker: false } });
     const { runId } = await old.durable.start('qc_tenant_job', { tenant: 'c' });
-    await after.get(Maintenance).adoptGroups();
+    expect((await sql<{ group_key: string | null }>(`SELECT group_key FROM ${ident(schema)}.runs WHERE id = $1`, [runId]))[0].group_key).toBeNull();
+    // the next node of the deploy joins: the lease holder sweeps
+    await createApp({ schema, workflows: [TenantJobAfter], concurrency: 5 });
     expect((await after.durable.waitForRun(runId, { timeout: 10_000 })).status).toBe('completed');
     expect(tenantsIn).toEqual(['c']);
+    expect((await sql<{ group_key: string | null }>(`SELECT group_key FROM ${ident(schema)}.runs WHERE id = $1`, [runId]))[0].group_key).toBe('c');
   });
 
   it('a run compensating on a node holds its place under a concurrency limit: no other run of the workflow begins meanwhile', async () => {
