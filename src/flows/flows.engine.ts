@@ -88,7 +88,10 @@ export class FlowsEngine {
   async start(builder: FlowBuilder, options: { manager?: EntityManager } = {}): Promise<StartFlowResult> {
     assertValid('startFlow', unknownOptionProblems(options, START_FLOW_OPTION_NAMES));
     const planned = planFlow(builder, this.registry);
-    return this.keyedTransaction(transactionOf(managerOf(this.options, options?.manager)), (q, handedOff) => this.insert(q, builder, planned, handedOff));
+    const joined = transactionOf(managerOf(this.options, options?.manager));
+    // without keys no insert can conflict: no savepoint in the caller's transaction
+    const savepoint = planned.some((n) => n.key !== null);
+    return this.keyedTransaction(joined, (q, handedOff) => this.insert(q, builder, planned, handedOff), savepoint);
   }
 
   /**
@@ -104,17 +107,19 @@ export class FlowsEngine {
   }
 
   /**
-   * Runs `fn` in a savepoint of the caller's transaction, or in a transaction of its own, tried again
+   * Runs `fn` in a savepoint of the caller's transaction (in it without one when `savepoint` is
+   * false: nothing `fn` writes can conflict), or in a transaction of its own, tried again
    * (at most MAX_HANDOFFS times) when a start took one of the nodes' keys between the check and the
    * insert: the failed insert is undone, and the caller's transaction stays usable. The keys `fn`
    * handed over (their workflows, in `handedOff`) are counted once it has succeeded: after the commit
    * of a transaction of its own, when the call returns in a caller's.
    */
-  private async keyedTransaction<T>(joined: Queryable | undefined, fn: (q: Queryable, handedOff: string[]) => Promise<T>): Promise<T> {
+  private async keyedTransaction<T>(joined: Queryable | undefined, fn: (q: Queryable, handedOff: string[]) => Promise<T>, savepoint = true): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       const handedOff: string[] = [];
       try {
-        const out = await (joined ? inSavepoint(joined, (q) => fn(q, handedOff)) : this.connection.db.tx((q) => fn(q, handedOff)));
+        const write = (q: Queryable) => fn(q, handedOff);
+        const out = await (joined ? (savepoint ? inSavepoint(joined, write) : write(joined)) : this.connection.db.tx(write));
         emitKeyHandoffs(handedOff);
         return out;
       } catch (err) {

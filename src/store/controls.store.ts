@@ -130,7 +130,7 @@ export class ControlsStore {
         UPDATE ${S}.runs r SET group_key = v.g FROM jsonb_to_recordset($1::jsonb) AS v (id uuid, g text)
         WHERE r.id = v.id AND r.group_key IS NULL AND r.id = ANY (ARRAY(
           SELECT l.id FROM ${S}.runs l WHERE l.id = ANY (ARRAY(SELECT (e->>'id')::uuid FROM jsonb_array_elements($1::jsonb) e))
-          FOR UPDATE SKIP LOCKED))
+          FOR NO KEY UPDATE SKIP LOCKED))
         RETURNING r.id`,
       // when the rate window of limited workflow $1 ($2 runs per $3 ms; $4: per group) lets another
       // run begin: its earliest begun run leaves the window. Without groups, only a full window

@@ -60,8 +60,11 @@ export async function inSavepoint<T>(q: Queryable, fn: (q: Queryable) => Promise
     await q.query('RELEASE SAVEPOINT durable_call');
     return out;
   } catch (err) {
-    await q.query('ROLLBACK TO SAVEPOINT durable_call');
-    await q.query('RELEASE SAVEPOINT durable_call');
+    // the call's own error, even when the transaction cannot be rolled back to the savepoint
+    await q
+      .query('ROLLBACK TO SAVEPOINT durable_call')
+      .then(() => q.query('RELEASE SAVEPOINT durable_call'))
+      .catch(() => undefined);
     throw err;
   }
 }

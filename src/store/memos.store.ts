@@ -10,7 +10,7 @@ export class MemosStore {
       get: `SELECT result FROM ${S}.memos WHERE run_id = $1 AND step = $2 AND call = $3`,
       record: `
         INSERT INTO ${S}.memos (run_id, step, call, result)
-        SELECT $1, $2, $3, $4::jsonb FROM ${S}.runs WHERE id = $1 AND epoch = $5 AND status IN ('running', 'compensating') FOR SHARE
+        SELECT $1, $2, $3, $4::jsonb FROM ${S}.runs WHERE id = $1 AND epoch = $5 AND status IN ('running', 'compensating') AND node_id IS NOT NULL FOR SHARE
         ON CONFLICT DO NOTHING RETURNING 1`,
     };
   }

@@ -102,13 +102,13 @@ export function nodesStatements(S: string): Record<string, string> {
               SELECT s.id FROM ${S}.runs s
               WHERE s.id = ANY (ARRAY(SELECT id FROM mine WHERE coalesce(claim_seq, 0) < $6::bigint AND id <> ALL ($3::uuid[])))
                 AND s.status IN ('running', 'compensating') AND s.node_id = $1
-              FOR UPDATE SKIP LOCKED))
+              FOR NO KEY UPDATE SKIP LOCKED))
           RETURNING coalesce(r.claim_seq, 0) < $8::bigint AS interrupted
         ), free AS (
           -- the rows of the runs with progress to write ($7) that no other transaction holds; the ids
           -- as an array: one primary-key probe each, whatever the statistics say
           SELECT p.id FROM ${S}.runs p WHERE p.id = ANY (ARRAY(SELECT (v->>'id')::uuid FROM jsonb_array_elements($7::jsonb) v))
-          FOR UPDATE SKIP LOCKED
+          FOR NO KEY UPDATE SKIP LOCKED
         ), progress AS (
           -- each value written while its claim owns the run
           UPDATE ${S}.runs r SET progress = v.value
@@ -133,7 +133,7 @@ export function nodesStatements(S: string): Record<string, string> {
             WHERE (o.status = 'running' OR (o.status = 'compensating' AND o.node_id IS NOT NULL))
               AND (o.node_id IN (SELECT id FROM dead)
                    OR NOT EXISTS (SELECT 1 FROM ${S}.nodes n WHERE n.id = o.node_id))
-            FOR UPDATE OF o SKIP LOCKED))
+            FOR NO KEY UPDATE OF o SKIP LOCKED))
           RETURNING r.id
         )
         SELECT (SELECT count(*) FROM dead)::int AS nodes, (SELECT count(*) FROM orphans)::int AS runs`,

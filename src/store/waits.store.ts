@@ -39,11 +39,13 @@ export class WaitsStore {
         ON CONFLICT (run_id, step, call) DO UPDATE SET kind = w.kind
         RETURNING ${cols}`,
       get: `SELECT ${cols} FROM ${S}.waits WHERE run_id = $1 AND step = $2 AND call = $3`,
-      // only while the claim of epoch $5 owns the parent, whose row stays locked until the children
-      // are inserted: a cancel of the parent waits for them, then cascades to them
+      // only while the claim of epoch $5 owns the parent (on a node: a compensation given back keeps
+      // its epoch), whose row stays locked until the children are inserted: a cancel of the parent
+      // waits for them, then cascades to them
       recordChildren: `
         WITH parent AS (
-          SELECT id, has_children FROM ${S}.runs WHERE id = $1 AND epoch = $5 AND status IN ('running', 'compensating') FOR UPDATE
+          SELECT id, has_children FROM ${S}.runs WHERE id = $1 AND epoch = $5 AND status IN ('running', 'compensating') AND node_id IS NOT NULL
+          FOR NO KEY UPDATE
         ), rec AS (
           INSERT INTO ${S}.waits (run_id, step, call, kind, children) SELECT $1, $2, $3, 'children', $4::uuid[] FROM parent
           ON CONFLICT (run_id, step, call) DO NOTHING RETURNING 1

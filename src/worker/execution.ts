@@ -16,6 +16,7 @@ import type { Slots } from './slots';
 
 /** What {@link Execution.done} is until the worker launches it. */
 const NOT_LAUNCHED: Promise<void> = Promise.resolve();
+const NOTHING = (): void => undefined;
 /** A write not made: the run was lost before it. */
 const NOT_WRITTEN: Promise<boolean> = Promise.resolve(false);
 
@@ -39,11 +40,10 @@ export class Execution implements ExecutionHandle {
   private attemptFrom = 0;
   /** Aborted when the run is lost: a wait for a slot ends. */
   private readonly losing = new AbortScope();
-  /**
-   * Resolves once this execution has ended (the run finished, waits, or was lost): set by the
-   * worker that launches it, to the promise of its {@link run}.
-   */
+  /** Resolves once this execution has ended (see {@link run}): set by the worker that launches it. */
   done: Promise<void> = NOT_LAUNCHED;
+  /** The body of the step attempt in progress or last made: a lost run's may still be running. */
+  private body?: Promise<unknown>;
   /** The run's context as of the last completed step (what compensations get). */
   private context: Record<string, unknown> = {};
   /** The latest `ctx.progress` value, and whether it is still to be written. */
@@ -109,10 +109,9 @@ export class Execution implements ExecutionHandle {
     };
   }
 
-  /** Executes until the run finishes, waits for a retry, or is lost. Never throws. */
+  /** Executes until the run finishes, waits or is lost, and its last step's body has settled (see {@link ended}). Never throws. */
   run(): Promise<void> {
-    // promise callbacks, not an async frame: nothing of the steps' frames stays alive while a run
-    // waits for its completion to be written (a drain has ~1,500 runs in that wait at once)
+    // promise callbacks, not an async frame: no step frame stays alive while a completion is written (~1,500 at once in a drain)
     let steps: Promise<unknown>;
     try {
       steps = runSpan(this.row, () => this.steps());
@@ -123,13 +122,15 @@ export class Execution implements ExecutionHandle {
       () => this.ended(),
       (err) => {
         this.services.logger.error(`run ${this.runId} (${this.workflow}): ${(err as Error)?.stack ?? err}`);
-        this.ended();
+        return this.ended();
       },
     );
   }
 
-  private ended(): void {
+  /** A body that ignored the abort of its lost run holds the run on this node: a new claim of it here begins after it, never beside it. */
+  private ended(): Promise<void> | undefined {
     if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
+    return this.body?.then(NOTHING, NOTHING);
   }
 
   private async steps(): Promise<unknown> {
@@ -241,9 +242,8 @@ export class Execution implements ExecutionHandle {
             own.signal.addEventListener('abort', onOwnAbort, { once: true });
             timer = setTimeout(() => own.abort(new TimeoutError(`step "${step.name}" timed out after ${step.timeoutMs}ms`)), step.timeoutMs);
           }
-          Promise.resolve()
-            .then(() => step.run(ctx))
-            .then(resolve, reject);
+          this.body = Promise.resolve().then(() => step.run(ctx));
+          this.body.then(resolve, reject);
         });
       } catch (err) {
         // a wait suspended this attempt: that is the outcome, whatever user code made of it

@@ -52,7 +52,8 @@ export interface HeartbeatOptions {
 export class Heartbeat {
   private readonly connection: DedicatedConnection;
   private timer?: NodeJS.Timeout;
-  private beating = false;
+  /** The beat out now, if any. */
+  private inFlight?: Promise<void>;
   private stopped = false;
   /** Local time of the last successful beat, and of the first one after the last failure. */
   private lastOkAt = 0;
@@ -88,18 +89,23 @@ export class Heartbeat {
     this.timer = setInterval(() => void this.beat(), this.options.heartbeatMs);
   }
 
-  /** Stops beating and closes the connection. */
+  /** Stops beating and closes the connection, once a beat in flight has ended. */
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
+    await this.inFlight;
     await this.connection.close();
   }
 
   /** One beat (skipped while the previous one is still out). */
-  async beat(): Promise<void> {
+  beat(): Promise<void> {
     this.checkFence();
-    if (this.beating) return;
-    this.beating = true;
+    if (this.inFlight) return this.inFlight;
+    this.inFlight = this.beatOnce().finally(() => (this.inFlight = undefined));
+    return this.inFlight;
+  }
+
+  private async beatOnce(): Promise<void> {
     try {
       // together, in one turn: a claim still out then, or begun since, is numbered from answeredBelow up
       const running = this.host.owned();
@@ -124,8 +130,6 @@ export class Heartbeat {
     } catch (err) {
       this.okSince = undefined;
       this.logger.warn(`heartbeat failed: ${(err as Error).message}`);
-    } finally {
-      this.beating = false;
     }
   }
 

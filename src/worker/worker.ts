@@ -385,7 +385,9 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
         this.unstorable.clear();
       },
       beaten: () => {
+        const wasFenced = this.fenced;
         this.fenced = false;
+        if (wasFenced) this.tick(); // claims again at once, not at the next poll
         this.flowHooks.kickHooks();
         void this.giveBackStale();
       },

@@ -56,6 +56,20 @@ class OutageStep {
   }
 }
 
+/** Ignores its signal: ends only when the test opens the gate; records when each body began and ended. */
+let deafGate = new Gate();
+const deafBodies: { from: number; to?: number }[] = [];
+@Workflow('live_deaf')
+class Deaf {
+  @Step({ retry: { attempts: 3 } })
+  async only() {
+    const body: { from: number; to?: number } = { from: Date.now() };
+    deafBodies.push(body);
+    await deafGate.wait();
+    body.to = Date.now();
+  }
+}
+
 const workflows = [Once, Long];
 
 async function heartbeatAgeMs(schema: string, nodeId: string): Promise<number> {
@@ -271,6 +285,44 @@ describe('liveness', () => {
     }
     expect(await node.durable.waitForRun(runId, { timeout: 10_000 })).toMatchObject({ status: 'completed' });
     expect(attempts).toEqual([{ runId, attempt: 1 }]);
+  });
+
+  it('a step body that ignores the abort of its lost run holds the run on its node: a new claim of it there begins only after the body ends', async () => {
+    deafGate = new Gate();
+    deafBodies.length = 0;
+    const schema = freshSchema();
+    const logger = new RecordingLogger();
+    const node = await createApp({ schema, workflows: [Deaf], logger, options: { nodeId: 'deaf-1', nodeTimeout: '4s' } });
+    const { runId } = await node.durable.start(Deaf, {});
+    await waitFor(() => deafGate.arrived === 1, { message: 'the body runs' });
+    // the node fences itself (its row locked: its beats fail): the run is lost, its body goes on
+    const blocker = new Client({ connectionString: databaseUrl() });
+    await blocker.connect();
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query(`SELECT 1 FROM ${ident(schema)}.nodes WHERE id = 'deaf-1' FOR UPDATE`);
+      await waitFor(() => logger.find('warn', 'could not heartbeat').length > 0, { timeout: 10_000, message: 'the node fences itself' });
+    } finally {
+      await blocker.query('ROLLBACK');
+      await blocker.end();
+    }
+    // beats succeed again (and would give the run back once nothing holds it here)
+    const beaten = await heartbeatAgeMs(schema, 'deaf-1');
+    await waitFor(async () => (await heartbeatAgeMs(schema, 'deaf-1')) < beaten, { message: 'a beat succeeds' });
+    const [{ started }] = await sql<{ started: string }>(`SELECT heartbeat_at::text AS started FROM ${ident(schema)}.nodes WHERE id = 'deaf-1'`);
+    await waitFor(
+      async () =>
+        (await sql(`SELECT 1 FROM ${ident(schema)}.nodes WHERE id = 'deaf-1' AND heartbeat_at > $1::timestamptz + interval '500 ms'`, [started])).length === 1,
+      {
+        message: 'more beats succeed',
+      },
+    );
+    expect(deafBodies).toHaveLength(1);
+    deafGate.open();
+    expect((await node.durable.waitForRun(runId, { timeout: 15_000 })).status).toBe('completed');
+    // run again once the first body had ended, never beside it
+    expect(deafBodies).toHaveLength(2);
+    expect(deafBodies[1].from).toBeGreaterThanOrEqual(deafBodies[0].to!);
   });
 
   it('a batch of transitions cut off by a lock timeout is written in halves: the runs whose rows are free complete while one row stays locked', async () => {
