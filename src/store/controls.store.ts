@@ -30,6 +30,9 @@ export interface OpenRun {
   at: string;
 }
 
+/** The columns of an {@link OpenRun}. */
+const OPEN_RUN = `id, run_at::text AS at, key, CASE WHEN group_key IS NULL THEN input END AS input, group_key IS NULL AS ungrouped`;
+
 /** Runs of workflow $3 in group `g.k` matching `cond`, counting at most `cap`. */
 const bounded = (S: string, cond: string, cap: string, group: boolean): string =>
   `(SELECT count(*)::int FROM (SELECT 1 FROM ${S}.runs WHERE workflow = $3 AND group_key IS NOT NULL${group ? ' AND group_key = g.k' : ''} AND ${cond} LIMIT ${cap}) x)`;
@@ -117,13 +120,11 @@ export class ControlsStore {
       // of due time; the others (openPageById: after id $3, at most $4) through
       // runs_workflow_status_other or runs_running by id
       openPage: `
-        SELECT id, run_at::text AS at, key, CASE WHEN group_key IS NULL THEN input END AS input, group_key IS NULL AS ungrouped
-        FROM ${S}.runs
+        SELECT ${OPEN_RUN} FROM ${S}.runs
         WHERE workflow = $1 AND status = $2 AND run_at >= $3::timestamptz AND (run_at > $3::timestamptz OR id > $4::uuid)
         ORDER BY run_at, id LIMIT $5`,
       openPageById: `
-        SELECT id, run_at::text AS at, key, CASE WHEN group_key IS NULL THEN input END AS input, group_key IS NULL AS ungrouped
-        FROM ${S}.runs WHERE workflow = $1 AND status = $2 AND id > $3::uuid
+        SELECT ${OPEN_RUN} FROM ${S}.runs WHERE workflow = $1 AND status = $2 AND id > $3::uuid
         ORDER BY id LIMIT $4`,
       // the groups of $1 ({ id, g }), for runs still without one; a row another transaction holds is skipped
       setGroups: `

@@ -130,7 +130,7 @@ export class Execution implements ExecutionHandle {
   /** A body that ignored the abort of its lost run holds the run on this node: a new claim of it here begins after it, never beside it. */
   private ended(): Promise<void> | undefined {
     if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
-    return this.body?.then(NOTHING, NOTHING);
+    return this.lost ? this.body?.then(NOTHING, NOTHING) : undefined;
   }
 
   private async steps(): Promise<unknown> {

@@ -20,8 +20,8 @@ export interface HeartbeatHost {
   lost(runs: { id: string; epoch: number }[]): void;
   /** The node could not heartbeat for most of `nodeTimeout`: its runs are about to be recovered elsewhere. */
   fenced(reason: Error): void;
-  /** Called after each successful beat. */
-  beaten(): void;
+  /** Called after each successful beat; `unfenced`: the node had fenced itself until this beat. */
+  beaten(unfenced: boolean): void;
   /** Called after each successful beat while this node holds the maintenance lease. */
   lead(mayRecover: boolean): void;
   /** Shown by `listNodes`. */
@@ -58,7 +58,7 @@ export class Heartbeat {
   /** Local time of the last successful beat, and of the first one after the last failure. */
   private lastOkAt = 0;
   private okSince?: number;
-  private fenced = false;
+  private fencedNow = false;
 
   constructor(
     private readonly store: NodesStore,
@@ -78,6 +78,11 @@ export class Heartbeat {
       },
       Math.max(200, Math.floor(options.nodeTimeoutMs / 2)),
     );
+  }
+
+  /** It could not beat for most of `nodeTimeout`: its node claims and launches nothing until a beat succeeds. */
+  get fenced(): boolean {
+    return this.fencedNow;
   }
 
   /** Opens the connection and beats once (the node exists before it claims). */
@@ -137,7 +142,8 @@ export class Heartbeat {
     const now = Date.now();
     this.lastOkAt = now;
     this.okSince ??= now;
-    this.fenced = false;
+    const unfenced = this.fencedNow;
+    this.fencedNow = false;
     if (lost.length) this.host.lost(lost);
     const { strays, interrupted } = result;
     if (strays > interrupted) this.logger.warn(`gave back ${strays - interrupted} run(s) this node held without running them`);
@@ -146,16 +152,16 @@ export class Heartbeat {
         `recovered ${interrupted} run(s) an earlier process of node ${this.options.nodeId} was running when it ended (each interrupted attempt counts)`,
       );
     if (result.maxSeq !== null) this.host.numberAbove(result.maxSeq);
-    this.host.beaten();
+    this.host.beaten(unfenced);
     if (result.leader) this.host.lead(now - this.okSince >= this.options.nodeTimeoutMs);
   }
 
   /** Self-fencing: past most of `nodeTimeout` without a successful beat, the node's runs are given up. */
   private checkFence(): void {
-    if (this.fenced || this.lastOkAt === 0) return;
+    if (this.fencedNow || this.lastOkAt === 0) return;
     const silentMs = Date.now() - this.lastOkAt;
     if (silentMs < SELF_FENCE_SHARE * this.options.nodeTimeoutMs) return;
-    this.fenced = true;
+    this.fencedNow = true;
     const reason = new Error(`this node could not heartbeat for ${silentMs}ms; its runs are recovered by other nodes`);
     this.logger.warn(reason.message);
     this.host.fenced(reason);

@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { toMs, type Duration } from '../domain/duration';
 import { assertValid, unknownOptionProblems } from '../domain/validation';
 import { WorkflowRegistry } from '../definition/workflow.registry';
+import type { WorkflowDefinition } from '../definition/workflow-definition';
 import { DurableConnection } from '../core/durable.connection';
 import { LOG_CONTEXT, RESOLVED_OPTIONS } from '../core/durable.constants';
 import type { ResolvedOptions } from '../options/resolve-options';
@@ -111,7 +112,11 @@ export class Maintenance {
       // a backlog left (the budget ran out): the next pass goes on with it
       if (done) this.lastPruneAt = Date.now();
     }
-    await this.sweepGroups(q, until);
+    await this.sweepGroups(
+      q,
+      defs.filter((d) => d.controls),
+      until,
+    );
   }
 
   /**
@@ -120,11 +125,7 @@ export class Maintenance {
    * begins when a node joined or left or an app booted since the last one began (or once
    * {@link SWEEP_EVERY_MS} has passed), and goes on over as many passes as it needs.
    */
-  private async sweepGroups(q: Queryable, until: number): Promise<void> {
-    const limited = this.registry
-      .names()
-      .map((n) => this.registry.find(n)!)
-      .filter((d) => d.controls);
+  private async sweepGroups(q: Queryable, limited: WorkflowDefinition[], until: number): Promise<void> {
     if (limited.length === 0) return;
     if (!this.sweep) {
       const members = await this.nodes.members(q);

@@ -60,8 +60,6 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
   lastTickAt = 0;
   private batcher: TransitionBatcher;
   private claiming = false;
-  /** Its heartbeat fenced it: it claims nothing and launches nothing until a beat succeeds again. */
-  private fenced = false;
   /** Since when a claim for too few free slots has been put off. */
   private deferredSince?: number;
   private lingerTimer?: NodeJS.Timeout;
@@ -235,7 +233,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     try {
       do {
         this.claimAgain = false;
-        if (this.stopping || this.fenced || !this.workflows?.length) break;
+        if (this.stopping || this.heartbeat?.fenced || !this.workflows?.length) break;
         const { slots } = this;
         const ahead = Math.min(this.prefetch, Math.ceil(slots.pace() * PREFETCH_HORIZON_MS));
         const room = slots.size - slots.active + ahead - slots.waiting - this.held.size;
@@ -296,7 +294,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
    */
   private hold(workflow: string, runId: string): LocalSlot | undefined {
     const { slots, held, scope } = this;
-    if (this.stopping || this.fenced || !this.plain.includes(workflow)) return undefined;
+    if (this.stopping || this.heartbeat?.fenced || !this.plain.includes(workflow)) return undefined;
     if (held.size >= HELD_AT_ONCE || slots.active + slots.waiting + held.size >= slots.size) return undefined;
     held.add(runId);
     const seq = this.claims.begin();
@@ -328,7 +326,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
   private launch(row: ClaimedRow): void {
     const def = this.registry.find(row.workflow);
     // fenced while its claim was out: not run here (the next successful beat gives it back)
-    if (!def || this.fenced) return;
+    if (!def || this.heartbeat?.fenced) return;
     const exec = new Execution(this.services, this.batcher, this.slots, def, row, (delay) => this.wakeTimer.after(delay));
     // an earlier execution of this run still here was recovered away from this node meanwhile (its
     // lease is gone): it stops, and the new one begins only once it has (never two at once)
@@ -380,14 +378,11 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
         }
       },
       fenced: (reason) => {
-        this.fenced = true;
         for (const e of this.running.values()) e.lose(reason);
         this.unstorable.clear();
       },
-      beaten: () => {
-        const wasFenced = this.fenced;
-        this.fenced = false;
-        if (wasFenced) this.tick(); // claims again at once, not at the next poll
+      beaten: (unfenced) => {
+        if (unfenced) this.tick(); // claims again at once, not at the next poll
         this.flowHooks.kickHooks();
         void this.giveBackStale();
       },

@@ -77,6 +77,25 @@ async function heartbeatAgeMs(schema: string, nodeId: string): Promise<number> {
   return row ? Number(row.age) : Infinity;
 }
 
+/**
+ * Fences node `nodeId` of `schema`: another transaction holds its row, so every beat waits for it
+ * until its lock timeout; resolves once the node logged its fence, with `whileFenced` run after
+ * that and the row let go at the end (whatever `whileFenced` did).
+ */
+async function whileFenced(schema: string, nodeId: string, logger: RecordingLogger, fenced: () => Promise<void> = async () => undefined): Promise<void> {
+  const blocker = new Client({ connectionString: databaseUrl() });
+  await blocker.connect();
+  try {
+    await blocker.query('BEGIN');
+    await blocker.query(`SELECT 1 FROM ${ident(schema)}.nodes WHERE id = $1 FOR UPDATE`, [nodeId]);
+    await waitFor(() => logger.find('warn', 'could not heartbeat').length > 0, { timeout: 10_000, message: 'the node fences itself' });
+    await fenced();
+  } finally {
+    await blocker.query('ROLLBACK');
+    await blocker.end();
+  }
+}
+
 describe('liveness', () => {
   beforeEach(() => {
     gate = new Gate();
@@ -265,24 +284,15 @@ describe('liveness', () => {
     // (Nest's logger is one per process: the last app created sets it)
     const starter = await createApp({ schema, workflows, logger, options: { worker: false } });
     const failedBeats = () => logger.find('warn', 'heartbeat failed').length;
-    // another transaction holds the node's row: every beat waits for it until its lock timeout
-    const blocker = new Client({ connectionString: databaseUrl() });
-    await blocker.connect();
-    let runId: string;
-    try {
-      await blocker.query('BEGIN');
-      await blocker.query(`SELECT 1 FROM ${ident(schema)}.nodes WHERE id = 'fenced-1' FOR UPDATE`);
-      await waitFor(() => logger.find('warn', 'could not heartbeat').length > 0, { timeout: 10_000, message: 'the node fences itself' });
+    let runId = '';
+    await whileFenced(schema, 'fenced-1', logger, async () => {
       ({ runId } = await starter.durable.start('live_once', {}));
       // two more beats fail meanwhile (each after its lock timeout): the run's wake-up and the polls came and went
       const seen = failedBeats();
       await waitFor(() => failedBeats() >= seen + 2, { timeout: 10_000, message: 'two more beats fail' });
       expect((await starter.durable.getRun(runId))!.status).toBe('pending');
       expect(attempts).toEqual([]);
-    } finally {
-      await blocker.query('ROLLBACK');
-      await blocker.end();
-    }
+    });
     expect(await node.durable.waitForRun(runId, { timeout: 10_000 })).toMatchObject({ status: 'completed' });
     expect(attempts).toEqual([{ runId, attempt: 1 }]);
   });
@@ -296,16 +306,7 @@ describe('liveness', () => {
     const { runId } = await node.durable.start(Deaf, {});
     await waitFor(() => deafGate.arrived === 1, { message: 'the body runs' });
     // the node fences itself (its row locked: its beats fail): the run is lost, its body goes on
-    const blocker = new Client({ connectionString: databaseUrl() });
-    await blocker.connect();
-    try {
-      await blocker.query('BEGIN');
-      await blocker.query(`SELECT 1 FROM ${ident(schema)}.nodes WHERE id = 'deaf-1' FOR UPDATE`);
-      await waitFor(() => logger.find('warn', 'could not heartbeat').length > 0, { timeout: 10_000, message: 'the node fences itself' });
-    } finally {
-      await blocker.query('ROLLBACK');
-      await blocker.end();
-    }
+    await whileFenced(schema, 'deaf-1', logger);
     // beats succeed again (and would give the run back once nothing holds it here): several that
     // began half a second after the lock went
     const [{ unlocked }] = await sql<{ unlocked: string }>(`SELECT now()::text AS unlocked`);
