@@ -18,6 +18,7 @@ import { DurableKeyStats1733040018000 } from './1733040018000-durable-key-stats'
 import { DurableLeanHistory1733040019000 } from './1733040019000-durable-lean-history';
 import { DurableClaimSeq1733040020000 } from './1733040020000-durable-claim-seq';
 import { DurableGroupBusyIndex1733040021000 } from './1733040021000-durable-group-busy-index';
+import { DurableNodeProcess1733040022000 } from './1733040022000-durable-node-process';
 
 export { DurableInit1733040000000, DurableKeys1733040001000, DurableWaits1733040002000 };
 export { DurableFlows1733040003000 };
@@ -36,6 +37,7 @@ export { DurableKeyStats1733040018000 };
 export { DurableLeanHistory1733040019000 };
 export { DurableClaimSeq1733040020000 };
 export { DurableGroupBusyIndex1733040021000 };
+export { DurableNodeProcess1733040022000 };
 
 /** The module's migration classes in order, for schema `durable` (TypeORM `migrations: [...]`). */
 export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[] = [
@@ -58,6 +60,7 @@ export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[]
   DurableLeanHistory1733040019000,
   DurableClaimSeq1733040020000,
   DurableGroupBusyIndex1733040021000,
+  DurableNodeProcess1733040022000,
 ];
 
 /**

@@ -21,6 +21,12 @@ export interface NodeBeat {
    * earlier process of the same node id (which crashed); given back, its interrupted attempt counts.
    */
   firstClaim: number;
+  /**
+   * This process's mark (a uuid it drew at boot). A row last beaten by another process means
+   * another process uses, or used, the same node id: the beat gives back no stray then (the runs
+   * it does not know may be the other process's), and renews no lease that process took.
+   */
+  process: string;
 }
 
 /** A run's progress value, written by the heartbeat while the claim of `epoch` still owns the run. */
@@ -46,6 +52,8 @@ export interface BeatResult {
   progressHeld: string[];
   /** The highest claim number on the runs it holds (before the give-back), if any: its next claims are numbered above it. */
   maxSeq: number | null;
+  /** The node's row was last beaten by another process (or one without a mark): see {@link NodeBeat.process}. */
+  otherProcess: boolean;
 }
 
 /** A `nodes` row as `list` reads it. */
@@ -72,16 +80,20 @@ export function nodesStatements(S: string): Record<string, string> {
     // process of this node id, interrupted by its end: its attempt counts, as when a dead node's
     // runs are recovered. maxSeq: the highest number on the node's runs (see ClaimSequence). It
     // never waits for a run's row: a row another transaction holds is given back, or has its
-    // progress ($7) written, at a later beat (progressHeld).
+    // progress ($7) written, at a later beat (progressHeld). Strays are given back only when this
+    // process ($9) beat last (prev): another process of the same node id may run the runs this one
+    // does not know; the lease is renewed only by the process that took it.
     beat: `
-        WITH hb AS (
-          INSERT INTO ${S}.nodes (id, info) VALUES ($1, $2)
-          ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(), info = EXCLUDED.info
+        WITH prev AS (
+          SELECT process FROM ${S}.nodes WHERE id = $1
+        ), hb AS (
+          INSERT INTO ${S}.nodes (id, info, process) VALUES ($1, $2, $9)
+          ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(), info = EXCLUDED.info, process = EXCLUDED.process
           RETURNING (xmax = 0) AS fresh
         ), lease AS (
-          INSERT INTO ${S}.leases AS l (name, holder, expires_at) VALUES ('maintenance', $1, now() + $5 * interval '1 millisecond')
-          ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
-          WHERE l.holder = EXCLUDED.holder OR l.expires_at < now()
+          INSERT INTO ${S}.leases AS l (name, holder, process, expires_at) VALUES ('maintenance', $1, $9, now() + $5 * interval '1 millisecond')
+          ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, process = EXCLUDED.process, expires_at = EXCLUDED.expires_at
+          WHERE (l.holder = EXCLUDED.holder AND l.process = EXCLUDED.process) OR l.expires_at < now()
           RETURNING holder
         ), lost AS (
           -- a scalar subquery per run, not a join: each is one primary-key probe whatever the
@@ -100,7 +112,8 @@ export function nodesStatements(S: string): Record<string, string> {
           -- the ids as an array: each stray (usually none) is one primary-key probe
           WHERE r.id = ANY (ARRAY(
               SELECT s.id FROM ${S}.runs s
-              WHERE s.id = ANY (ARRAY(SELECT id FROM mine WHERE coalesce(claim_seq, 0) < $6::bigint AND id <> ALL ($3::uuid[])))
+              WHERE EXISTS (SELECT 1 FROM prev WHERE process = $9::uuid)
+                AND s.id = ANY (ARRAY(SELECT id FROM mine WHERE coalesce(claim_seq, 0) < $6::bigint AND id <> ALL ($3::uuid[])))
                 AND s.status IN ('running', 'compensating') AND s.node_id = $1
               FOR NO KEY UPDATE SKIP LOCKED))
           RETURNING coalesce(r.claim_seq, 0) < $8::bigint AS interrupted
@@ -119,7 +132,8 @@ export function nodesStatements(S: string): Record<string, string> {
           ARRAY(SELECT id FROM lost) AS lost, (SELECT count(*) FROM strays)::int AS strays,
           (SELECT count(*) FROM strays WHERE interrupted)::int AS interrupted,
           ARRAY(SELECT v.id FROM jsonb_to_recordset($7::jsonb) AS v (id uuid) WHERE v.id NOT IN (SELECT id FROM free)) AS "progressHeld",
-          (SELECT max(claim_seq) FROM mine)::float8 AS "maxSeq"`,
+          (SELECT max(claim_seq) FROM mine)::float8 AS "maxSeq",
+          EXISTS (SELECT 1 FROM prev WHERE process IS DISTINCT FROM $9::uuid) AS "otherProcess"`,
     recover: `
         WITH dead AS (
           DELETE FROM ${S}.nodes WHERE heartbeat_at < now() - $1 * interval '1 millisecond' RETURNING id
@@ -137,10 +151,11 @@ export function nodesStatements(S: string): Record<string, string> {
           RETURNING r.id
         )
         SELECT (SELECT count(*) FROM dead)::int AS nodes, (SELECT count(*) FROM orphans)::int AS runs`,
-    // with the maintenance lease it holds, if any: another node takes maintenance over at its next beat
+    // with the maintenance lease it holds, if any: another node takes maintenance over at its next
+    // beat; only this process's ($2) row and lease (another process of the node id keeps its own)
     remove: `
-        WITH lease AS (DELETE FROM ${S}.leases WHERE name = 'maintenance' AND holder = $1)
-        DELETE FROM ${S}.nodes WHERE id = $1`,
+        WITH lease AS (DELETE FROM ${S}.leases WHERE name = 'maintenance' AND holder = $1 AND process = $2)
+        DELETE FROM ${S}.nodes WHERE id = $1 AND process = $2`,
     // who is in the cluster: its nodes (by id and start) and when an app last wrote its workflow
     // definitions (every app, with a worker or not, does at boot); it changes when one joins,
     // leaves or boots
@@ -178,6 +193,7 @@ export class NodesStore {
       beat.answeredBelow,
       JSON.stringify(beat.progress),
       beat.firstClaim,
+      beat.process,
     ]);
     return row;
   }
@@ -199,8 +215,8 @@ export class NodesStore {
     return q.query<NodeRow>(this.sql.list, [timeoutMs, limit]);
   }
 
-  /** Removes this node's row and gives up the maintenance lease if it holds it (clean shutdown). */
-  async remove(q: Queryable, nodeId: string): Promise<void> {
-    await q.query(this.sql.remove, [nodeId]);
+  /** Removes this node's row and gives up the maintenance lease if it holds it (clean shutdown), unless `process` is not the one that beat last. */
+  async remove(q: Queryable, nodeId: string, process: string): Promise<void> {
+    await q.query(this.sql.remove, [nodeId, process]);
   }
 }

@@ -1,4 +1,5 @@
 import type { Logger } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../store/db';
 import type { BeatResult, NodesStore, ProgressReport } from '../store/nodes.store';
 import { SELF_FENCE_SHARE } from '../store/sql';
@@ -59,6 +60,11 @@ export class Heartbeat {
   private lastOkAt = 0;
   private okSince?: number;
   private fencedNow = false;
+  /** This process's mark on its node's row (see `NodeBeat.process`). */
+  private readonly process = randomUUID();
+  private beats = 0;
+  /** Local time another live process was last seen beating under this node id. */
+  private sharedAt?: number;
 
   constructor(
     private readonly store: NodesStore,
@@ -94,12 +100,18 @@ export class Heartbeat {
     this.timer = setInterval(() => void this.beat(), this.options.heartbeatMs);
   }
 
-  /** Stops beating and closes the connection, once a beat in flight has ended. */
+  /**
+   * Stops beating and closes the connection, once a beat in flight has ended; then removes the
+   * node's row and gives up the maintenance lease, unless another live process beats under the
+   * same node id (its runs would look orphaned without the row).
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     await this.inFlight;
     await this.connection.close();
+    if (this.sharedAt !== undefined && Date.now() - this.sharedAt < 2 * this.options.nodeTimeoutMs) return;
+    await this.store.remove(this.options.fallback, this.options.nodeId, this.process).catch(() => undefined);
   }
 
   /** One beat (skipped while the previous one is still out). */
@@ -124,6 +136,7 @@ export class Heartbeat {
         leaseMs: this.options.nodeTimeoutMs,
         answeredBelow,
         firstClaim: this.host.firstClaim(),
+        process: this.process,
       });
       const held = new Set(result.progressHeld);
       for (const p of progress) if (!held.has(p.id)) p.taken();
@@ -140,6 +153,9 @@ export class Heartbeat {
 
   private ok(result: BeatResult, lost: { id: string; epoch: number }[]): void {
     const now = Date.now();
+    // at a process's first beat the mark is its predecessor's; at a later one, another process beat since
+    if (result.otherProcess && this.beats > 0) this.shared(now);
+    this.beats += 1;
     this.lastOkAt = now;
     this.okSince ??= now;
     const unfenced = this.fencedNow;
@@ -154,6 +170,17 @@ export class Heartbeat {
     if (result.maxSeq !== null) this.host.numberAbove(result.maxSeq);
     this.host.beaten(unfenced);
     if (result.leader) this.host.lead(now - this.okSince >= this.options.nodeTimeoutMs);
+  }
+
+  /** Another live process beats under this node id: logged as an error (at most once per `nodeTimeout`). */
+  private shared(now: number): void {
+    const quiet = this.sharedAt !== undefined && now - this.sharedAt < this.options.nodeTimeoutMs;
+    this.sharedAt = now;
+    if (quiet) return;
+    this.logger.error(
+      `another process is running with nodeId "${this.options.nodeId}": give each process its own nodeId. ` +
+        'Until one of them stops, neither gives back a run it holds without running it (a claim whose reply was lost)',
+    );
   }
 
   /** Self-fencing: past most of `nodeTimeout` without a successful beat, the node's runs are given up. */

@@ -190,7 +190,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     this.timers.forEach(clearInterval);
     this.wakeTimer.stop();
     if (this.lingerTimer) clearTimeout(this.lingerTimer);
-    const { options, runs, nodes } = this;
+    const { options, runs } = this;
     const { db } = this.connection;
     const deadline = Date.now() + options.shutdownTimeoutMs;
     const shuttingDown = new CancelledError('the node is shutting down');
@@ -212,9 +212,8 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
         this.logger.warn(`shutdown: could not release runs (${err.message}); they are recovered after nodeTimeout`);
       });
     }
-    // beats stopped first: one in flight would re-create the row removed
+    // the heartbeat removes the node's row once its beats stopped (one in flight would re-create it)
     await Promise.all([this.listener?.close(), this.heartbeat?.stop()]);
-    await nodes.remove(db, options.nodeId).catch(() => undefined);
   }
 
   /** Asks for a claim pass now (coalesced with one in flight). */

@@ -329,11 +329,14 @@ describe('engine bounds', () => {
     const epochs = `ARRAY[${running.map(() => '1').join(',')}]::int[]`;
     // and with a progress value for each of them
     const progress = `'${JSON.stringify(running.map((r) => ({ id: r.id, epoch: 1, value: 1 })))}'`;
+    // the node's row last beaten by the same process: the beat looks for strays
+    const mark = '00000000-0000-4000-8000-000000000001';
+    await sql(`INSERT INTO ${S}.nodes (id, info, process) VALUES ('probe', '{}', $1) ON CONFLICT (id) DO UPDATE SET process = EXCLUDED.process`, [mark]);
     for (const generic of [false, true]) {
       for (const reported of ["'[]'", progress]) {
         // with a claim of the node still out (number 2)
-        const params = ["'probe'", "'{}'", ids, epochs, '60000', '2', reported, '1'];
-        const heartbeat = await planOf(beat, 'text, jsonb, uuid[], int[], int, bigint, jsonb, bigint', params, generic);
+        const params = ["'probe'", "'{}'", ids, epochs, '60000', '2', reported, '1', `'${mark}'`];
+        const heartbeat = await planOf(beat, 'text, jsonb, uuid[], int[], int, bigint, jsonb, bigint, uuid', params, generic);
         expect(heartbeat).not.toMatch(/Seq Scan on runs/);
         expect(heartbeat).toMatch(/runs_pkey[^\n]*\(actual rows=1 loops=1000\)/);
       }

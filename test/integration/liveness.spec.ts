@@ -24,6 +24,9 @@ import {
   type NodeProcess,
 } from '../support';
 
+/** The mark of the process the store-level tests beat as. */
+const PROCESS = '00000000-0000-4000-8000-000000000001';
+
 let gate = new Gate();
 const attempts: { runId: string; attempt: number }[] = [];
 
@@ -193,11 +196,24 @@ describe('liveness', () => {
     // claimed by n9: by claims numbered 10 and 20 of this process (its first claim: 10), one before
     // claims were numbered and one by claim 5 (both an earlier process of n9), and one by claim 15 that n9 runs
     const seqs = [10, 20, null, 15, 5];
+    const beat = (answeredBelow: number) =>
+      t
+        .get(NodesStore)
+        .beat(db, {
+          nodeId: 'n9',
+          info: {},
+          running: [{ id: ids[3], epoch: 1 }],
+          progress: [],
+          leaseMs: 60_000,
+          answeredBelow,
+          firstClaim: 10,
+          process: PROCESS,
+        });
+    // n9's row is this process's (its first beat found none)
+    expect(await beat(1)).toMatchObject({ fresh: true, otherProcess: false, strays: 0 });
     for (const [i, id] of ids.entries()) {
       await sql(`UPDATE ${ident(schema)}.runs SET status = 'running', node_id = 'n9', epoch = 1, attempt = 1, claim_seq = $2 WHERE id = $1`, [id, seqs[i]]);
     }
-    const beat = (answeredBelow: number) =>
-      t.get(NodesStore).beat(db, { nodeId: 'n9', info: {}, running: [{ id: ids[3], epoch: 1 }], progress: [], leaseMs: 60_000, answeredBelow, firstClaim: 10 });
     const statuses = async () =>
       (await sql<{ status: string }>(`SELECT status FROM ${ident(schema)}.runs WHERE id = ANY($1) ORDER BY array_position($1, id)`, [ids])).map(
         (r) => r.status,
@@ -225,11 +241,6 @@ describe('liveness', () => {
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) ids.push((await t.durable.start('live_once', {}, { runAt: new Date(Date.now() + 3_600_000) })).runId);
     const [reporting, stray, orphan] = ids;
-    // n9 runs `reporting` and holds `stray` without running it; `orphan` belongs to a node with no row (dead)
-    await sql(`UPDATE ${ident(schema)}.runs SET status = 'running', node_id = 'n9', epoch = 1, attempt = 1, claim_seq = 10 WHERE id = ANY($1)`, [
-      [reporting, stray],
-    ]);
-    await sql(`UPDATE ${ident(schema)}.runs SET status = 'running', node_id = 'gone', epoch = 1, attempt = 1 WHERE id = $1`, [orphan]);
     const beat = () =>
       nodes.beat(db, {
         nodeId: 'n9',
@@ -239,7 +250,14 @@ describe('liveness', () => {
         leaseMs: 60_000,
         answeredBelow: 11,
         firstClaim: 10,
+        process: PROCESS,
       });
+    await beat(); // n9's row is this process's
+    // n9 runs `reporting` and holds `stray` without running it; `orphan` belongs to a node with no row (dead)
+    await sql(`UPDATE ${ident(schema)}.runs SET status = 'running', node_id = 'n9', epoch = 1, attempt = 1, claim_seq = 10 WHERE id = ANY($1)`, [
+      [reporting, stray],
+    ]);
+    await sql(`UPDATE ${ident(schema)}.runs SET status = 'running', node_id = 'gone', epoch = 1, attempt = 1 WHERE id = $1`, [orphan]);
     // a caller's transaction holds the three rows (as one that delivered events to them and goes on working)
     const blocker = new Client({ connectionString: databaseUrl() });
     await blocker.connect();
@@ -274,6 +292,68 @@ describe('liveness', () => {
       { status: 'pending', progress: null },
       { status: 'pending', progress: null },
     ]);
+  });
+
+  it('two processes beating under one node id give back none of the runs they hold, keep the lease with the one that took it, and leave the row to the one that beat last', async () => {
+    const schema = freshSchema();
+    const t = await createApp({ schema, workflows, options: { worker: false } });
+    const { db } = t.get(DurableConnection);
+    const nodes = t.get(NodesStore);
+    const { runId } = await t.durable.start('live_once', {}, { runAt: new Date(Date.now() + 3_600_000) });
+    const [p, q] = [PROCESS, '00000000-0000-4000-8000-000000000002'];
+    // neither reports the run: to whichever beats alone it is a stray (claim 5, answered)
+    const beat = (process: string) =>
+      nodes.beat(db, { nodeId: 'twin', info: {}, running: [], progress: [], leaseMs: 60_000, answeredBelow: 100, firstClaim: 50, process });
+    const status = async () => (await sql<{ status: string }>(`SELECT status FROM ${ident(schema)}.runs WHERE id = $1`, [runId]))[0].status;
+    const rowOf = async () => (await sql<{ process: string }>(`SELECT process FROM ${ident(schema)}.nodes WHERE id = 'twin'`))[0]?.process;
+    expect(await beat(p)).toMatchObject({ fresh: true, leader: true, otherProcess: false });
+    await sql(`UPDATE ${ident(schema)}.runs SET status = 'running', node_id = 'twin', epoch = 1, attempt = 1, claim_seq = 5 WHERE id = $1`, [runId]);
+    // each beat finds the other's mark: no give-back, and only p renews the lease it took
+    expect(await beat(q)).toMatchObject({ otherProcess: true, strays: 0, leader: false });
+    expect(await beat(p)).toMatchObject({ otherProcess: true, strays: 0, leader: true });
+    expect(await beat(q)).toMatchObject({ otherProcess: true, strays: 0, leader: false });
+    expect(await status()).toBe('running');
+    // p stopped: q alone beats twice, the second time the row is its own and the stray goes back
+    expect(await beat(q)).toMatchObject({ otherProcess: false, strays: 1, interrupted: 1 });
+    expect(await status()).toBe('pending');
+    // a shutdown removes the row only for the process that beat last, and the lease only for the process holding it
+    const leases = () => sql(`SELECT holder, process FROM ${ident(schema)}.leases`);
+    expect(await leases()).toEqual([{ holder: 'twin', process: p }]);
+    await nodes.remove(db, 'twin', p);
+    expect(await rowOf()).toBe(q);
+    expect(await leases()).toEqual([]);
+    expect(await beat(q)).toMatchObject({ leader: true });
+    await nodes.remove(db, 'twin', p);
+    expect(await leases()).toEqual([{ holder: 'twin', process: q }]);
+    await nodes.remove(db, 'twin', q);
+    expect(await rowOf()).toBeUndefined();
+    expect(await leases()).toEqual([]);
+  });
+
+  it('two apps started with the same nodeId log it as an error and neither gives back the run the other executes', async () => {
+    const schema = freshSchema();
+    const logger = new RecordingLogger();
+    const options = { nodeId: 'twin', heartbeatInterval: '100ms' };
+    const a = await createApp({ schema, workflows, logger, options });
+    const { runId } = await a.durable.start('live_once', { hold: true });
+    await waitFor(() => attempts.length === 1, { message: 'the step runs on the first app' });
+    const b = await createApp({ schema, workflows, logger, options });
+    // watch the row's mark change hands: each change is a beat of one process right after the other's
+    let last: string | undefined;
+    let handovers = 0;
+    await waitFor(
+      async () => {
+        const [row] = await sql<{ process: string }>(`SELECT process FROM ${ident(schema)}.nodes WHERE id = 'twin'`);
+        if (row && row.process !== last) [last, handovers] = [row.process, handovers + 1];
+        return handovers >= 8;
+      },
+      { timeout: 15_000, interval: 20, message: 'both apps beat in turns' },
+    );
+    expect(logger.find('error', 'another process is running with nodeId "twin"').length).toBeGreaterThan(0);
+    expect(await a.durable.getRun(runId)).toMatchObject({ status: 'running', attempt: 1 });
+    gate.open();
+    expect(await b.durable.waitForRun(runId, { timeout: 10_000 })).toMatchObject({ status: 'completed', result: { attempt: 1 } });
+    expect(attempts).toEqual([{ runId, attempt: 1 }]);
   });
 
   it('a node fenced because it cannot heartbeat claims nothing until a beat succeeds again, then takes the run', async () => {
