@@ -197,18 +197,16 @@ describe('liveness', () => {
     // claims were numbered and one by claim 5 (both an earlier process of n9), and one by claim 15 that n9 runs
     const seqs = [10, 20, null, 15, 5];
     const beat = (answeredBelow: number) =>
-      t
-        .get(NodesStore)
-        .beat(db, {
-          nodeId: 'n9',
-          info: {},
-          running: [{ id: ids[3], epoch: 1 }],
-          progress: [],
-          leaseMs: 60_000,
-          answeredBelow,
-          firstClaim: 10,
-          process: PROCESS,
-        });
+      t.get(NodesStore).beat(db, {
+        nodeId: 'n9',
+        info: {},
+        running: [{ id: ids[3], epoch: 1 }],
+        progress: [],
+        leaseMs: 60_000,
+        answeredBelow,
+        firstClaim: 10,
+        process: PROCESS,
+      });
     // n9's row is this process's (its first beat found none)
     expect(await beat(1)).toMatchObject({ fresh: true, otherProcess: false, strays: 0 });
     for (const [i, id] of ids.entries()) {
