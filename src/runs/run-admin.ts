@@ -103,14 +103,14 @@ export class RunAdmin {
     if (retaken !== undefined) emitKeyMetric('key_retaken', retaken); // counted once the retry committed
   }
 
-  /** Starts a fresh copy of a finished run (same workflow and key; `input` replaces the input). */
+  /** Starts a fresh copy of a finished run (same workflow, key and priority; `input` replaces the input). */
   async rerun(runId: string, options: { input?: unknown } = {}): Promise<StartResult> {
     assertValid('rerun', unknownOptionProblems(options, ['input']));
     const row = isUuid(runId) ? await this.runs.get(this.connection.db, runId) : undefined;
     if (!row) throw new RunNotFoundError(runId);
     if (!isFinished(row.status)) throw new NotFinishedError(runId);
     const input = 'input' in options ? options.input : row.input;
-    return this.starter.start(row.workflow, input, { key: row.key, onDuplicate: 'error' }, true);
+    return this.starter.start(row.workflow, input, { key: row.key, onDuplicate: 'error', priority: row.priority }, true);
   }
 
   /**

@@ -335,6 +335,13 @@ describe('keys across the lifecycle', () => {
       expect(await holdersOf(t.schema, 'l_close', 'rr1')).toEqual([c.runId]);
     });
 
+    it('keeps the priority the run was started with', async () => {
+      const a = await t.durable.start('l_close', { n: 1 }, { key: 'rr-prio', priority: 7 });
+      await forceStatus(t.schema, a.runId, 'completed');
+      const b = await t.durable.rerun(a.runId);
+      expect((await t.durable.getRun(b.runId))!.priority).toBe(7);
+    });
+
     it('rejects with KeyTakenError(holderId) instead of returning a going holder', async () => {
       const a = await t.durable.start('l_close', { n: 1 }, { key: 'rr2' });
       await forceStatus(t.schema, a.runId, 'failed');
