@@ -19,6 +19,7 @@ import { DurableLeanHistory1733040019000 } from './1733040019000-durable-lean-hi
 import { DurableClaimSeq1733040020000 } from './1733040020000-durable-claim-seq';
 import { DurableGroupBusyIndex1733040021000 } from './1733040021000-durable-group-busy-index';
 import { DurableNodeProcess1733040022000 } from './1733040022000-durable-node-process';
+import { DurableWaitTimeoutValue1733040023000 } from './1733040023000-durable-wait-timeout-value';
 
 export { DurableInit1733040000000, DurableKeys1733040001000, DurableWaits1733040002000 };
 export { DurableFlows1733040003000 };
@@ -38,6 +39,7 @@ export { DurableLeanHistory1733040019000 };
 export { DurableClaimSeq1733040020000 };
 export { DurableGroupBusyIndex1733040021000 };
 export { DurableNodeProcess1733040022000 };
+export { DurableWaitTimeoutValue1733040023000 };
 
 /** The module's migration classes in order, for schema `durable` (TypeORM `migrations: [...]`). */
 export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[] = [
@@ -61,6 +63,7 @@ export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[]
   DurableClaimSeq1733040020000,
   DurableGroupBusyIndex1733040021000,
   DurableNodeProcess1733040022000,
+  DurableWaitTimeoutValue1733040023000,
 ];
 
 /**

@@ -96,7 +96,7 @@ export class RunAdmin {
         await runs.takeKey(q, runId);
         await this.activity.record(q, 'key_retaken', runId, row.workflow, row.key, { from: holder?.id ?? null });
       }
-      await this.waits.resetForRetry(q, runId); // a timed-out wait or failed child is tried anew
+      await this.waits.resetForRetry(q, runId); // a wait whose timeout failed the step, or a failed child, is tried anew
       await runs.retry(q, runId);
       return row.key !== null && !row.holds_key ? row.workflow : undefined;
     });

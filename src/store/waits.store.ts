@@ -56,10 +56,10 @@ export class WaitsStore {
       resetForRetry: `
         DELETE FROM ${S}.waits w USING ${S}.runs r
         WHERE w.run_id = $1 AND r.id = $1 AND w.step = r.step
-          AND (w.timed_out OR (w.kind = 'children' AND (
+          AND ((w.timed_out AND w.timeout_value IS NOT TRUE) OR (w.kind = 'children' AND (
                 -- a child that did not complete, or one deleted (pruned) since
                 SELECT count(*) FILTER (WHERE c.status = 'completed') FROM ${S}.runs c WHERE c.id = ANY (w.children)) < cardinality(w.children)))`,
-      timedOut: `UPDATE ${S}.waits SET timed_out = true WHERE run_id = $1 AND step = $2 AND call = $3`,
+      timedOut: `UPDATE ${S}.waits SET timed_out = true, timeout_value = $4 WHERE run_id = $1 AND step = $2 AND call = $3`,
       children: `
         SELECT c.id, c.status, c.result, c.error FROM unnest($1::uuid[]) WITH ORDINALITY AS x(id, n)
         JOIN ${S}.runs c ON c.id = x.id ORDER BY x.n`,
@@ -97,16 +97,19 @@ export class WaitsStore {
 
   /**
    * Before `retry` of a failed run: forgets the waits of its failed step that would fail it again
-   * (timed out, or children that did not complete or were deleted since), so the retried step waits /
-   * starts children anew.
+   * (timed out without a `timeoutValue`, or children that did not complete or were deleted since),
+   * so the retried step waits / starts children anew.
    */
   async resetForRetry(q: Queryable, runId: string): Promise<void> {
     await q.query(this.sql.resetForRetry, [runId]);
   }
 
-  /** Marks a wait as timed out (so a later re-run of the step gets the same answer). */
-  async markTimedOut(q: Queryable, runId: string, step: number, call: number): Promise<void> {
-    await q.query(this.sql.timedOut, [runId, step, call]);
+  /**
+   * Marks a wait as timed out (so a later re-run of the step gets the same answer); `withValue`: it
+   * returned its `timeoutValue` (a retry replays it) rather than failing the step (a retry waits anew).
+   */
+  async markTimedOut(q: Queryable, runId: string, step: number, call: number, withValue: boolean): Promise<void> {
+    await q.query(this.sql.timedOut, [runId, step, call, withValue]);
   }
 
   /** The children with their status, result and error, in the given order. */

@@ -87,7 +87,7 @@ export async function waitFor<T>(scope: WaitScope, kind: EventKind, name: string
     const got = await services.events.receive(services.db, scope.runId, kind, name);
     if (got) return got.payload as T;
     if (!row.due) throw scope.suspend(new Suspension(kind, name, row.until && new Date(row.until)));
-    await services.waits.markTimedOut(services.db, scope.runId, scope.step, scope.call);
+    await services.waits.markTimedOut(services.db, scope.runId, scope.step, scope.call, 'timeoutValue' in options);
   }
   if ('timeoutValue' in options) return options.timeoutValue as T;
   // every re-run of the step would time out the same way: no retries (like a failed child)

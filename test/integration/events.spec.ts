@@ -74,6 +74,22 @@ class Timeout {
   }
 }
 
+/** Bodies run of e_timeout_retry; it fails once its wait has timed out while `breakAfterWait`. */
+let valueBodies = 0;
+let breakAfterWait = true;
+@Workflow('e_timeout_retry')
+class TimeoutThenBreak {
+  @Step({ retry: { attempts: 1 } })
+  async listen(ctx: RunContext<{ value: boolean }>) {
+    valueBodies++;
+    const got = ctx.input.value
+      ? await ctx.waitForEvent('never', { timeout: 250, timeoutValue: 'fallback' })
+      : await ctx.waitForEvent('never', { timeout: 250 });
+    if (breakAfterWait) throw new Error('broke after the wait');
+    return got;
+  }
+}
+
 @Workflow('e_sleeper')
 class Sleeper {
   @Step()
@@ -204,6 +220,25 @@ describe('sendEvent / waitForEvent', () => {
     // a timed-out wait fails the step for good (a retry would time out the same way): each run's
     // step ran twice (first try, after the timer), no retry with its 2 s backoff
     expect(timeoutAttempts).toBe(4);
+  });
+
+  it('retry replays a wait that returned its timeoutValue, and waits anew where the timeout failed the step', async () => {
+    const { durable } = await createApp({ workflows: [TimeoutThenBreak] });
+    const bodies = async (value: boolean) => {
+      valueBodies = 0;
+      breakAfterWait = true;
+      const { runId } = await durable.start(TimeoutThenBreak, { value });
+      expect(await durable.waitForRun(runId, { timeout: 10_000 })).toMatchObject({ status: 'failed' });
+      // the body ran until the wait suspended, then again once its timer ended
+      expect(valueBodies).toBe(2);
+      breakAfterWait = false;
+      await durable.retry(runId);
+      return { run: await durable.waitForRun(runId, { timeout: 10_000 }), afterRetry: valueBodies - 2 };
+    };
+    // the step had gone on with the value: the retry's body gets it again at once
+    expect(await bodies(true)).toMatchObject({ run: { status: 'completed', result: 'fallback' }, afterRetry: 1 });
+    // the timeout had failed the step: the retry waits again (suspends, then times out again)
+    expect(await bodies(false)).toMatchObject({ run: { status: 'failed', error: { code: 'timeout' } }, afterRetry: 2 });
   });
 
   it('sendEvent to an unknown run rejects with RunNotFoundError; a bad name or payload is refused', async () => {
