@@ -27,6 +27,11 @@ export interface NodeBeat {
    * it does not know may be the other process's), and renews no lease that process took.
    */
   process: string;
+  /**
+   * Whether strays may be given back at all: not until the process has had the node id to itself
+   * (no other mark seen) for a whole `nodeTimeout` (the worker's heartbeat decides).
+   */
+  giveBack: boolean;
 }
 
 /** A run's progress value, written by the heartbeat while the claim of `epoch` still owns the run. */
@@ -112,7 +117,7 @@ export function nodesStatements(S: string): Record<string, string> {
           -- the ids as an array: each stray (usually none) is one primary-key probe
           WHERE r.id = ANY (ARRAY(
               SELECT s.id FROM ${S}.runs s
-              WHERE EXISTS (SELECT 1 FROM prev WHERE process = $9::uuid)
+              WHERE $10::boolean AND EXISTS (SELECT 1 FROM prev WHERE process = $9::uuid)
                 AND s.id = ANY (ARRAY(SELECT id FROM mine WHERE coalesce(claim_seq, 0) < $6::bigint AND id <> ALL ($3::uuid[])))
                 AND s.status IN ('running', 'compensating') AND s.node_id = $1
               FOR NO KEY UPDATE SKIP LOCKED))
@@ -152,10 +157,11 @@ export function nodesStatements(S: string): Record<string, string> {
         )
         SELECT (SELECT count(*) FROM dead)::int AS nodes, (SELECT count(*) FROM orphans)::int AS runs`,
     // with the maintenance lease it holds, if any: another node takes maintenance over at its next
-    // beat; only this process's ($2) row and lease (another process of the node id keeps its own)
+    // beat; only this process's ($2) lease, and its row unless kept ($3: another process of the node
+    // id beats under it)
     remove: `
         WITH lease AS (DELETE FROM ${S}.leases WHERE name = 'maintenance' AND holder = $1 AND process = $2)
-        DELETE FROM ${S}.nodes WHERE id = $1 AND process = $2`,
+        DELETE FROM ${S}.nodes WHERE id = $1 AND process = $2 AND NOT $3::boolean`,
     // who is in the cluster: its nodes (by id and start) and when an app last wrote its workflow
     // definitions (every app, with a worker or not, does at boot); it changes when one joins,
     // leaves or boots
@@ -194,6 +200,7 @@ export class NodesStore {
       JSON.stringify(beat.progress),
       beat.firstClaim,
       beat.process,
+      beat.giveBack,
     ]);
     return row;
   }
@@ -215,8 +222,11 @@ export class NodesStore {
     return q.query<NodeRow>(this.sql.list, [timeoutMs, limit]);
   }
 
-  /** Removes this node's row and gives up the maintenance lease if it holds it (clean shutdown), unless `process` is not the one that beat last. */
-  async remove(q: Queryable, nodeId: string, process: string): Promise<void> {
-    await q.query(this.sql.remove, [nodeId, process]);
+  /**
+   * At a clean shutdown: gives up the maintenance lease if `process` holds it, and removes the
+   * node's row if `process` beat last, unless `keepRow`.
+   */
+  async remove(q: Queryable, nodeId: string, process: string, keepRow = false): Promise<void> {
+    await q.query(this.sql.remove, [nodeId, process, keepRow]);
   }
 }

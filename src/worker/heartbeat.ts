@@ -56,15 +56,17 @@ export class Heartbeat {
   /** The beat out now, if any. */
   private inFlight?: Promise<void>;
   private stopped = false;
-  /** Local time of the last successful beat, and of the first one after the last failure. */
+  /** Local time the last successful beat was sent, and the first one after the last failure came back. */
   private lastOkAt = 0;
   private okSince?: number;
   private fencedNow = false;
   /** This process's mark on its node's row (see `NodeBeat.process`). */
   private readonly process = randomUUID();
-  private beats = 0;
-  /** Local time another live process was last seen beating under this node id. */
+  /** Local time of this process's first successful beat. */
+  private firstOkAt?: number;
+  /** Local time another live process was last seen beating under this node id, and last logged. */
   private sharedAt?: number;
+  private sharedLoggedAt?: number;
 
   constructor(
     private readonly store: NodesStore,
@@ -101,17 +103,17 @@ export class Heartbeat {
   }
 
   /**
-   * Stops beating and closes the connection, once a beat in flight has ended; then removes the
-   * node's row and gives up the maintenance lease, unless another live process beats under the
-   * same node id (its runs would look orphaned without the row).
+   * Stops beating and closes the connection, once a beat in flight has ended; then gives up the
+   * maintenance lease if this process holds it, and removes the node's row unless another live
+   * process beats under the same node id (its runs would look orphaned without the row).
    */
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     await this.inFlight;
     await this.connection.close();
-    if (this.sharedAt !== undefined && Date.now() - this.sharedAt < 2 * this.options.nodeTimeoutMs) return;
-    await this.store.remove(this.options.fallback, this.options.nodeId, this.process).catch(() => undefined);
+    const keepRow = this.sharedWithin(2 * this.options.nodeTimeoutMs, Date.now());
+    await this.store.remove(this.options.fallback, this.options.nodeId, this.process, keepRow).catch(() => undefined);
   }
 
   /** One beat (skipped while the previous one is still out). */
@@ -128,6 +130,11 @@ export class Heartbeat {
       const running = this.host.owned();
       const answeredBelow = this.host.answeredBelow();
       const progress = this.host.progress();
+      const sentAt = Date.now();
+      // strays only once this process has had the node id to itself for a whole nodeTimeout: a run it
+      // does not know may be another live process's (one beats at least that often), not a lost reply
+      const T = this.options.nodeTimeoutMs;
+      const giveBack = this.firstOkAt !== undefined && sentAt - this.firstOkAt >= T && !this.sharedWithin(T, sentAt);
       const result = await this.store.beat(this.connection.queryable ?? this.options.fallback, {
         nodeId: this.options.nodeId,
         info: this.host.info(),
@@ -137,6 +144,7 @@ export class Heartbeat {
         answeredBelow,
         firstClaim: this.host.firstClaim(),
         process: this.process,
+        giveBack,
       });
       const held = new Set(result.progressHeld);
       for (const p of progress) if (!held.has(p.id)) p.taken();
@@ -144,6 +152,7 @@ export class Heartbeat {
       this.ok(
         result,
         running.filter((r) => lost.has(r.id)),
+        sentAt,
       );
     } catch (err) {
       this.okSince = undefined;
@@ -151,15 +160,19 @@ export class Heartbeat {
     }
   }
 
-  private ok(result: BeatResult, lost: { id: string; epoch: number }[]): void {
+  /** A beat sent at `sentAt` succeeded: the node's row is as fresh as that (its `now()`), not as the reply. */
+  private ok(result: BeatResult, lost: { id: string; epoch: number }[], sentAt: number): void {
     const now = Date.now();
     // at a process's first beat the mark is its predecessor's; at a later one, another process beat since
-    if (result.otherProcess && this.beats > 0) this.shared(now);
-    this.beats += 1;
-    this.lastOkAt = now;
+    if (result.otherProcess && this.firstOkAt !== undefined) this.shared(now);
+    this.firstOkAt ??= now;
+    this.lastOkAt = sentAt;
     this.okSince ??= now;
-    const unfenced = this.fencedNow;
-    this.fencedNow = false;
+    const wasFenced = this.fencedNow;
+    // a reply that came back past the fence's age lifts no fence (and fences a node that was not yet)
+    if (now - sentAt < SELF_FENCE_SHARE * this.options.nodeTimeoutMs) this.fencedNow = false;
+    else this.checkFence();
+    const unfenced = wasFenced && !this.fencedNow;
     if (lost.length) this.host.lost(lost);
     const { strays, interrupted } = result;
     if (strays > interrupted) this.logger.warn(`gave back ${strays - interrupted} run(s) this node held without running them`);
@@ -172,11 +185,16 @@ export class Heartbeat {
     if (result.leader) this.host.lead(now - this.okSince >= this.options.nodeTimeoutMs);
   }
 
+  /** Another live process was seen beating under this node id within the last `ms`. */
+  private sharedWithin(ms: number, now: number): boolean {
+    return this.sharedAt !== undefined && now - this.sharedAt < ms;
+  }
+
   /** Another live process beats under this node id: logged as an error (at most once per `nodeTimeout`). */
   private shared(now: number): void {
-    const quiet = this.sharedAt !== undefined && now - this.sharedAt < this.options.nodeTimeoutMs;
     this.sharedAt = now;
-    if (quiet) return;
+    if (this.sharedLoggedAt !== undefined && now - this.sharedLoggedAt < this.options.nodeTimeoutMs) return;
+    this.sharedLoggedAt = now;
     this.logger.error(
       `another process is running with nodeId "${this.options.nodeId}": give each process its own nodeId. ` +
         'Until one of them stops, neither gives back a run it holds without running it (a claim whose reply was lost)',

@@ -206,6 +206,7 @@ describe('liveness', () => {
         answeredBelow,
         firstClaim: 10,
         process: PROCESS,
+        giveBack: true,
       });
     // n9's row is this process's (its first beat found none)
     expect(await beat(1)).toMatchObject({ fresh: true, otherProcess: false, strays: 0 });
@@ -249,6 +250,7 @@ describe('liveness', () => {
         answeredBelow: 11,
         firstClaim: 10,
         process: PROCESS,
+        giveBack: true,
       });
     await beat(); // n9's row is this process's
     // n9 runs `reporting` and holds `stray` without running it; `orphan` belongs to a node with no row (dead)
@@ -301,7 +303,7 @@ describe('liveness', () => {
     const [p, q] = [PROCESS, '00000000-0000-4000-8000-000000000002'];
     // neither reports the run: to whichever beats alone it is a stray (claim 5, answered)
     const beat = (process: string) =>
-      nodes.beat(db, { nodeId: 'twin', info: {}, running: [], progress: [], leaseMs: 60_000, answeredBelow: 100, firstClaim: 50, process });
+      nodes.beat(db, { nodeId: 'twin', info: {}, running: [], progress: [], leaseMs: 60_000, answeredBelow: 100, firstClaim: 50, process, giveBack: true });
     const status = async () => (await sql<{ status: string }>(`SELECT status FROM ${ident(schema)}.runs WHERE id = $1`, [runId]))[0].status;
     const rowOf = async () => (await sql<{ process: string }>(`SELECT process FROM ${ident(schema)}.nodes WHERE id = 'twin'`))[0]?.process;
     expect(await beat(p)).toMatchObject({ fresh: true, leader: true, otherProcess: false });
@@ -328,14 +330,13 @@ describe('liveness', () => {
     expect(await leases()).toEqual([]);
   });
 
-  it('two apps started with the same nodeId log it as an error and neither gives back the run the other executes', async () => {
+  it('two apps started with the same nodeId log it as an error and neither gives back the run the other executes, even when one beats several times between two beats of the other', async () => {
     const schema = freshSchema();
     const logger = new RecordingLogger();
-    const options = { nodeId: 'twin', heartbeatInterval: '100ms' };
-    const a = await createApp({ schema, workflows, logger, options });
+    const a = await createApp({ schema, workflows, logger, options: { nodeId: 'twin', heartbeatInterval: '700ms', nodeTimeout: '3s' } });
     const { runId } = await a.durable.start('live_once', { hold: true });
     await waitFor(() => attempts.length === 1, { message: 'the step runs on the first app' });
-    const b = await createApp({ schema, workflows, logger, options });
+    const b = await createApp({ schema, workflows, logger, options: { nodeId: 'twin', heartbeatInterval: '100ms', nodeTimeout: '3s' } });
     // watch the row's mark change hands: each change is a beat of one process right after the other's
     let last: string | undefined;
     let handovers = 0;
@@ -343,11 +344,13 @@ describe('liveness', () => {
       async () => {
         const [row] = await sql<{ process: string }>(`SELECT process FROM ${ident(schema)}.nodes WHERE id = 'twin'`);
         if (row && row.process !== last) [last, handovers] = [row.process, handovers + 1];
-        return handovers >= 8;
+        // ~7 s: past the second app's first nodeTimeout, after which a node id of its own would let it give back strays
+        return handovers >= 20;
       },
-      { timeout: 15_000, interval: 20, message: 'both apps beat in turns' },
+      { timeout: 30_000, interval: 20, message: 'both apps beat in turns' },
     );
-    expect(logger.find('error', 'another process is running with nodeId "twin"').length).toBeGreaterThan(0);
+    // each app logs it when it first sees the other's mark, then again at most once per nodeTimeout while it lasts
+    expect(logger.find('error', 'another process is running with nodeId "twin"').length).toBeGreaterThanOrEqual(3);
     expect(await a.durable.getRun(runId)).toMatchObject({ status: 'running', attempt: 1 });
     gate.open();
     expect(await b.durable.waitForRun(runId, { timeout: 10_000 })).toMatchObject({ status: 'completed', result: { attempt: 1 } });
@@ -373,6 +376,35 @@ describe('liveness', () => {
     });
     expect(await node.durable.waitForRun(runId, { timeout: 10_000 })).toMatchObject({ status: 'completed' });
     expect(attempts).toEqual([{ runId, attempt: 1 }]);
+  });
+
+  it('a beat whose reply comes back late counts from when it was sent: the node fences itself three quarters of nodeTimeout after that, not after the reply', async () => {
+    const schema = freshSchema();
+    const logger = new RecordingLogger();
+    // a beat waits up to 2 s for a row lock (a third of nodeTimeout); the fence comes 4.5 s after the last beat that went through
+    await createApp({ schema, workflows, logger, options: { nodeId: 'late-1', nodeTimeout: '6s' } });
+    const lockRow = `SELECT 1 FROM ${ident(schema)}.nodes WHERE id = 'late-1' FOR UPDATE`;
+    const [first, second] = [new Client({ connectionString: databaseUrl() }), new Client({ connectionString: databaseUrl() })];
+    await Promise.all([first.connect(), second.connect()]);
+    try {
+      await first.query('BEGIN');
+      await first.query(lockRow);
+      await waitForLockWait([`${ident(schema)}.nodes`, 'heartbeat_at = now()'], 'a beat waits for the row');
+      const sentBy = Date.now();
+      // queued behind the beat: takes the row as soon as the beat went through, so every later beat fails
+      await second.query('BEGIN');
+      const queued = second.query(lockRow);
+      await waitForLockWait([`${ident(schema)}.nodes`, "id = 'late-1' FOR UPDATE"], 'the second lock waits behind the beat');
+      // the slow reply under test: the beat goes through 1.5 s after it was sent
+      await new Promise((r) => setTimeout(r, 1_500));
+      await first.query('ROLLBACK');
+      await queued;
+      await waitFor(() => logger.find('warn', 'could not heartbeat').length > 0, { timeout: 15_000, interval: 20, message: 'the node fences itself' });
+      // counted from the reply, the fence would come 1.5 s + 4.5 s after the beat was sent
+      expect(Date.now() - sentBy).toBeLessThan(5_500);
+    } finally {
+      await Promise.all([first, second].map((c) => c.query('ROLLBACK').finally(() => c.end())));
+    }
   });
 
   it('a step body that ignores the abort of its lost run holds the run on its node: a new claim of it there begins only after the body ends', async () => {
