@@ -84,6 +84,13 @@ describe('DurableModule options', () => {
       }
     });
 
+    it('a heartbeatInterval over half of nodeTimeout (the node would stop its runs between two beats)', async () => {
+      await expectStartupFailure({ heartbeatInterval: '20s', nodeTimeout: '30s' }, /heartbeatInterval: must be at most half of nodeTimeout/);
+      // against the other's default (5 s, 30 s)
+      await expectStartupFailure({ heartbeatInterval: '16s', nodeTimeout: undefined }, /heartbeatInterval: must be at most half of nodeTimeout/);
+      await expectStartupFailure({ heartbeatInterval: undefined, nodeTimeout: '9s' }, /heartbeatInterval: must be at most half of nodeTimeout/);
+    });
+
     it('through forRootAsync too', async () => {
       await expectStartupFailure({ worker: { concurrency: 0 } }, /concurrency/, true);
       await expectStartupFailure({ heartbeatInterval: 'abc' }, /heartbeatInterval/, true);
