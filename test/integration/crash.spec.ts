@@ -236,7 +236,8 @@ describe('crashes and fencing (multi-process)', () => {
       nodeId: 'zombie',
       // A slow heartbeat: when the zombie wakes up, its step ends before its next heartbeat could tell
       // it that the run was recovered, so only the database (the lease epoch) can refuse its write.
-      env: { HOLD_MS: '2500', DURABLE_WORKFLOWS: 'fence,barrier', DURABLE_HEARTBEAT: '5s' },
+      // (Its own nodeTimeout is long to match; the survivor declares it dead after its own, 1 s.)
+      env: { HOLD_MS: '2500', DURABLE_WORKFLOWS: 'fence,barrier', DURABLE_HEARTBEAT: '5s', DURABLE_NODE_TIMEOUT: '10s' },
     });
     const starter = await createApp({ schema, workflows, options: { worker: false } });
     const { runId } = await starter.durable.start('fence', {});
