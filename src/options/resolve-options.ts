@@ -61,8 +61,9 @@ export function resolveOptions(raw: DurableModuleOptions): ResolvedOptions {
   if (transactionManager !== undefined && typeof transactionManager !== 'function') {
     problems.push('transactionManager: must be a function returning the EntityManager of the ambient transaction (or undefined)');
   }
-  // a node fences itself after three quarters of nodeTimeout without a beat: beats must come well within that
-  if (!problems.length && toMs(plain.heartbeatInterval ?? '5s') * 2 > toMs(plain.nodeTimeout ?? '30s')) {
+  // a node fences itself after three quarters of nodeTimeout without a beat: beats must come well within
+  // that (an app without a worker never beats; its nodeTimeout only says which nodes are alive)
+  if (!problems.length && plain.worker !== false && toMs(plain.heartbeatInterval ?? '5s') * 2 > toMs(plain.nodeTimeout ?? '30s')) {
     problems.push('heartbeatInterval: must be at most half of nodeTimeout (a node that has not beaten for three quarters of nodeTimeout stops its runs)');
   }
   if (problems.length) {

@@ -1,9 +1,9 @@
 import type { Logger } from '@nestjs/common';
-import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../store/db';
 import type { BeatResult, NodesStore, ProgressReport } from '../store/nodes.store';
 import { SELF_FENCE_SHARE } from '../store/sql';
 import { DedicatedConnection } from './dedicated-connection';
+import { monotonicMs, NodeMark } from './node-mark';
 
 /** What the heartbeat asks of, and tells, the worker it belongs to. */
 export interface HeartbeatHost {
@@ -53,20 +53,18 @@ export interface HeartbeatOptions {
 export class Heartbeat {
   private readonly connection: DedicatedConnection;
   private timer?: NodeJS.Timeout;
+  /** Fences the node when its time comes, unless a beat succeeds first. */
+  private fenceTimer?: NodeJS.Timeout;
   /** The beat out now, if any. */
   private inFlight?: Promise<void>;
   private stopped = false;
-  /** Local time the last successful beat was sent, and the first one after the last failure came back. */
-  private lastOkAt = 0;
+  /** Monotonic time the last successful beat was sent, and the first one after the last failure came back. */
+  private lastOkAt?: number;
   private okSince?: number;
   private fencedNow = false;
-  /** This process's mark on its node's row (see `NodeBeat.process`). */
-  private readonly process = randomUUID();
-  /** Local time of this process's first successful beat. */
-  private firstOkAt?: number;
-  /** Local time another live process was last seen beating under this node id, and last logged. */
-  private sharedAt?: number;
-  private sharedLoggedAt?: number;
+  private readonly mark: NodeMark;
+  /** Past this long without a successful beat the node fences itself. */
+  private readonly fenceMs: number;
 
   constructor(
     private readonly store: NodesStore,
@@ -74,6 +72,8 @@ export class Heartbeat {
     private readonly options: HeartbeatOptions,
     private readonly logger: Logger,
   ) {
+    this.mark = new NodeMark(options.nodeId, options.nodeTimeoutMs, logger);
+    this.fenceMs = SELF_FENCE_SHARE * options.nodeTimeoutMs;
     // a beat ends within half of nodeTimeout, however the server or the network behaves
     const timeoutMs = Math.max(100, Math.floor(options.nodeTimeoutMs / 3));
     this.connection = new DedicatedConnection(
@@ -110,10 +110,11 @@ export class Heartbeat {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
+    clearTimeout(this.fenceTimer);
     await this.inFlight;
     await this.connection.close();
-    const keepRow = this.sharedWithin(2 * this.options.nodeTimeoutMs, Date.now());
-    await this.store.remove(this.options.fallback, this.options.nodeId, this.process, keepRow).catch(() => undefined);
+    const keepRow = this.mark.keepRow(monotonicMs());
+    await this.store.remove(this.options.fallback, this.options.nodeId, this.mark.id, keepRow).catch(() => undefined);
   }
 
   /** One beat (skipped while the previous one is still out). */
@@ -130,11 +131,7 @@ export class Heartbeat {
       const running = this.host.owned();
       const answeredBelow = this.host.answeredBelow();
       const progress = this.host.progress();
-      const sentAt = Date.now();
-      // strays only once this process has had the node id to itself for a whole nodeTimeout: a run it
-      // does not know may be another live process's (one beats at least that often), not a lost reply
-      const T = this.options.nodeTimeoutMs;
-      const giveBack = this.firstOkAt !== undefined && sentAt - this.firstOkAt >= T && !this.sharedWithin(T, sentAt);
+      const sentAt = monotonicMs();
       const result = await this.store.beat(this.connection.queryable ?? this.options.fallback, {
         nodeId: this.options.nodeId,
         info: this.host.info(),
@@ -143,8 +140,8 @@ export class Heartbeat {
         leaseMs: this.options.nodeTimeoutMs,
         answeredBelow,
         firstClaim: this.host.firstClaim(),
-        process: this.process,
-        giveBack,
+        process: this.mark.id,
+        giveBack: this.mark.mayGiveBack(sentAt),
       });
       const held = new Set(result.progressHeld);
       for (const p of progress) if (!held.has(p.id)) p.taken();
@@ -162,17 +159,9 @@ export class Heartbeat {
 
   /** A beat sent at `sentAt` succeeded: the node's row is as fresh as that (its `now()`), not as the reply. */
   private ok(result: BeatResult, lost: { id: string; epoch: number }[], sentAt: number): void {
-    const now = Date.now();
-    // at a process's first beat the mark is its predecessor's; at a later one, another process beat since
-    if (result.otherProcess && this.firstOkAt !== undefined) this.shared(now);
-    this.firstOkAt ??= now;
+    const now = monotonicMs();
+    this.mark.beaten(result.otherProcess, now);
     this.lastOkAt = sentAt;
-    this.okSince ??= now;
-    const wasFenced = this.fencedNow;
-    // a reply that came back past the fence's age lifts no fence (and fences a node that was not yet)
-    if (now - sentAt < SELF_FENCE_SHARE * this.options.nodeTimeoutMs) this.fencedNow = false;
-    else this.checkFence();
-    const unfenced = wasFenced && !this.fencedNow;
     if (lost.length) this.host.lost(lost);
     const { strays, interrupted } = result;
     if (strays > interrupted) this.logger.warn(`gave back ${strays - interrupted} run(s) this node held without running them`);
@@ -181,31 +170,33 @@ export class Heartbeat {
         `recovered ${interrupted} run(s) an earlier process of node ${this.options.nodeId} was running when it ended (each interrupted attempt counts)`,
       );
     if (result.maxSeq !== null) this.host.numberAbove(result.maxSeq);
+    if (now - sentAt >= this.fenceMs) {
+      // a reply past the fence's age: no fence lifted, no maintenance, the outage goes on
+      this.okSince = undefined;
+      this.checkFence();
+      return;
+    }
+    this.okSince ??= now;
+    const unfenced = this.fencedNow;
+    this.fencedNow = false;
+    this.armFence();
     this.host.beaten(unfenced);
     if (result.leader) this.host.lead(now - this.okSince >= this.options.nodeTimeoutMs);
   }
 
-  /** Another live process was seen beating under this node id within the last `ms`. */
-  private sharedWithin(ms: number, now: number): boolean {
-    return this.sharedAt !== undefined && now - this.sharedAt < ms;
-  }
-
-  /** Another live process beats under this node id: logged as an error (at most once per `nodeTimeout`). */
-  private shared(now: number): void {
-    this.sharedAt = now;
-    if (this.sharedLoggedAt !== undefined && now - this.sharedLoggedAt < this.options.nodeTimeoutMs) return;
-    this.sharedLoggedAt = now;
-    this.logger.error(
-      `another process is running with nodeId "${this.options.nodeId}": give each process its own nodeId. ` +
-        'Until one of them stops, neither gives back a run it holds without running it (a claim whose reply was lost)',
-    );
+  /** Fences the node once `fenceMs` have passed since the last successful beat was sent, at that moment (not at the next beat's tick). */
+  private armFence(): void {
+    clearTimeout(this.fenceTimer);
+    if (this.stopped || this.lastOkAt === undefined) return;
+    this.fenceTimer = setTimeout(() => this.checkFence(), this.lastOkAt + this.fenceMs - monotonicMs() + 1);
+    this.fenceTimer.unref();
   }
 
   /** Self-fencing: past most of `nodeTimeout` without a successful beat, the node's runs are given up. */
   private checkFence(): void {
-    if (this.fencedNow || this.lastOkAt === 0) return;
-    const silentMs = Date.now() - this.lastOkAt;
-    if (silentMs < SELF_FENCE_SHARE * this.options.nodeTimeoutMs) return;
+    if (this.fencedNow || this.stopped || this.lastOkAt === undefined) return;
+    const silentMs = Math.round(monotonicMs() - this.lastOkAt);
+    if (silentMs < this.fenceMs) return;
     this.fencedNow = true;
     const reason = new Error(`this node could not heartbeat for ${silentMs}ms; its runs are recovered by other nodes`);
     this.logger.warn(reason.message);

@@ -324,7 +324,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
 
   private launch(row: ClaimedRow): void {
     const def = this.registry.find(row.workflow);
-    // fenced while its claim was out: not run here (the next successful beat gives it back)
+    // fenced while its claim was out: not run here (a later successful beat gives it back)
     if (!def || this.heartbeat?.fenced) return;
     const exec = new Execution(this.services, this.batcher, this.slots, def, row, (delay) => this.wakeTimer.after(delay));
     // an earlier execution of this run still here was recovered away from this node meanwhile (its
@@ -353,7 +353,9 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     for (const e of stale) e.lose(reason);
     await this.runs
       .release(this.connection.db, this.options.nodeId, stale.map(leaseOf))
-      .catch((err: Error) => this.logger.warn(`giving back ${stale.length} queued run(s) failed (${err.message}); the node's next heartbeat gives them back`));
+      .catch((err: Error) =>
+        this.logger.warn(`giving back ${stale.length} queued run(s) failed (${err.message}); a later heartbeat of the node gives them back`),
+      );
   }
 
   /** What the heartbeat asks of this worker. */

@@ -236,7 +236,8 @@ describe('crashes and fencing (multi-process)', () => {
       nodeId: 'zombie',
       // A slow heartbeat: when the zombie wakes up, its step ends before its next heartbeat could tell
       // it that the run was recovered, so only the database (the lease epoch) can refuse its write.
-      // (Its own nodeTimeout is long to match; the survivor declares it dead after its own, 1 s.)
+      // (Its own nodeTimeout is long to match: as the only worker at boot it holds the maintenance
+      // lease for that long, so the survivor recovers the run some 11 s after the pause.)
       env: { HOLD_MS: '2500', DURABLE_WORKFLOWS: 'fence,barrier', DURABLE_HEARTBEAT: '5s', DURABLE_NODE_TIMEOUT: '10s' },
     });
     const starter = await createApp({ schema, workflows, options: { worker: false } });
@@ -246,7 +247,7 @@ describe('crashes and fencing (multi-process)', () => {
 
     // a survivor (which does not run `barrier`) recovers the run; its own `work` step waits at a gate
     await createApp({ schema, workflows, options: { worker: { workflows: ['fence'] } } });
-    await waitFor(() => fenceGate.arrived >= 1, { timeout: 20_000, message: 'the survivor runs the recovered step' });
+    await waitFor(() => fenceGate.arrived >= 1, { timeout: 40_000, message: 'the survivor runs the recovered step' });
 
     zombie.signal('SIGCONT');
     // the zombie's step ends and it tries to record it while the survivor still runs the same step...

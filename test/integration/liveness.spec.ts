@@ -344,8 +344,8 @@ describe('liveness', () => {
       async () => {
         const [row] = await sql<{ process: string }>(`SELECT process FROM ${ident(schema)}.nodes WHERE id = 'twin'`);
         if (row && row.process !== last) [last, handovers] = [row.process, handovers + 1];
-        // ~7 s: past the second app's first nodeTimeout, after which a node id of its own would let it give back strays
-        return handovers >= 20;
+        // ~9 s: past twice the second app's nodeTimeout, after which a node id of its own would let it give back strays
+        return handovers >= 26;
       },
       { timeout: 30_000, interval: 20, message: 'both apps beat in turns' },
     );
@@ -404,6 +404,25 @@ describe('liveness', () => {
       expect(Date.now() - sentBy).toBeLessThan(5_500);
     } finally {
       await Promise.all([first, second].map((c) => c.query('ROLLBACK').finally(() => c.end())));
+    }
+  });
+
+  it('a node fences itself three quarters of nodeTimeout after its last beat, not at the tick of the next beat after that', async () => {
+    const schema = freshSchema();
+    const logger = new RecordingLogger();
+    // beats at 0, 2, 4 s: counted at the ticks it would fence at 4 s, a whole nodeTimeout after its last beat
+    await createApp({ schema, workflows, logger, options: { nodeId: 'tick-1', heartbeatInterval: '2s', nodeTimeout: '4s' } });
+    const blocker = new Client({ connectionString: databaseUrl() });
+    await blocker.connect();
+    try {
+      await blocker.query('BEGIN');
+      // every later beat waits for the row, then fails; its last successful beat is the row's heartbeat_at
+      const [row] = (await blocker.query<{ at: Date }>(`SELECT heartbeat_at AS at FROM ${ident(schema)}.nodes WHERE id = 'tick-1' FOR UPDATE`)).rows;
+      await waitFor(() => logger.find('warn', 'could not heartbeat').length > 0, { timeout: 10_000, interval: 20, message: 'the node fences itself' });
+      expect(Date.now() - row.at.getTime()).toBeLessThan(3_500);
+    } finally {
+      await blocker.query('ROLLBACK');
+      await blocker.end();
     }
   });
 

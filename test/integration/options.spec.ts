@@ -91,6 +91,11 @@ describe('DurableModule options', () => {
       await expectStartupFailure({ heartbeatInterval: undefined, nodeTimeout: '9s' }, /heartbeatInterval: must be at most half of nodeTimeout/);
     });
 
+    it('but not for an app without a worker (it never beats; the CLI passes only nodeTimeout)', async () => {
+      const { durable } = await createApp({ workflows: [Echo], options: { worker: false, heartbeatInterval: undefined, nodeTimeout: '2s' } });
+      expect(await durable.listNodes()).toEqual([]);
+    });
+
     it('through forRootAsync too', async () => {
       await expectStartupFailure({ worker: { concurrency: 0 } }, /concurrency/, true);
       await expectStartupFailure({ heartbeatInterval: 'abc' }, /heartbeatInterval/, true);
