@@ -195,7 +195,9 @@ export function runsStatements(S: string): Record<string, string> {
         run_at = CASE WHEN $3::bigint IS NULL THEN run_at
                       ELSE least(now() + $3 * interval '1 millisecond', coalesce(debounce_until, 'infinity')) END
       WHERE id = $1 AND status = 'pending' AND started_at IS NULL RETURNING id`,
-    dropKey: `UPDATE ${S}.runs SET holds_key = false WHERE id = $1 AND holds_key RETURNING id`,
+    // a holder that once waited behind another keeps no trace of it: waiting without its key, it
+    // would count as a second run waiting behind the key (runs_key_waiter)
+    dropKey: `UPDATE ${S}.runs SET holds_key = false, takes_key_after = NULL WHERE id = $1 AND holds_key RETURNING id`,
     takeKey: `UPDATE ${S}.runs SET holds_key = true WHERE id = $1 AND NOT holds_key RETURNING id`,
     get: `SELECT ${runColumns(S, 'r')}, ARRAY(SELECT c.id FROM ${S}.runs c WHERE c.parent_id = $1 ORDER BY c.id) AS children FROM ${S}.runs r WHERE id = $1`,
     getForUpdate: `SELECT * FROM ${S}.runs WHERE id = $1 FOR UPDATE`,

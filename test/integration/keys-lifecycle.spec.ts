@@ -171,6 +171,27 @@ describe('keys across the lifecycle', () => {
       expect(await holdersOf(t.schema, 'l_close', 'tx-ce2')).toEqual([b]);
     });
 
+    it('a cancelExisting of a holder that once waited behind another, with a run waiting behind it now, replaces it and keeps the transaction usable', async () => {
+      const key = 'tx-ce-former-waiter';
+      const a = await t.durable.start('l_close', {}, { key });
+      await forceStatus(t.schema, a.runId, 'running');
+      const w = await t.durable.start('l_close', {}, { key, onDuplicate: 'runAgain' });
+      // a ends: w takes the key, then waits for an event; w2 waits behind it
+      await forceStatus(t.schema, a.runId, 'completed');
+      expect(await holdersOf(t.schema, 'l_close', key)).toEqual([w.runId]);
+      await forceStatus(t.schema, w.runId, 'waiting');
+      const w2 = await t.durable.start('l_close', {}, { key, onDuplicate: 'runAgain' });
+      let b = '';
+      await ds.transaction(async (manager) => {
+        b = (await t.durable.start('l_close', {}, { key, manager, onDuplicate: 'cancelExisting' })).runId;
+        await manager.query(`INSERT INTO ${ident(t.schema)}.articles (title) VALUES ($1)`, [key]);
+      });
+      expect(await articles(key)).toBe(1);
+      expect((await t.durable.getRun(w.runId))!).toMatchObject({ status: 'cancelled', holdsKey: false });
+      expect(await holdersOf(t.schema, 'l_close', key)).toEqual([b]);
+      expect((await t.durable.getRun(w2.runId))!.status).toBe('waiting');
+    });
+
     it('a rollback undoes a runAgain waiting run', async () => {
       const a = await t.durable.start('l_close', {}, { key: 'tx-ra' });
       await forceStatus(t.schema, a.runId, 'running');
