@@ -1,10 +1,13 @@
 import { DurableError } from './durable.error';
 
-/** No run (or flow) with that id exists. */
+/** No run (or flow) with that id exists, or (with `why`) only its key tombstone is left of it. */
 export class RunNotFoundError extends DurableError {
   readonly code = 'run_not_found' as const;
 
-  constructor(readonly runId: string) {
-    super(`run ${runId} not found`);
+  constructor(
+    readonly runId: string,
+    why = 'not found',
+  ) {
+    super(`run ${runId} ${why}`);
   }
 }

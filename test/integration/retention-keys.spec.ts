@@ -32,7 +32,19 @@ class AfterFailure {
   }
 }
 
-const ALL = [Never, AfterClose, AfterFailure];
+/** Inputs the steps of rk_never_fail ran with. */
+const ranWith: unknown[] = [];
+@Workflow('rk_never_fail', { reuse: 'never', retry: { attempts: 1 } })
+class NeverFails {
+  @Step()
+  async one(ctx: RunContext<{ fail?: boolean } | null>) {
+    ranWith.push(ctx.input);
+    if (ctx.input?.fail) throw new Error('no');
+    return { input: ctx.input };
+  }
+}
+
+const ALL = [Never, AfterClose, AfterFailure, NeverFails];
 
 /** Moves a run's end `hours` into the past (what pruning looks at). */
 async function endedAgo(t: TestApp, id: string, hours: number) {
@@ -106,6 +118,22 @@ describe('retention.keys: key tombstones', () => {
     expect((await t.durable.start(Never, { v: 2 }, { key: 'r' })).outcome).toBe('created');
     expect((await t.durable.prune({ olderThan: '30m' })).runs).toBe(1);
     expect(await t.durable.getRun(run.id)).toBeNull();
+  });
+
+  it('a tombstone is not retried, nor rerun without an input (its own is gone); with one, rerun starts afresh', async () => {
+    const t = await createApp({ workflows: ALL, options: { retention: { keys: '2d' } } });
+    const run = await finished(t, NeverFails, { fail: true }, 'gone');
+    expect(run.status).toBe('failed');
+    await endedAgo(t, run.id, 1);
+    await t.durable.prune({ olderThan: '30m' });
+    ranWith.length = 0;
+    await expect(t.durable.retry(run.id)).rejects.toMatchObject({ code: 'run_not_found', message: expect.stringMatching(/was pruned/) });
+    expect(await t.durable.getRun(run.id)).toMatchObject({ status: 'failed', holdsKey: true, prunedAt: expect.any(Date) });
+    await t.durable.releaseKey(run.id);
+    await expect(t.durable.rerun(run.id)).rejects.toMatchObject({ code: 'run_not_found', message: expect.stringMatching(/pass \{ input \}/) });
+    const again = await t.durable.rerun(run.id, { input: { fail: false } });
+    expect(await t.durable.waitForRun(again.runId, { timeout: 30_000 })).toMatchObject({ status: 'completed', result: { input: { fail: false } } });
+    expect(ranWith).toEqual([{ fail: false }]);
   });
 
   it("without retention.keys pruning a 'never' holder frees its key (the spec's behaviour)", async () => {
