@@ -16,6 +16,8 @@ import { ANALYZED_TABLES, type AnalyzedTable } from '../store/runs.sql';
 import { FlowMaintenance } from '../flows/flow.maintenance';
 import { countKeyHandoffs } from '../runs/key-handoffs';
 import { ControlsStore } from '../store/controls.store';
+import { DefinitionsStore } from '../store/definitions.store';
+import type { ReusePolicy } from '../domain/keys.policy';
 import { sweepUngrouped, SWEEP_START, type SweepCursor } from './group-adoption';
 
 /** Rows deleted per prune statement (keeps each statement short). */
@@ -67,6 +69,7 @@ export class Maintenance {
     private readonly activity: ActivityStore,
     private readonly flows: FlowMaintenance,
     private readonly controls: ControlsStore,
+    private readonly definitions: DefinitionsStore,
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedOptions,
   ) {}
 
@@ -173,12 +176,18 @@ export class Maintenance {
     return { runs, activity };
   }
 
-  /** `retention.keys` as the prune statements take it: the horizon and the (workflow, status) pairs whose holder keeps its key. */
-  private keyHorizon(): KeyHorizon | undefined {
+  /**
+   * `retention.keys` as the prune statements take it: the horizon and the (workflow, status) pairs
+   * whose holder keeps its key — by this node's definitions, and for the workflows it does not
+   * define, by the definitions the other apps wrote at their boot.
+   */
+  private async keyHorizon(q: Queryable): Promise<KeyHorizon | undefined> {
     const { keysMs } = this.options.retention;
     if (keysMs === undefined) return undefined;
-    const keeps = this.registry.names().flatMap((workflow) => {
-      const frees = statusesThatFreeKey(this.registry.find(workflow)!.reuse);
+    const reuse = new Map<string, ReusePolicy>((await this.definitions.list(q)).map((d) => [d.workflow, d.reuse]));
+    for (const workflow of this.registry.names()) reuse.set(workflow, this.registry.find(workflow)!.reuse);
+    const keeps = [...reuse].flatMap(([workflow, rule]) => {
+      const frees = statusesThatFreeKey(rule);
       return FINISHED_STATUSES.filter((status) => !frees.includes(status)).map((status) => ({ workflow, status }));
     });
     return { ms: keysMs, keeps };
@@ -201,7 +210,7 @@ export class Maintenance {
     };
     const addRuns = (n: number) => (out.runs += n);
     if (runsMs !== false) {
-      const keys = this.keyHorizon();
+      const keys = await this.keyHorizon(q);
       if (keys && !(await batches(addRuns, () => runs.tombstone(q, runsMs, PRUNE_BATCH, keys)))) return out;
       if (!(await batches(addRuns, () => runs.prune(q, runsMs, PRUNE_BATCH, keys)))) return out;
     }

@@ -136,6 +136,16 @@ describe('retention.keys: key tombstones', () => {
     expect(ranWith).toEqual([{ fail: false }]);
   });
 
+  it('an app that does not define the workflow prunes its holders by the definition another app wrote: the key is kept', async () => {
+    const a = await createApp({ workflows: ALL });
+    const run = await finished(a, Never, { v: 1 }, 'elsewhere');
+    await endedAgo(a, run.id, 1);
+    const b = await createApp({ workflows: [AfterClose], schema: a.schema, options: { retention: { keys: '2d' } } });
+    expect((await b.durable.prune({ olderThan: '30m' })).runs).toBe(1);
+    expect(await b.durable.getRun(run.id)).toMatchObject({ holdsKey: true, prunedAt: expect.any(Date) });
+    expect(await a.durable.start(Never, { v: 2 }, { key: 'elsewhere' })).toEqual({ runId: run.id, outcome: 'useExisting' });
+  });
+
   it("without retention.keys pruning a 'never' holder frees its key (the spec's behaviour)", async () => {
     const t = await createApp({ workflows: ALL });
     const run = await finished(t, Never, { v: 1 }, 'n');
