@@ -119,7 +119,24 @@ export function jsonProblem(value: unknown, property = 'input'): ValidationError
       case 'object': {
         if (v === null) return undefined;
         if (stack.includes(v)) return `${path} refers back to itself (a cycle)`;
-        if (typeof (v as { toJSON?: unknown }).toJSON === 'function') return undefined;
+        const toJSON = (v as { toJSON?: unknown }).toJSON;
+        if (typeof toJSON === 'function') {
+          // what JSON.stringify would store is what toJSON returns (a Date: its ISO string)
+          let json: unknown;
+          try {
+            json = (toJSON as (key: string) => unknown).call(v, '');
+          } catch (err) {
+            return `${path}.toJSON() threw (${(err as Error)?.message})`;
+          }
+          if (json !== v) {
+            stack.push(v);
+            try {
+              return walk(json, path);
+            } finally {
+              stack.pop();
+            }
+          }
+        }
         stack.push(v);
         try {
           for (const [k, child] of Object.entries(v as object)) {

@@ -192,6 +192,33 @@ describe('keys across the lifecycle', () => {
       expect((await t.durable.getRun(w2.runId))!.status).toBe('waiting');
     });
 
+    it('an input whose toJSON gives what JSON or PostgreSQL cannot store is refused before anything is written, and the transaction goes on', async () => {
+      const key = 'tx-tojson';
+      const bad = [
+        { d: { toJSON: () => 'a\u0000b' } },
+        { d: { toJSON: () => BigInt(1) } },
+        {
+          d: {
+            toJSON: () => {
+              throw new Error('no JSON today');
+            },
+          },
+        },
+      ];
+      await ds.transaction(async (manager) => {
+        for (const input of bad) {
+          await expect(t.durable.start('l_close', input, { key, manager })).rejects.toBeInstanceOf(DurableValidationError);
+        }
+        await manager.query(`INSERT INTO ${ident(t.schema)}.articles (title) VALUES ($1)`, [key]);
+      });
+      expect(await articles(key)).toBe(1);
+      expect(await countRuns(t.schema, 'key = $1', [key])).toBe(0);
+      // a Date stores as its ISO string, as before
+      const at = new Date('2026-01-02T03:04:05.000Z');
+      const { runId } = await t.durable.start('l_close', { at } as never, { key });
+      expect((await t.durable.getRun(runId))!.input).toEqual({ at: at.toISOString() });
+    });
+
     it('a rollback undoes a runAgain waiting run', async () => {
       const a = await t.durable.start('l_close', {}, { key: 'tx-ra' });
       await forceStatus(t.schema, a.runId, 'running');
