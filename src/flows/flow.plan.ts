@@ -1,10 +1,8 @@
 import { DurableValidationError } from '../errors';
-import { jsonProblem, keyProblem, Problems, unknownOptionProblems } from '../domain/validation';
+import { jsonProblem, keyProblem, nameProblem, Problems, unknownOptionProblems } from '../domain/validation';
 import type { WorkflowRegistry } from '../definition/workflow.registry';
 import { groupOf } from '../definition/workflow-definition';
 import { FLOW_NODE_OPTION_NAMES, FLOW_OPTION_NAMES, FlowBuilder } from './flow.builder';
-
-const bytes = (s: string) => Buffer.byteLength(s, 'utf8');
 
 /** A validated node, ready to insert. */
 export interface PlannedNode {
@@ -31,11 +29,11 @@ export function planFlow(builder: FlowBuilder, registry: WorkflowRegistry): Plan
   const o = builder.options ?? {};
   if (!builder.appendTo) {
     unknownOptionProblems(o, FLOW_OPTION_NAMES).forEach((e) => p.push(e));
-    if (o.id !== undefined && (typeof o.id !== 'string' || bytes(o.id) < 1 || bytes(o.id) > 255)) {
-      p.add('id', o.id, 'flowId', 'flow id must be a string of 1 to 255 bytes');
+    if (o.id !== undefined && nameProblem(o.id)) {
+      p.add('id', o.id, 'flowId', 'flow id must be a string of 1 to 255 bytes, without a NUL character or a lone surrogate');
     }
-    if (o.name !== undefined && o.name !== null && (typeof o.name !== 'string' || bytes(o.name) > 255)) {
-      p.add('name', o.name, 'flowName', 'flow name must be a string of at most 255 bytes');
+    if (o.name !== undefined && o.name !== null && o.name !== '' && nameProblem(o.name)) {
+      p.add('name', o.name, 'flowName', 'flow name must be a string of at most 255 bytes, without a NUL character or a lone surrogate');
     }
     for (const k of ['ignoreCancelled', 'ignoreFailed', 'ignoreDeleted'] as const) {
       if (o[k] !== undefined && typeof o[k] !== 'boolean') p.add(k, o[k], 'isBoolean', `${k} must be a boolean`);
@@ -49,8 +47,8 @@ export function planFlow(builder: FlowBuilder, registry: WorkflowRegistry): Plan
   const planned: PlannedNode[] = [];
   for (const [i, n] of nodes.entries()) {
     const at = typeof n.name === 'string' ? `node "${n.name}"` : `node #${i}`;
-    if (typeof n.name !== 'string' || bytes(n.name) < 1 || bytes(n.name) > 255) {
-      p.add(`nodes[${i}].name`, n.name, 'nodeName', `${at}: a node name must be a string of 1 to 255 bytes`);
+    if (nameProblem(n.name)) {
+      p.add(`nodes[${i}].name`, n.name, 'nodeName', `${at}: a node name must be a string of 1 to 255 bytes, without a NUL character or a lone surrogate`);
     } else if (names.has(n.name)) {
       p.add(`nodes[${i}].name`, n.name, 'uniqueName', `duplicate node name "${n.name}"`);
     } else names.add(n.name);
@@ -58,8 +56,8 @@ export function planFlow(builder: FlowBuilder, registry: WorkflowRegistry): Plan
     if (!def) p.add(`nodes[${i}].workflow`, n.workflow, 'knownWorkflow', `${at}: unknown workflow "${String(n.workflow)}"`);
     p.push(jsonProblem(n.input, `${at} input`));
     const deps: string[] = [];
-    if (!Array.isArray(n.deps) || n.deps.some((d) => typeof d !== 'string')) {
-      p.add(`nodes[${i}].deps`, n.deps, 'deps', `${at}: deps must be an array of node names`);
+    if (!Array.isArray(n.deps) || n.deps.some((d) => nameProblem(d))) {
+      p.add(`nodes[${i}].deps`, n.deps, 'deps', `${at}: deps must be an array of node names (1 to 255 bytes each)`);
     } else {
       for (const d of n.deps) if (!deps.includes(d)) deps.push(d);
     }

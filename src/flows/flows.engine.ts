@@ -4,7 +4,7 @@ import { FlowExistsError, KeyContendedError, RunNotFoundError } from '../errors'
 import { MAX_HANDOFFS } from '../domain/keys.policy';
 import { isFinished, type RunStatus } from '../domain/run-info';
 import { uuidv7 } from '../domain/uuid';
-import { assertValid, nameProblem, optionNames, Problems, unknownOptionProblems } from '../domain/validation';
+import { assertValid, nameProblem, optionNames, problem, Problems, unknownOptionProblems } from '../domain/validation';
 import { WorkflowRegistry } from '../definition/workflow.registry';
 import { DurableConnection } from '../core/durable.connection';
 import { RESOLVED_OPTIONS } from '../core/durable.constants';
@@ -66,12 +66,15 @@ export class FlowsEngine {
 
   /** A builder bound to existing flow `flowId`; `startFlow` on it appends its nodes. */
   async append(flowId: string, options: AppendFlowOptions = {}): Promise<FlowBuilder> {
-    if (typeof flowId !== 'string' || flowId.length === 0) throw new RunNotFoundError(String(flowId));
-    assertValid(`appendFlow ${flowId}`, unknownOptionProblems(options, APPEND_OPTION_NAMES));
+    if (nameProblem(flowId)) throw new RunNotFoundError(String(flowId));
+    const checkDeps = options?.checkDeps ?? true;
+    assertValid(`appendFlow ${flowId}`, [
+      ...unknownOptionProblems(options, APPEND_OPTION_NAMES),
+      typeof checkDeps === 'boolean' ? undefined : problem('checkDeps', checkDeps, 'isBoolean', 'checkDeps must be a boolean'),
+    ]);
     const { db } = this.connection;
     const row = await this.store.getFlow(db, flowId);
     if (!row) throw new RunNotFoundError(flowId);
-    const checkDeps = options?.checkDeps ?? true;
     return new FlowBuilder(
       {
         id: row.id,
@@ -80,7 +83,7 @@ export class FlowsEngine {
         ignoreFailed: row.ignore_failed,
         ignoreDeleted: row.ignore_deleted,
       },
-      { flowId: row.id, flowName: row.name, checkDeps: checkDeps !== false },
+      { flowId: row.id, flowName: row.name, checkDeps },
     );
   }
 
@@ -99,7 +102,7 @@ export class FlowsEngine {
    * other nodes keep their recorded results (see docs/flows.md, "Running part of a flow again").
    */
   async rerun(flowId: string, options: RerunFlowOptions): Promise<StartFlowResult> {
-    if (typeof flowId !== 'string' || flowId.length === 0) throw new RunNotFoundError(String(flowId));
+    if (nameProblem(flowId)) throw new RunNotFoundError(String(flowId));
     const from = options?.from;
     assertValid(`rerunFlow ${flowId}`, [...unknownOptionProblems(options, RERUN_FLOW_OPTION_NAMES), nameProblem(from, 'from')]);
     const runIds = await this.keyedTransaction(undefined, (q, handedOff) => rerunNodes(q, this.store, this.keys, flowId, from, handedOff));
@@ -131,6 +134,8 @@ export class FlowsEngine {
 
   /** The graph of a started flow, with each node's run id and status. */
   async graph(flowId: string): Promise<FlowGraph> {
+    // an id no flow can have (empty, too long, a NUL) is not sent to the database
+    if (nameProblem(flowId)) throw new RunNotFoundError(String(flowId));
     const { db } = this.connection;
     const [flow, rows] = await Promise.all([this.store.getFlow(db, String(flowId)), this.store.graph(db, String(flowId))]);
     if (!flow && rows.length === 0) throw new RunNotFoundError(String(flowId));

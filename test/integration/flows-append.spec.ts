@@ -1,4 +1,4 @@
-import { DurableService, DurableValidationError, OnFlowCancelled, RunContext, RunInfo, Step, Workflow } from '../../src';
+import { DurableService, DurableValidationError, OnFlowCancelled, RunContext, RunInfo, RunNotFoundError, Step, Workflow } from '../../src';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { createApp, databaseUrl, ident, sql, waitFor, waitForLockWait } from '../support';
@@ -134,6 +134,22 @@ describe('DAG flows: appendFlow', () => {
     expect(dup.message).toMatch(/node "a" already exists/);
     expect(await durable.listRuns({ flowId })).toHaveLength(1);
     expect((await sql(`select count(*)::int n from ${ident(schema)}.flow_deps`))[0].n).toBe(0);
+  });
+
+  it('an id no flow can have is not found; checkDeps must be a boolean; a dep name no node can have is refused even without checkDeps', async () => {
+    const { durable } = await createApp({ workflows: [Echo] });
+    for (const id of ['', 'f\u0000', 'x'.repeat(300)]) {
+      await expect(durable.appendFlow(id)).rejects.toBeInstanceOf(RunNotFoundError);
+      await expect(durable.getFlowGraph(id)).rejects.toBeInstanceOf(RunNotFoundError);
+      await expect(durable.rerunFlow(id, { from: 'a' })).rejects.toBeInstanceOf(RunNotFoundError);
+    }
+    const { flowId } = await durable.startFlow(durable.flow().add('a', Echo));
+    await expect(durable.appendFlow(flowId, { checkDeps: 'no' as never })).rejects.toThrow(/checkDeps must be a boolean/);
+    for (const dep of ['', 'd'.repeat(8_000)]) {
+      const flow = (await durable.appendFlow(flowId, { checkDeps: false })).add('b', Echo, {}, { deps: [dep] });
+      await expect(durable.startFlow(flow)).rejects.toBeInstanceOf(DurableValidationError);
+    }
+    expect((await durable.getFlowGraph(flowId)).nodes.map((n) => n.name)).toEqual(['a']);
   });
 
   it('without checkDeps a dep may name a node added later: the node waits for it', async () => {

@@ -208,7 +208,12 @@ describe('DAG flows: building, starting, running', () => {
       ],
       ['bad input', () => durable.flow().add('a', Echo, { n: BigInt(1) }), /BigInt/],
       ['bad name', () => durable.flow().add('', Echo), /node name/],
+      ['NUL in a node name', () => durable.flow().add('a\u0000b', Echo), /node name/],
+      ['a lone surrogate in a node name', () => durable.flow().add('a\uD800', Echo), /node name/],
       ['bad id', () => durable.flow({ id: '' }).add('a', Echo), /flow id/],
+      ['NUL in the flow id', () => durable.flow({ id: 'f\u0000' }).add('a', Echo), /flow id/],
+      ['a lone surrogate in the flow name', () => durable.flow({ name: 'n\uDC00' }).add('a', Echo), /flow name/],
+      ['an empty dep', () => durable.flow().add('a', Echo, {}, { deps: [''] }), /deps must be an array of node names/],
     ];
     for (const [what, build, message] of cases) {
       const err = await durable.startFlow(build()).catch((e) => e);
