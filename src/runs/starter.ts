@@ -43,8 +43,8 @@ const START_OPTION_NAMES = optionNames<StartOptions>({ key: true, onDuplicate: t
 const START_MANY_ITEM_NAMES = optionNames<StartManyItem>({ input: true, key: true, runAt: true, priority: true });
 const START_MANY_OPTION_NAMES = optionNames<{ manager?: EntityManager }>({ manager: true });
 
-/** A refused item of `startMany`. */
-export type StartManyResult = StartResult | { error: KeyTakenError | KeyContendedError };
+/** An item's result, or why it was refused: its key could not be had, or the workflow's `debounce.merge` threw for it. */
+export type StartManyResult = StartResult | { error: KeyTakenError | KeyContendedError | Error };
 
 /** Internal: one validated start. */
 interface Planned {
@@ -354,7 +354,13 @@ export class Starter {
       }
       case 'replaceInput': {
         const debounced = decision.outcome === 'debounced';
-        const input = debounced ? mergedInput(def, holder.input, p.run.input) : p.run.input;
+        let input: unknown;
+        try {
+          input = debounced ? mergedInput(def, holder.input, p.run.input) : p.run.input;
+        } catch (err) {
+          // nothing written yet: this start alone is refused (the items of a startMany before it stay)
+          return { error: err instanceof Error ? err : new Error(String(err)) };
+        }
         if (!(await runs.replaceInput(q, holder.id, input, debounced ? def.debounce!.periodMs : null))) return undefined;
         await duplicate(decision.outcome === 'debounced' ? 'debounced' : 'runAgain');
         return { runId: holder.id, outcome: decision.outcome };

@@ -100,6 +100,22 @@ describe('debounce merge', () => {
     expect((await runRow(t, id)).input).toEqual({ n: 3 });
   });
 
+  it('in startMany, a merge that throws refuses that item alone: the items before and after it are started', async () => {
+    const t = await createApp({ workflows: ALL, options: { worker: false } });
+    const held = (await t.durable.start(Throws, { n: 1 }, { key: 'held' })).runId;
+    const before = await runRow(t, held);
+    const results = await t.durable.startMany(Throws, [
+      { input: { n: 5 }, key: 'fresh' },
+      { input: { n: -1 }, key: 'held' },
+      { input: { n: 7 }, key: 'other' },
+    ]);
+    expect(results[0]).toMatchObject({ outcome: 'created' });
+    expect(results[1]).toEqual({ error: new Error('negative input') });
+    expect(results[2]).toMatchObject({ outcome: 'created' });
+    expect(await runRow(t, held)).toEqual(before);
+    expect(await duplicates(t, held)).toBe(0);
+  });
+
   it('an invalid merge is refused when the class is defined', () => {
     expect(() => Workflow('dm_bad', { debounce: { period: '1s', merge: 'middle' as never } })).toThrow(/debounce\.merge must be 'last', 'first' or a function/);
   });
