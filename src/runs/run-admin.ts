@@ -20,6 +20,7 @@ import { emitKeyMetric, emitRunFinished } from '../observe/telemetry';
 import { ActivityStore } from '../store/activity.store';
 import { RunsStore, isKeyConflict } from '../store/runs.store';
 import { WaitsStore } from '../store/waits.store';
+import { retryDeadlocks } from '../store/db';
 import { countKeyHandoffs } from './key-handoffs';
 import { Starter } from './starter';
 
@@ -53,15 +54,10 @@ export class RunAdmin {
     const error = { name: 'CancelledError', code: 'cancelled', message: reason ?? 'cancelled' };
     // unfinished children are cancelled with it (trigger runs_cancel_children, same statement);
     // a deadlock with a child finishing at that moment is retried
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const ended = await runs.cancel(db, runId, reason, error);
-        if (ended.runs.length === 0) break;
-        emitRunFinished(row.workflow, 'cancelled');
-        return countKeyHandoffs(this.activity, this.logger, db, ended.tx); // a run waiting behind it may have taken its key
-      } catch (err) {
-        if ((err as { code?: string }).code !== '40P01' || attempt >= 5) throw err;
-      }
+    const ended = await retryDeadlocks(() => runs.cancel(db, runId, reason, error));
+    if (ended.runs.length > 0) {
+      emitRunFinished(row.workflow, 'cancelled');
+      return countKeyHandoffs(this.activity, this.logger, db, ended.tx); // a run waiting behind it may have taken its key
     }
     const now = await runs.get(db, runId);
     if (now?.status === 'compensating') throw new NotCancellableError(runId, now.status);

@@ -5,7 +5,7 @@ import type { DuplicateMode, OnDuplicate } from '../domain/keys.policy';
 import { toMs, type Duration } from '../domain/duration';
 import { groupOf, type WorkflowDefinition } from '../definition/workflow-definition';
 import type { WorkflowRef } from '../definition/workflow-metadata';
-import { transactionOf, type Queryable } from '../store/db';
+import { retryDeadlocks, transactionOf, type Queryable } from '../store/db';
 import type { ClaimedRow, HolderRow, NewRun, StartAnswer, StartRow } from '../store/runs.types';
 import { isDeepStrictEqual } from 'node:util';
 import { DurableConnection } from '../core/durable.connection';
@@ -209,9 +209,11 @@ export class Starter {
     // caller's commit being out of sight)
     const onReturn: Counted = [];
     const count = (counted: Counted) => (joined ? onReturn.push(...counted) : counted.forEach((c) => c()));
+    // outside a caller's transaction a deadlock (a cancelExisting meeting a child that ends) is decided again
     const resolve = async (p: Planned) => {
-      const counted: Counted = [];
-      const result = await (joined ? this.resolveDuplicate(joined, def, p, counted) : db.tx((tx) => this.resolveDuplicate(tx, def, p, counted)));
+      let counted: Counted = [];
+      const own = () => retryDeadlocks(() => db.tx((tx) => this.resolveDuplicate(tx, def, p, (counted = []))));
+      const result = await (joined ? this.resolveDuplicate(joined, def, p, counted) : own());
       count(counted);
       return result;
     };

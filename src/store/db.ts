@@ -108,3 +108,17 @@ export function managerQueryable(manager: EntityManager): Queryable {
 export function transactionOf(manager: EntityManager | undefined): Queryable | undefined {
   return manager?.queryRunner?.isTransactionActive ? managerQueryable(manager) : undefined;
 }
+
+/**
+ * Runs `attempt` (a transaction of its own) again, up to `times` in all, while PostgreSQL ends it
+ * with a deadlock (40P01): the transaction was rolled back, and is decided again from the start.
+ */
+export async function retryDeadlocks<T>(attempt: () => Promise<T>, times = 5): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await attempt();
+    } catch (err) {
+      if ((err as { code?: unknown })?.code !== '40P01' || i >= times) throw err;
+    }
+  }
+}
