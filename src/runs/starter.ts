@@ -2,7 +2,6 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { KeyContendedError, KeyTakenError, SerializationError } from '../errors';
 import type { DuplicateMode, OnDuplicate } from '../domain/keys.policy';
-import { toMs, type Duration } from '../domain/duration';
 import { groupOf, type WorkflowDefinition } from '../definition/workflow-definition';
 import type { WorkflowRef } from '../definition/workflow-metadata';
 import { retryDeadlocks, transactionOf, type Queryable } from '../store/db';
@@ -26,7 +25,6 @@ import {
   onDuplicateProblem,
   optionNames,
   priorityProblem,
-  problem,
   unknownOptionProblems,
 } from '../domain/validation';
 import { decideStart, MAX_HANDOFFS, settledDuplicateStatuses, statusesThatFreeKey, type KeyDecision } from '../domain/keys.policy';
@@ -35,7 +33,7 @@ import { uuidv7 } from '../domain/uuid';
 import { deliverEvent } from './event-delivery';
 import { WakeCoalescer } from './wake.coalescer';
 import { StartBatcher } from './start.batcher';
-import type { ValidationError } from 'class-validator';
+import { dueAt } from './start-due';
 import type { StartManyItem, StartOptions } from './start-options';
 
 /** The option names of `start`, of a `startMany` item and of `startMany` (anything else is refused as misspelt). */
@@ -64,33 +62,6 @@ const WAKE_WINDOW_MS = 2;
 const MAX_STATEMENT_STARTS = 1_000;
 /** Statements of one unkeyed `startMany` out at once, outside a caller's transaction. */
 const STATEMENTS_AT_ONCE = 2;
-
-/** The due times a run can have: Postgres reads ISO times of the years 1 to 9999 only. */
-const EARLIEST_DUE_MS = Date.parse('0001-01-01T00:00:00.000Z');
-const LATEST_DUE_MS = Date.parse('9999-12-31T23:59:59.999Z');
-
-/** When a start is due: `run_at` (a given time) or `delay_ms` (from now on the database's clock), or neither (now). */
-function dueAt(what: string, runAt: unknown, delay: unknown, problems: (ValidationError | undefined)[]): { run_at: string | null; delay_ms: number | null } {
-  const none = { run_at: null, delay_ms: null };
-  if (runAt !== undefined && runAt !== null) {
-    const ms = runAt instanceof Date ? runAt.getTime() : NaN;
-    if (!(ms >= EARLIEST_DUE_MS && ms <= LATEST_DUE_MS)) {
-      problems.push(problem('runAt', runAt, 'isDate', `${what}: runAt must be a valid Date of the years 1 to 9999`));
-      return none;
-    }
-    return { run_at: (runAt as Date).toISOString(), delay_ms: null };
-  }
-  if (delay !== undefined && delay !== null) {
-    try {
-      const ms = toMs(delay as Duration, 'delay');
-      if (Date.now() + ms <= LATEST_DUE_MS) return { run_at: null, delay_ms: ms };
-      problems.push(problem('delay', delay, 'isDuration', `${what}: delay must end before the year 10000`));
-    } catch (err) {
-      problems.push(problem('delay', delay, 'isDuration', (err as Error).message));
-    }
-  }
-  return none;
-}
 
 /**
  * The input a debounced run keeps when a start lands in its window (`debounce.merge`; the holder's
@@ -164,10 +135,10 @@ export class Starter {
       onDuplicateProblem(onDuplicate, def.reuse),
       priorityProblem(item.priority, `${prefix}priority`),
     ];
-    const due = dueAt(`start ${def.name}`, item.runAt, delay, problems);
-    assertValid(`start ${def.name}`, problems);
     const key = item.key ?? null;
     const debounce = key !== null ? def.debounce : undefined;
+    const due = dueAt(`start ${def.name}`, item.runAt, delay, debounce !== undefined, problems);
+    assertValid(`start ${def.name}`, problems);
     // a debounced run waits its period, and is due no later than its limit (both from the database's clock)
     const times = debounce
       ? {

@@ -93,6 +93,17 @@ describe('debounce', () => {
       t = await createApp({ workflows: ALL, options: { worker: false } });
     });
 
+    it('a keyed start takes no runAt or delay (it is due when its period ends): refused, nothing written; an unkeyed one does', async () => {
+      const before = await countRuns(t.schema);
+      const err = await t.durable.start('db_index', {}, { key: 'p-at', runAt: new Date(Date.now() + 86_400_000) }).catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: 'invalid', message: expect.stringMatching(/debounced workflow is due when its period ends/) });
+      await expect(t.durable.start('db_index', {}, { key: 'p-delay', delay: '2d' })).rejects.toMatchObject({ code: 'invalid' });
+      await expect(t.durable.startMany('db_index', [{ key: 'p-many', runAt: new Date() }])).rejects.toMatchObject({ code: 'invalid' });
+      expect(await countRuns(t.schema)).toBe(before);
+      const unkeyed = await t.durable.start('db_index', {}, { delay: '2d' });
+      expect(unkeyed.outcome).toBe('created');
+    });
+
     it('a keyed start waits period', async () => {
       const before = await dbNow();
       const r = await t.durable.start('db_index', { n: 1 }, { key: 'p1' });

@@ -1,0 +1,47 @@
+import type { ValidationError } from 'class-validator';
+import { toMs, type Duration } from '../domain/duration';
+import { problem } from '../domain/validation';
+
+/** The due times a run can have: Postgres reads ISO times of the years 1 to 9999 only. */
+const EARLIEST_DUE_MS = Date.parse('0001-01-01T00:00:00.000Z');
+const LATEST_DUE_MS = Date.parse('9999-12-31T23:59:59.999Z');
+
+/** A start's due time as the start statement takes it. */
+export interface DueAt {
+  /** A given time (ISO). */
+  run_at: string | null;
+  /** From now on the database's clock. */
+  delay_ms: number | null;
+}
+
+/**
+ * When a start is due: `run_at` (a given time) or `delay_ms` (from now on the database's clock), or
+ * neither (now). A problem of `runAt` or `delay` goes to `problems`; so does either of them on a
+ * `debounced` start (a keyed start of a debounced workflow is due when its period ends).
+ */
+export function dueAt(what: string, runAt: unknown, delay: unknown, debounced: boolean, problems: (ValidationError | undefined)[]): DueAt {
+  const none = { run_at: null, delay_ms: null };
+  if (debounced && (runAt !== undefined || delay !== undefined)) {
+    const message = `${what}: a keyed start of a debounced workflow is due when its period ends; runAt and delay do not apply`;
+    problems.push(problem(runAt !== undefined ? 'runAt' : 'delay', runAt ?? delay, 'debounced', message));
+    return none;
+  }
+  if (runAt !== undefined && runAt !== null) {
+    const ms = runAt instanceof Date ? runAt.getTime() : NaN;
+    if (!(ms >= EARLIEST_DUE_MS && ms <= LATEST_DUE_MS)) {
+      problems.push(problem('runAt', runAt, 'isDate', `${what}: runAt must be a valid Date of the years 1 to 9999`));
+      return none;
+    }
+    return { run_at: (runAt as Date).toISOString(), delay_ms: null };
+  }
+  if (delay !== undefined && delay !== null) {
+    try {
+      const ms = toMs(delay as Duration, 'delay');
+      if (Date.now() + ms <= LATEST_DUE_MS) return { run_at: null, delay_ms: ms };
+      problems.push(problem('delay', delay, 'isDuration', `${what}: delay must end before the year 10000`));
+    } catch (err) {
+      problems.push(problem('delay', delay, 'isDuration', (err as Error).message));
+    }
+  }
+  return none;
+}
