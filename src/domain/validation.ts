@@ -31,6 +31,16 @@ export function nameProblem(name: unknown, property = 'name'): ValidationError |
   return unstorable ? problem(property, name, 'isStorable', unstorable) : undefined;
 }
 
+/**
+ * Why `value` is not an object of options (`what`: its name, `known`: the option names), or
+ * undefined when it is one or absent: a key or a date passed where the options go (plain
+ * JavaScript) would otherwise be ignored.
+ */
+export function optionsObjectProblem(value: unknown, what: string, known: readonly string[]): ValidationError | undefined {
+  if (value === undefined || value === null || (typeof value === 'object' && !Array.isArray(value))) return undefined;
+  return problem(what, value, 'isObject', `${what} must be an object of options (${known.join(', ')})`);
+}
+
 /** Why `value` is not an array, or undefined. */
 export function arrayProblem(value: unknown, property: string): ValidationError | undefined {
   return Array.isArray(value) ? undefined : problem(property, value, 'isArray', `${property} must be an array`);

@@ -24,6 +24,7 @@ import {
   keyProblem,
   onDuplicateProblem,
   optionNames,
+  optionsObjectProblem,
   priorityProblem,
   unknownOptionProblems,
 } from '../domain/validation';
@@ -105,7 +106,7 @@ export class Starter {
   /** Validates and starts one run; a `rerun` never gets the holder back (always `KeyTakenError`). */
   async start(ref: WorkflowRef, input: unknown, options: StartOptions = {}, rerun = false): Promise<StartResult> {
     const def = this.registry.get(ref);
-    assertValid(`start ${def.name}`, unknownOptionProblems(options, START_OPTION_NAMES));
+    assertValid(`start ${def.name}`, [optionsObjectProblem(options, 'options', START_OPTION_NAMES), ...unknownOptionProblems(options, START_OPTION_NAMES)]);
     return startSpan(def.name, options.key, async (span) => {
       const plan = {
         ...this.plan(def, { input, key: options.key, runAt: options.runAt, priority: options.priority }, options.delay, options.onDuplicate),
@@ -129,6 +130,7 @@ export class Starter {
 
   private plan(def: WorkflowDefinition, item: StartManyItem, delay: unknown, onDuplicate: OnDuplicate | undefined, prefix = ''): Planned {
     const problems = [
+      optionsObjectProblem(item, prefix ? prefix.slice(0, -1) : 'item', START_MANY_ITEM_NAMES),
       ...unknownOptionProblems(item, START_MANY_ITEM_NAMES, prefix),
       keyProblem(item.key, `${prefix}key`),
       jsonProblem(item.input, `${prefix}input`),

@@ -247,6 +247,19 @@ describe('newcomer mistakes get a typed error naming the cause and the fix', () 
         'invalid',
         /unknown option "manger" \(did you mean "manager"\?\)/,
       );
+      // a key where the options go, bare values as items (plain JavaScript): refused, not started unkeyed
+      expectError(
+        await caught(() => durable.start(Echo, {}, 'article:42' as never)),
+        DurableValidationError,
+        'invalid',
+        /options must be an object of options \(key, onDuplicate/,
+      );
+      expectError(
+        await caught(() => durable.startMany(Echo, [{ key: 'a' }, 'article:42', 5] as never)),
+        DurableValidationError,
+        'invalid',
+        /start m_echo: items\[1\] must be an object of options \(input, key, runAt, priority\)/,
+      );
       expect(await countRuns(schema)).toBe(0);
     });
 
