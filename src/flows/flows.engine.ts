@@ -92,8 +92,10 @@ export class FlowsEngine {
     assertValid('startFlow', unknownOptionProblems(options, START_FLOW_OPTION_NAMES));
     const planned = planFlow(builder, this.registry);
     const joined = transactionOf(managerOf(this.options, options?.manager));
-    // without keys no insert can conflict: no savepoint in the caller's transaction
-    const savepoint = planned.some((n) => n.key !== null);
+    // a savepoint in the caller's transaction where a refusal can follow writes or locks: keyed
+    // nodes (an insert may conflict), an append (it locks the flow and its nodes, then checks them;
+    // a refused one lets them go at once). A new flow without keys is refused before it writes.
+    const savepoint = builder.appendTo !== undefined || planned.some((n) => n.key !== null);
     return this.keyedTransaction(joined, (q, handedOff) => this.insert(q, builder, planned, handedOff), savepoint);
   }
 

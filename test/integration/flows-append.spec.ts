@@ -136,6 +136,33 @@ describe('DAG flows: appendFlow', () => {
     expect((await sql(`select count(*)::int n from ${ident(schema)}.flow_deps`))[0].n).toBe(0);
   });
 
+  it("a refused append inside the caller's transaction writes nothing and lets the flow and its nodes go at once", async () => {
+    const { durable, schema } = await createApp({ workflows, options: { worker: false } });
+    const S = ident(schema);
+    const { flowId, runIds } = await durable.startFlow(durable.flow().add('a', Echo));
+    const [{ at }] = await sql<{ at: Date }>(`select updated_at as at from ${S}.flows where id = $1`, [flowId]);
+    const ds = new DataSource({ type: 'postgres', url: databaseUrl() });
+    await ds.initialize();
+    const other = new Client({ connectionString: databaseUrl() });
+    await other.connect();
+    try {
+      await ds.transaction(async (manager) => {
+        const refused = (await durable.appendFlow(flowId)).add('a', Echo).add('b', Echo, {}, { deps: ['a'] });
+        await expect(durable.startFlow(refused, { manager })).rejects.toBeInstanceOf(DurableValidationError);
+        // while the caller's transaction goes on, nothing of the append holds a row
+        await other.query('BEGIN');
+        await other.query(`SELECT 1 FROM ${S}.flows WHERE id = $1 FOR UPDATE NOWAIT`, [flowId]);
+        await other.query(`SELECT 1 FROM ${S}.runs WHERE id = $1 FOR UPDATE NOWAIT`, [runIds.a]);
+        await other.query('ROLLBACK');
+        await manager.query('SELECT 1');
+      });
+      expect((await sql<{ at: Date }>(`select updated_at as at from ${S}.flows where id = $1`, [flowId]))[0].at).toEqual(at);
+    } finally {
+      await other.end();
+      await ds.destroy();
+    }
+  });
+
   it('an id no flow can have is not found; checkDeps must be a boolean; a dep name no node can have is refused even without checkDeps', async () => {
     const { durable } = await createApp({ workflows: [Echo] });
     for (const id of ['', 'f\u0000', 'x'.repeat(300)]) {
