@@ -32,12 +32,15 @@ export function nameProblem(name: unknown, property = 'name'): ValidationError |
 }
 
 /**
- * Why `value` is not an object of options (`what`: its name, `known`: the option names), or
- * undefined when it is one or absent: a key or a date passed where the options go (plain
- * JavaScript) would otherwise be ignored.
+ * Why `value` is not a plain object of options (`what`: its name, `known`: the option names), or
+ * undefined when it is one or (`absentOk`) undefined or null: a key or a date passed where the
+ * options go (plain JavaScript) would otherwise be ignored.
  */
-export function optionsObjectProblem(value: unknown, what: string, known: readonly string[]): ValidationError | undefined {
-  if (value === undefined || value === null || (typeof value === 'object' && !Array.isArray(value))) return undefined;
+export function optionsObjectProblem(value: unknown, what: string, known: readonly string[], absentOk = true): ValidationError | undefined {
+  if (absentOk && (value === undefined || value === null)) return undefined;
+  const proto: unknown = typeof value === 'object' && value !== null ? Object.getPrototypeOf(value) : undefined;
+  // a plain object (not an array, a Date, a Map…)
+  if (proto === Object.prototype || proto === null) return undefined;
   return problem(what, value, 'isObject', `${what} must be an object of options (${known.join(', ')})`);
 }
 
@@ -115,7 +118,8 @@ export function priorityProblem(value: unknown, property = 'priority'): Validati
 /** Why `value` cannot be stored as JSON (BigInt, function, symbol, cycle, non-finite number, too big), or undefined. */
 export function jsonProblem(value: unknown, property = 'input'): ValidationError | undefined {
   const stack: unknown[] = [];
-  const walk = (v: unknown, path: string): string | undefined => {
+  // viaToJSON: v is what a toJSON returned, which JSON.stringify does not ask for its toJSON again
+  const walk = (v: unknown, path: string, viaToJSON = false): string | undefined => {
     switch (typeof v) {
       case 'bigint':
         return `${path} is a BigInt, which JSON cannot hold`;
@@ -130,7 +134,7 @@ export function jsonProblem(value: unknown, property = 'input'): ValidationError
         if (v === null) return undefined;
         if (stack.includes(v)) return `${path} refers back to itself (a cycle)`;
         const toJSON = (v as { toJSON?: unknown }).toJSON;
-        if (typeof toJSON === 'function') {
+        if (typeof toJSON === 'function' && !viaToJSON) {
           // what JSON.stringify would store is what toJSON returns (a Date: its ISO string)
           let json: unknown;
           try {
@@ -138,19 +142,21 @@ export function jsonProblem(value: unknown, property = 'input'): ValidationError
           } catch (err) {
             return `${path}.toJSON() threw (${(err as Error)?.message})`;
           }
-          if (json !== v) {
-            stack.push(v);
-            try {
-              return walk(json, path);
-            } finally {
-              stack.pop();
-            }
+          // returning itself: stored as its own fields, as before (JSON.stringify drops its functions)
+          if (json === v) return undefined;
+          stack.push(v);
+          try {
+            return walk(json, path, true);
+          } finally {
+            stack.pop();
           }
         }
         stack.push(v);
         try {
           for (const [k, child] of Object.entries(v as object)) {
             if (child === undefined && !Array.isArray(v)) continue;
+            // what a toJSON returned is stored as JSON.stringify stores it: its function fields dropped
+            if (viaToJSON && typeof child === 'function' && !Array.isArray(v)) continue;
             const badKey = Array.isArray(v) ? undefined : stringProblem(k, `${path} (a property name)`);
             if (badKey) return badKey;
             const p = walk(child, Array.isArray(v) ? `${path}[${k}]` : `${path}.${k}`);

@@ -108,7 +108,7 @@ export class RunAdmin {
     const row = isUuid(runId) ? await this.runs.get(this.connection.db, runId) : undefined;
     if (!row) throw new RunNotFoundError(runId);
     if (!isFinished(row.status)) throw new NotFinishedError(runId);
-    if (row.pruned_at && !('input' in options)) throw new RunNotFoundError(runId, `${PRUNED}; pass { input } to rerun it`);
+    if (row.pruned_at && !('input' in options)) throw new RunNotFoundError(runId, `${PRUNED}; release its key (releaseKey) and pass { input } to rerun it`);
     const input = 'input' in options ? options.input : row.input;
     return this.starter.start(row.workflow, input, { key: row.key, onDuplicate: 'error', priority: row.priority }, true);
   }

@@ -21,9 +21,10 @@ export interface DueAt {
  */
 export function dueAt(what: string, runAt: unknown, delay: unknown, debounced: boolean, problems: (ValidationError | undefined)[]): DueAt {
   const none = { run_at: null, delay_ms: null };
-  if (debounced && (runAt !== undefined || delay !== undefined)) {
+  const given = (v: unknown) => v !== undefined && v !== null;
+  if (debounced && (given(runAt) || given(delay))) {
     const message = `${what}: a keyed start of a debounced workflow is due when its period ends; runAt and delay do not apply`;
-    problems.push(problem(runAt !== undefined ? 'runAt' : 'delay', runAt ?? delay, 'debounced', message));
+    problems.push(problem(given(runAt) ? 'runAt' : 'delay', given(runAt) ? runAt : delay, 'debounced', message));
     return none;
   }
   if (runAt !== undefined && runAt !== null) {

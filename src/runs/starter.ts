@@ -104,8 +104,9 @@ export class Starter {
   }
 
   /** Validates and starts one run; a `rerun` never gets the holder back (always `KeyTakenError`). */
-  async start(ref: WorkflowRef, input: unknown, options: StartOptions = {}, rerun = false): Promise<StartResult> {
+  async start(ref: WorkflowRef, input: unknown, given?: StartOptions, rerun = false): Promise<StartResult> {
     const def = this.registry.get(ref);
+    const options = given ?? {};
     assertValid(`start ${def.name}`, [optionsObjectProblem(options, 'options', START_OPTION_NAMES), ...unknownOptionProblems(options, START_OPTION_NAMES)]);
     return startSpan(def.name, options.key, async (span) => {
       const plan = {
@@ -123,14 +124,16 @@ export class Starter {
     const def = this.registry.get(ref);
     assertValid('startMany', [arrayProblem(items, 'items'), ...unknownOptionProblems(options, START_MANY_OPTION_NAMES)]);
     return startSpan(def.name, undefined, async (span) => {
-      const plans = items.map((item, i) => this.plan(def, item ?? {}, undefined, undefined, `items[${i}].`));
+      const plans = items.map((item, i) => this.plan(def, item, undefined, undefined, `items[${i}].`));
       return startDone(span, plans.length ? await this.execute(def, plans, options.manager) : []);
     });
   }
 
-  private plan(def: WorkflowDefinition, item: StartManyItem, delay: unknown, onDuplicate: OnDuplicate | undefined, prefix = ''): Planned {
+  private plan(def: WorkflowDefinition, raw: StartManyItem, delay: unknown, onDuplicate: OnDuplicate | undefined, prefix = ''): Planned {
+    const notObject = optionsObjectProblem(raw, prefix ? prefix.slice(0, -1) : 'item', START_MANY_ITEM_NAMES, false);
+    const item: StartManyItem = notObject ? {} : raw;
     const problems = [
-      optionsObjectProblem(item, prefix ? prefix.slice(0, -1) : 'item', START_MANY_ITEM_NAMES),
+      notObject,
       ...unknownOptionProblems(item, START_MANY_ITEM_NAMES, prefix),
       keyProblem(item.key, `${prefix}key`),
       jsonProblem(item.input, `${prefix}input`),

@@ -55,7 +55,8 @@ export class FlowsStore {
         WHERE r.flow_id = $1`,
       // rerunFlow: the nodes to run again, locked, with what their fresh runs copy
       lockForRerun: `
-        SELECT id, name, workflow, key, input, timeout_ms, priority, group_key, coalesce(deps, '{}') AS deps, status
+        SELECT id, name, workflow, key, input, timeout_ms, priority, group_key, coalesce(deps, '{}') AS deps, status,
+          pruned_at IS NOT NULL AS pruned
         FROM ${S}.runs WHERE flow_id = $1 AND name = ANY($2::text[]) ORDER BY id FOR UPDATE`,
       // the runs they were leave the flow (kept as runs of their own, with their history)
       detach: `UPDATE ${S}.runs SET flow_id = NULL WHERE id = ANY($1::uuid[])`,

@@ -67,6 +67,8 @@ export interface RerunNodeRow {
   group_key: string | null;
   deps: string[];
   status: RunStatus;
+  /** A key tombstone: its input is gone. */
+  pruned: boolean;
 }
 
 /** Maps a final run status to the outcome its dependants see. */

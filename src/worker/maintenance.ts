@@ -7,7 +7,7 @@ import { DurableConnection } from '../core/durable.connection';
 import { LOG_CONTEXT, RESOLVED_OPTIONS } from '../core/durable.constants';
 import type { ResolvedOptions } from '../options/resolve-options';
 import { ActivityStore } from '../store/activity.store';
-import type { Queryable } from '../store/db';
+import { sqlState, UNDEFINED_TABLE, type Queryable } from '../store/db';
 import { NodesStore } from '../store/nodes.store';
 import { RunsStore, type KeyHorizon } from '../store/runs.store';
 import { statusesThatFreeKey } from '../domain/keys.policy';
@@ -184,7 +184,9 @@ export class Maintenance {
   private async keyHorizon(q: Queryable): Promise<KeyHorizon | undefined> {
     const { keysMs } = this.options.retention;
     if (keysMs === undefined) return undefined;
-    const reuse = new Map<string, ReusePolicy>((await this.definitions.list(q)).map((d) => [d.workflow, d.reuse]));
+    // a schema the app migrates itself and has not brought this far (no workflow_definitions): its own definitions only
+    const stored = await this.definitions.list(q).catch((err: unknown) => (sqlState(err) === UNDEFINED_TABLE ? [] : Promise.reject(err)));
+    const reuse = new Map<string, ReusePolicy>(stored.map((d) => [d.workflow, d.reuse]));
     for (const workflow of this.registry.names()) reuse.set(workflow, this.registry.find(workflow)!.reuse);
     const keeps = [...reuse].flatMap(([workflow, rule]) => {
       const frees = statusesThatFreeKey(rule);

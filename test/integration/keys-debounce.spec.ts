@@ -102,6 +102,8 @@ describe('debounce', () => {
       expect(await countRuns(t.schema)).toBe(before);
       const unkeyed = await t.durable.start('db_index', {}, { delay: '2d' });
       expect(unkeyed.outcome).toBe('created');
+      // null is no runAt
+      expect((await t.durable.start('db_index', {}, { key: 'p-null', runAt: null as never })).outcome).toBe('created');
     });
 
     it('a keyed start waits period', async () => {

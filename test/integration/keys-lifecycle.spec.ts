@@ -213,10 +213,22 @@ describe('keys across the lifecycle', () => {
       });
       expect(await articles(key)).toBe(1);
       expect(await countRuns(t.schema, 'key = $1', [key])).toBe(0);
-      // a Date stores as its ISO string, as before
+      // what JSON.stringify stores, as before: a Date's ISO string; a toJSON giving a copy of the
+      // object (itself with a toJSON) or the object itself (its function fields dropped)
+      class Copies {
+        x = 1;
+        toJSON = () => ({ ...this });
+      }
+      class Itself {
+        y = 2;
+        f = () => 3;
+        toJSON() {
+          return this;
+        }
+      }
       const at = new Date('2026-01-02T03:04:05.000Z');
-      const { runId } = await t.durable.start('l_close', { at } as never, { key });
-      expect((await t.durable.getRun(runId))!.input).toEqual({ at: at.toISOString() });
+      const { runId } = await t.durable.start('l_close', { at, copies: new Copies(), itself: new Itself() } as never, { key });
+      expect((await t.durable.getRun(runId))!.input).toEqual({ at: at.toISOString(), copies: { x: 1 }, itself: { y: 2 } });
     });
 
     it('a rollback undoes a runAgain waiting run', async () => {

@@ -260,7 +260,11 @@ describe('newcomer mistakes get a typed error naming the cause and the fix', () 
         'invalid',
         /start m_echo: items\[1\] must be an object of options \(input, key, runAt, priority\)/,
       );
+      expectError(await caught(() => durable.start(Echo, {}, new Date() as never)), DurableValidationError, 'invalid', /options must be an object of options/);
+      expectError(await caught(() => durable.startMany(Echo, [null] as never)), DurableValidationError, 'invalid', /items\[0\] must be an object of options/);
       expect(await countRuns(schema)).toBe(0);
+      // null options are no options
+      expect((await durable.start(Echo, {}, null as never)).outcome).toBe('created');
     });
 
     it('flow, node, startFlow and appendFlow options', async () => {

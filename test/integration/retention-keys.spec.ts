@@ -146,6 +146,26 @@ describe('retention.keys: key tombstones', () => {
     expect(await a.durable.start(Never, { v: 2 }, { key: 'elsewhere' })).toEqual({ runId: run.id, outcome: 'useExisting' });
   });
 
+  it('on a schema not migrated as far as the workflow definitions, pruning goes on by the app’s own definitions', async () => {
+    const t = await createApp({ workflows: ALL, options: { retention: { keys: '2d' } } });
+    const run = await finished(t, Never, { v: 1 }, 'old-schema');
+    await endedAgo(t, run.id, 1);
+    await sql(`DROP TABLE ${ident(t.schema)}.workflow_definitions`);
+    expect((await t.durable.prune({ olderThan: '30m' })).runs).toBe(1);
+    expect(await t.durable.getRun(run.id)).toMatchObject({ prunedAt: expect.any(Date) });
+  });
+
+  it('rerunFlow of a node that is a key tombstone rejects with RunNotFoundError (its input is gone)', async () => {
+    const t = await createApp({ workflows: ALL, options: { retention: { keys: '2d' } } });
+    const { flowId, runIds } = await t.durable.startFlow(t.durable.flow().add('n', Never, { v: 1 }, { key: 'in-flow' }));
+    await t.durable.waitForRun(runIds.n, { timeout: 30_000 });
+    await endedAgo(t, runIds.n, 1);
+    await t.durable.prune({ olderThan: '30m' });
+    await t.durable.releaseKey(runIds.n);
+    await expect(t.durable.rerunFlow(flowId, { from: 'n' })).rejects.toMatchObject({ code: 'run_not_found', message: expect.stringMatching(/was pruned/) });
+    expect((await t.durable.getFlowGraph(flowId)).nodes.map((n) => n.runId)).toEqual([runIds.n]);
+  });
+
   it("without retention.keys pruning a 'never' holder frees its key (the spec's behaviour)", async () => {
     const t = await createApp({ workflows: ALL });
     const run = await finished(t, Never, { v: 1 }, 'n');
