@@ -10,4 +10,9 @@ export class RunNotFoundError extends DurableError {
   ) {
     super(`run ${runId} ${why}`);
   }
+
+  /** Run `runId` is a key tombstone: what it would need again (its input, its history) was pruned; `then`: what to do instead. */
+  static pruned(runId: string, then?: string): RunNotFoundError {
+    return new RunNotFoundError(runId, `was pruned: only its key is kept, its input, context and history are gone${then ? `; ${then}` : ''}`);
+  }
 }

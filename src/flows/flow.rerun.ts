@@ -61,7 +61,7 @@ export async function rerunNodes(
   if (going) throw new NotFinishedError(going.id);
   // a key tombstone has no input to run again with
   const pruned = old.find((r) => r.pruned);
-  if (pruned) throw new RunNotFoundError(pruned.id, `(node "${pruned.name}") was pruned: only its key is kept, its input is gone`);
+  if (pruned) throw RunNotFoundError.pruned(pruned.id, `node "${pruned.name}" cannot run again`);
   const rerun = new Set(old.map((r) => r.name));
   const outside = await store.lockNodes(q, flowId, [...new Set(old.flatMap((r) => r.deps).filter((d) => !rerun.has(d)))]);
   // UUIDv7s made in the same millisecond are not ordered: sorted, they follow the old ids' order

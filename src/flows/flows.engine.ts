@@ -139,8 +139,8 @@ export class FlowsEngine {
     // an id no flow can have (empty, too long, a NUL) is not sent to the database
     if (nameProblem(flowId)) throw new RunNotFoundError(String(flowId));
     const { db } = this.connection;
-    const [flow, rows] = await Promise.all([this.store.getFlow(db, String(flowId)), this.store.graph(db, String(flowId))]);
-    if (!flow && rows.length === 0) throw new RunNotFoundError(String(flowId));
+    const [flow, rows] = await Promise.all([this.store.getFlow(db, flowId), this.store.graph(db, flowId)]);
+    if (!flow && rows.length === 0) throw new RunNotFoundError(flowId);
     return new FlowGraph(
       rows.map((r) => ({ name: r.name, workflow: r.workflow, deps: r.deps ?? [], runId: r.id, status: r.status })),
       flowId,

@@ -61,15 +61,16 @@ export function resolveOptions(raw: DurableModuleOptions): ResolvedOptions {
   if (transactionManager !== undefined && typeof transactionManager !== 'function') {
     problems.push('transactionManager: must be a function returning the EntityManager of the ambient transaction (or undefined)');
   }
+  const invalid = () => new DurableValidationError(`DurableModule options are invalid:\n  - ${problems.join('\n  - ')}`, errors);
+  if (problems.length) throw invalid();
+  const heartbeatMs = toMs(plain.heartbeatInterval ?? '5s');
+  const nodeTimeoutMs = toMs(plain.nodeTimeout ?? '30s');
   // a node fences itself after three quarters of nodeTimeout without a beat: beats must come well within
   // that (an app without a worker never beats; its nodeTimeout only says which nodes are alive)
-  if (!problems.length && plain.worker !== false && toMs(plain.heartbeatInterval ?? '5s') * 2 > toMs(plain.nodeTimeout ?? '30s')) {
+  if (plain.worker !== false && heartbeatMs * 2 > nodeTimeoutMs) {
     problems.push('heartbeatInterval: must be at most half of nodeTimeout (a node that has not beaten for three quarters of nodeTimeout stops its runs)');
+    throw invalid();
   }
-  if (problems.length) {
-    throw new DurableValidationError(`DurableModule options are invalid:\n  - ${problems.join('\n  - ')}`, errors);
-  }
-  const heartbeatMs = toMs(plain.heartbeatInterval ?? '5s');
   const worker = plain.worker === false ? false : (plain.worker ?? {});
   return {
     dataSource,
@@ -87,7 +88,7 @@ export function resolveOptions(raw: DurableModuleOptions): ResolvedOptions {
           },
     nodeId: plain.nodeId ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
     heartbeatMs,
-    nodeTimeoutMs: toMs(plain.nodeTimeout ?? '30s'),
+    nodeTimeoutMs,
     retention: {
       runsMs: plain.retention?.runs === false ? false : toMs(plain.retention?.runs ?? '30d'),
       activityMs: toMs(plain.retention?.activity ?? '7d'),

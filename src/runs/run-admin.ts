@@ -24,8 +24,6 @@ import { retryDeadlocks } from '../store/db';
 import { countKeyHandoffs } from './key-handoffs';
 import { Starter } from './starter';
 
-/** Why a key tombstone cannot be retried, nor rerun from its own input. */
-const PRUNED = 'was pruned: only its key is kept, its input, context and history are gone';
 /** What an operator does to a run: `cancel`, `retry`, `rerun`, `releaseKey`. */
 @Injectable()
 export class RunAdmin {
@@ -82,7 +80,7 @@ export class RunAdmin {
     const retaken = await this.connection.db.tx(async (q) => {
       const row = isUuid(runId) ? await runs.get(q, runId, true) : undefined;
       if (!row) throw new RunNotFoundError(runId);
-      if (row.pruned_at) throw new RunNotFoundError(runId, PRUNED);
+      if (row.pruned_at) throw RunNotFoundError.pruned(runId);
       if (row.status !== 'failed') throw new NotFailedError(runId, row.status);
       if (row.key !== null && !row.holds_key) {
         // taking the key back follows the workflow's reuse rule, which only its definition holds
@@ -108,7 +106,7 @@ export class RunAdmin {
     const row = isUuid(runId) ? await this.runs.get(this.connection.db, runId) : undefined;
     if (!row) throw new RunNotFoundError(runId);
     if (!isFinished(row.status)) throw new NotFinishedError(runId);
-    if (row.pruned_at && !('input' in options)) throw new RunNotFoundError(runId, `${PRUNED}; release its key (releaseKey) and pass { input } to rerun it`);
+    if (row.pruned_at && !('input' in options)) throw RunNotFoundError.pruned(runId, 'release its key (releaseKey) and pass { input } to rerun it');
     const input = 'input' in options ? options.input : row.input;
     return this.starter.start(row.workflow, input, { key: row.key, onDuplicate: 'error', priority: row.priority }, true);
   }

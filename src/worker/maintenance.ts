@@ -10,14 +10,13 @@ import { ActivityStore } from '../store/activity.store';
 import { sqlState, UNDEFINED_TABLE, type Queryable } from '../store/db';
 import { NodesStore } from '../store/nodes.store';
 import { RunsStore, type KeyHorizon } from '../store/runs.store';
-import { statusesThatFreeKey } from '../domain/keys.policy';
+import { statusesThatFreeKey, type ReusePolicy } from '../domain/keys.policy';
 import { FINISHED_STATUSES } from '../domain/run-info';
 import { ANALYZED_TABLES, type AnalyzedTable } from '../store/runs.sql';
 import { FlowMaintenance } from '../flows/flow.maintenance';
 import { countKeyHandoffs } from '../runs/key-handoffs';
 import { ControlsStore } from '../store/controls.store';
 import { DefinitionsStore } from '../store/definitions.store';
-import type { ReusePolicy } from '../domain/keys.policy';
 import { sweepUngrouped, SWEEP_START, type SweepCursor } from './group-adoption';
 
 /** Rows deleted per prune statement (keeps each statement short). */
