@@ -4,7 +4,7 @@ import { KeyContendedError, KeyTakenError, SerializationError } from '../errors'
 import type { DuplicateMode, OnDuplicate } from '../domain/keys.policy';
 import { groupOf, type WorkflowDefinition } from '../definition/workflow-definition';
 import type { WorkflowRef } from '../definition/workflow-metadata';
-import { retryDeadlocks, transactionOf, type Queryable } from '../store/db';
+import { inSavepoint, retryDeadlocks, transactionOf, type Queryable } from '../store/db';
 import type { ClaimedRow, HolderRow, NewRun, StartAnswer, StartRow } from '../store/runs.types';
 import { isDeepStrictEqual } from 'node:util';
 import { DurableConnection } from '../core/durable.connection';
@@ -185,11 +185,12 @@ export class Starter {
     // caller's commit being out of sight)
     const onReturn: Counted = [];
     const count = (counted: Counted) => (joined ? onReturn.push(...counted) : counted.forEach((c) => c()));
-    // outside a caller's transaction a deadlock (a cancelExisting meeting a child that ends) is decided again
+    // a deadlock (a cancelExisting meeting a child that ends) is decided again: in a transaction of
+    // its own, or in a savepoint of the caller's, which the deadlock leaves usable
     const resolve = async (p: Planned) => {
       let counted: Counted = [];
-      const own = () => retryDeadlocks(() => db.tx((tx) => this.resolveDuplicate(tx, def, p, (counted = []))));
-      const result = await (joined ? this.resolveDuplicate(joined, def, p, counted) : own());
+      const decide = (q: Queryable) => this.resolveDuplicate(q, def, p, (counted = []));
+      const result = await retryDeadlocks(() => (joined ? inSavepoint(joined, decide) : db.tx(decide)));
       count(counted);
       return result;
     };

@@ -1,11 +1,12 @@
 /**
- * A cancelExisting start outside a caller's transaction deadlocks with a child of the holder that
+ * A cancelExisting start, in a caller's transaction or not, deadlocks with a child of the holder that
  * ends at that moment (the cancel locks the holder, then its children; the child's end locks the
  * child, then the holder): decided again like `cancel`, not refused with SerializationError.
  */
 import { Client } from 'pg';
+import { DataSource } from 'typeorm';
 import { RunContext, Step, Workflow } from '../../src';
-import { createApp, databaseUrl, Gate, ident, sql, waitFor, waitForLockWait } from '../support';
+import { createApp, databaseUrl, Gate, ident, sql, waitFor, waitForLockWait, type TestApp } from '../support';
 
 const gate = new Gate();
 
@@ -29,32 +30,58 @@ class Parent {
 describe('cancelExisting meeting a child that ends', () => {
   afterAll(() => gate.open());
 
-  it('a deadlock with the end of the holder’s child is decided again: the new run replaces the holder', async () => {
-    const t = await createApp({ workflows: [Parent, Child] });
+  /**
+   * Starts `start` while another transaction holds the holder's child, then ends that child: the
+   * start's cancel of the holder waits for the child's row while the child's end waits for the
+   * holder's, and PostgreSQL aborts the start (the other transaction waits long before looking).
+   */
+  async function meetEndingChild<T>(t: TestApp, key: string, start: () => Promise<T>): Promise<{ holder: string; result: T }> {
     const S = ident(t.schema);
-    const holder = (await t.durable.start(Parent, {}, { key: 'k' })).runId;
+    const holder = (await t.durable.start(Parent, {}, { key })).runId;
     await waitFor(async () => (await t.durable.getRun(holder))?.status === 'waiting', { message: 'the holder waits for its child' });
     const [{ id: child }] = await sql<{ id: string }>(`SELECT id FROM ${S}.runs WHERE parent_id = $1`, [holder]);
     const other = new Client({ connectionString: databaseUrl() });
     await other.connect();
     try {
-      // another transaction holds the child's row, then ends it while the start's cancel waits for that
-      // row; it waits long before looking for deadlocks, so the start is the one PostgreSQL aborts
       await other.query(`SET deadlock_timeout = '20s'`);
       await other.query('BEGIN');
       await other.query(`SELECT 1 FROM ${S}.runs WHERE id = $1 FOR UPDATE`, [child]);
-      const started = t.durable.start(Parent, {}, { key: 'k' });
+      const started = start();
       await waitForLockWait([`${S}.runs`], 'the cancel of the holder waits for its child');
-      const ending = other.query(`UPDATE ${S}.runs SET status = 'completed', finished_at = now(), result = '"child"' WHERE id = $1`, [child]);
-      await ending;
+      await other.query(`UPDATE ${S}.runs SET status = 'completed', finished_at = now(), result = '"child"' WHERE id = $1`, [child]);
       await other.query('COMMIT');
-      const result = await started;
+      return { holder, result: await started };
+    } finally {
+      await other.query('ROLLBACK').catch(() => undefined);
+      await other.end();
+    }
+  }
+
+  it('a deadlock with the end of the holder’s child is decided again: the new run replaces the holder', async () => {
+    const t = await createApp({ workflows: [Parent, Child] });
+    const { holder, result } = await meetEndingChild(t, 'k', () => t.durable.start(Parent, {}, { key: 'k' }));
+    expect(result.outcome).toBe('cancelExisting');
+    expect(await t.durable.getRun(holder)).toMatchObject({ status: 'cancelled', holdsKey: false });
+    expect((await t.durable.getRun(result.runId))!.holdsKey).toBe(true);
+  });
+
+  it('inside a caller’s transaction too, and the transaction goes on and commits', async () => {
+    const t = await createApp({ workflows: [Parent, Child] });
+    const ds = new DataSource({ type: 'postgres', url: databaseUrl() });
+    await ds.initialize();
+    try {
+      const { holder, result } = await meetEndingChild(t, 'k-tx', () =>
+        ds.transaction(async (manager) => {
+          const r = await t.durable.start(Parent, {}, { key: 'k-tx', manager });
+          expect(await manager.query('SELECT 1 AS one')).toEqual([{ one: 1 }]);
+          return r;
+        }),
+      );
       expect(result.outcome).toBe('cancelExisting');
       expect(await t.durable.getRun(holder)).toMatchObject({ status: 'cancelled', holdsKey: false });
       expect((await t.durable.getRun(result.runId))!.holdsKey).toBe(true);
     } finally {
-      await other.query('ROLLBACK').catch(() => undefined);
-      await other.end();
+      await ds.destroy();
     }
   });
 });
