@@ -7,9 +7,9 @@ export type Duration = number | string;
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 const DURATION_RE = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/;
 
-/** Parses a {@link Duration} to milliseconds; `undefined` when it is not one. */
+/** Parses a {@link Duration} to whole milliseconds (rounded); `undefined` when it is not one. */
 export function tryParseDuration(value: unknown): number | undefined {
-  if (typeof value === 'number') return Number.isFinite(value) && value >= 0 ? value : undefined;
+  if (typeof value === 'number') return Number.isFinite(value) && value >= 0 ? Math.round(value) : undefined;
   if (typeof value !== 'string') return undefined;
   const m = DURATION_RE.exec(value);
   return m ? Math.round(Number(m[1]) * UNIT_MS[m[2]]) : undefined;
@@ -47,3 +47,18 @@ export const minutes = (n: number): number => n * UNIT_MS.m;
 export const hours = (n: number): number => n * UNIT_MS.h;
 /** `n` days in milliseconds. */
 export const days = (n: number): number => n * UNIT_MS.d;
+
+/** The latest time PostgreSQL reads from an ISO string: the end of the year 9999. */
+export const LATEST_TIME_MS = Date.parse('9999-12-31T23:59:59.999Z');
+
+/**
+ * Parses a {@link Duration} that ends a stored time counted from now (a delay, a sleep, a wait's
+ * timeout), throwing a `DurableValidationError` naming `what` when invalid or when it would end
+ * after the year 9999.
+ */
+export function toStoredMs(value: Duration, what: string): number {
+  const ms = toMs(value, what);
+  if (Date.now() + ms <= LATEST_TIME_MS) return ms;
+  const message = `${what} must end before the year 10000, got ${String(value)}`;
+  throw new DurableValidationError(message, [problem(what, value, 'isDuration', message)]);
+}

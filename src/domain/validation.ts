@@ -6,6 +6,9 @@ import { isUuid } from './uuid';
 /** Largest input or payload accepted, as JSON text (1 MiB). */
 export const MAX_JSON_BYTES = 1 << 20;
 
+/** Deepest nesting of arrays and objects accepted in an input or payload (PostgreSQL reads deeper, but not much). */
+export const MAX_JSON_DEPTH = 1_000;
+
 /** One class-validator-shaped problem with `property`. */
 export function problem(property: string, value: unknown, constraint: string, message: string): ValidationError {
   const e = new ValidationError();
@@ -42,6 +45,20 @@ export function optionsObjectProblem(value: unknown, what: string, known: readon
   // a plain object (not an array, a Date, a Map…)
   if (proto === Object.prototype || proto === null) return undefined;
   return problem(what, value, 'isObject', `${what} must be an object of options (${known.join(', ')})`);
+}
+
+/**
+ * Why `manager` is not the `EntityManager` of an open transaction (a TypeORM manager whose query
+ * runner is in a transaction), or undefined when it is one or absent: a start given anything else
+ * (the `DataSource`, its own `manager`, a finished transaction's) would commit on its own, outside
+ * the transaction its caller meant it to join.
+ */
+export function managerProblem(manager: unknown): ValidationError | undefined {
+  if (manager === undefined || manager === null) return undefined;
+  const runner = (manager as { queryRunner?: { isTransactionActive?: unknown } }).queryRunner;
+  if (typeof (manager as { query?: unknown }).query === 'function' && runner?.isTransactionActive === true) return undefined;
+  const message = 'manager must be the EntityManager of an open transaction (the one dataSource.transaction passes to its callback)';
+  return problem('manager', manager, 'isTransactionManager', message);
 }
 
 /** Why `value` is not an array, or undefined. */
@@ -133,6 +150,7 @@ export function jsonProblem(value: unknown, property = 'input'): ValidationError
       case 'object': {
         if (v === null) return undefined;
         if (stack.includes(v)) return `${path} refers back to itself (a cycle)`;
+        if (stack.length >= MAX_JSON_DEPTH) return `${path} is nested more than ${MAX_JSON_DEPTH} levels deep`;
         const toJSON = (v as { toJSON?: unknown }).toJSON;
         if (typeof toJSON === 'function' && !viaToJSON) {
           // what JSON.stringify would store is what toJSON returns (a Date: its ISO string)

@@ -1,10 +1,9 @@
 import type { ValidationError } from 'class-validator';
-import { toMs, type Duration } from '../domain/duration';
+import { LATEST_TIME_MS, toStoredMs, type Duration } from '../domain/duration';
 import { problem } from '../domain/validation';
 
 /** The due times a run can have: Postgres reads ISO times of the years 1 to 9999 only. */
 const EARLIEST_DUE_MS = Date.parse('0001-01-01T00:00:00.000Z');
-const LATEST_DUE_MS = Date.parse('9999-12-31T23:59:59.999Z');
 
 /** A start's due time as the start statement takes it. */
 export interface DueAt {
@@ -29,7 +28,7 @@ export function dueAt(what: string, runAt: unknown, delay: unknown, debounced: b
   }
   if (runAt !== undefined && runAt !== null) {
     const ms = runAt instanceof Date ? runAt.getTime() : NaN;
-    if (!(ms >= EARLIEST_DUE_MS && ms <= LATEST_DUE_MS)) {
+    if (!(ms >= EARLIEST_DUE_MS && ms <= LATEST_TIME_MS)) {
       problems.push(problem('runAt', runAt, 'isDate', `${what}: runAt must be a valid Date of the years 1 to 9999`));
       return none;
     }
@@ -37,9 +36,7 @@ export function dueAt(what: string, runAt: unknown, delay: unknown, debounced: b
   }
   if (delay !== undefined && delay !== null) {
     try {
-      const ms = toMs(delay as Duration, 'delay');
-      if (Date.now() + ms <= LATEST_DUE_MS) return { run_at: null, delay_ms: ms };
-      problems.push(problem('delay', delay, 'isDuration', `${what}: delay must end before the year 10000`));
+      return { run_at: null, delay_ms: toStoredMs(delay as Duration, 'delay') };
     } catch (err) {
       problems.push(problem('delay', delay, 'isDuration', (err as Error).message));
     }

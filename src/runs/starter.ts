@@ -22,6 +22,7 @@ import {
   assertValid,
   jsonProblem,
   keyProblem,
+  managerProblem,
   onDuplicateProblem,
   optionNames,
   optionsObjectProblem,
@@ -107,7 +108,11 @@ export class Starter {
   async start(ref: WorkflowRef, input: unknown, given?: StartOptions, rerun = false): Promise<StartResult> {
     const def = this.registry.get(ref);
     const options = given ?? {};
-    assertValid(`start ${def.name}`, [optionsObjectProblem(options, 'options', START_OPTION_NAMES), ...unknownOptionProblems(options, START_OPTION_NAMES)]);
+    assertValid(`start ${def.name}`, [
+      optionsObjectProblem(options, 'options', START_OPTION_NAMES),
+      ...unknownOptionProblems(options, START_OPTION_NAMES),
+      managerProblem(options.manager),
+    ]);
     return startSpan(def.name, options.key, async (span) => {
       const plan = {
         ...this.plan(def, { input, key: options.key, runAt: options.runAt, priority: options.priority }, options.delay, options.onDuplicate),
@@ -120,11 +125,18 @@ export class Starter {
   }
 
   /** Validates every item first, then inserts them in one statement; duplicates resolve one by one. */
-  async startMany(ref: WorkflowRef, items: StartManyItem[], options: { manager?: EntityManager } = {}): Promise<StartManyResult[]> {
+  async startMany(ref: WorkflowRef, items: StartManyItem[], given?: { manager?: EntityManager }): Promise<StartManyResult[]> {
     const def = this.registry.get(ref);
-    assertValid('startMany', [arrayProblem(items, 'items'), ...unknownOptionProblems(options, START_MANY_OPTION_NAMES)]);
+    const options = given ?? {};
+    assertValid('startMany', [
+      arrayProblem(items, 'items'),
+      optionsObjectProblem(options, 'options', START_MANY_OPTION_NAMES),
+      ...unknownOptionProblems(options, START_MANY_OPTION_NAMES),
+      managerProblem(options.manager),
+    ]);
     return startSpan(def.name, undefined, async (span) => {
-      const plans = items.map((item, i) => this.plan(def, item, undefined, undefined, `items[${i}].`));
+      // every index, holes of a sparse array included (map skips them)
+      const plans = Array.from(items, (item, i) => this.plan(def, item, undefined, undefined, `items[${i}].`));
       return startDone(span, plans.length ? await this.execute(def, plans, options.manager) : []);
     });
   }

@@ -4,7 +4,7 @@ import { groupOf } from '../definition/workflow-definition';
 import type { EventKind } from '../store/events.store';
 import type { NewRun } from '../store/runs.types';
 import type { WaitRow } from '../store/waits.store';
-import { toMs, type Duration } from '../domain/duration';
+import { toStoredMs, type Duration } from '../domain/duration';
 import type { RunServices } from './run-services';
 import { assertValid, jsonProblem, nameProblem, problem, unknownOptionProblems } from '../domain/validation';
 import { isFinished } from '../domain/run-info';
@@ -67,7 +67,7 @@ function assertOwned(scope: WaitScope): void {
 
 /** `ctx.sleep`: returns once the recorded end of this sleep has passed; else suspends until then. */
 export async function sleep(scope: WaitScope, duration: Duration): Promise<void> {
-  const ms = toMs(duration, 'ctx.sleep');
+  const ms = toStoredMs(duration, 'ctx.sleep');
   assertOwned(scope);
   const { services } = scope;
   const row = scope.recorded ?? (await services.waits.upsert(services.db, scope.runId, scope.step, scope.call, 'sleep', null, ms));
@@ -79,7 +79,7 @@ export async function sleep(scope: WaitScope, duration: Duration): Promise<void>
 export async function waitFor<T>(scope: WaitScope, kind: EventKind, name: string, options: WaitOptions<T> = {}): Promise<T> {
   const what = kind === 'event' ? `ctx.waitForEvent('${name}')` : `ctx.waitForInput('${name}')`;
   assertValid(what, [nameProblem(name), ...unknownOptionProblems(options, ['timeout', 'timeoutValue'])]);
-  const timeoutMs = options.timeout === undefined ? null : toMs(options.timeout, `${what}: timeout`);
+  const timeoutMs = options.timeout === undefined ? null : toStoredMs(options.timeout, `${what}: timeout`);
   assertOwned(scope);
   const { services } = scope;
   const row = scope.recorded ?? (await services.waits.upsert(services.db, scope.runId, scope.step, scope.call, kind, name, timeoutMs));
@@ -103,7 +103,7 @@ export async function callChildren(scope: WaitScope, calls: ChildCall[], options
   const { services } = scope;
   if (!Array.isArray(calls) || calls.length === 0) assertValid('ctx.parallel', [problem('calls', calls, 'notEmpty', 'give at least one { workflow, input }')]);
   assertValid('ctx.callWorkflow', unknownOptionProblems(options, ['delay']));
-  const delayMs = options.delay === undefined ? 0 : toMs(options.delay, 'ctx.callWorkflow: delay');
+  const delayMs = options.delay === undefined ? 0 : toStoredMs(options.delay, 'ctx.callWorkflow: delay');
   const defs = calls.map((c) => services.registry.get(c?.workflow));
   assertValid(
     'ctx.callWorkflow',

@@ -30,6 +30,19 @@ class Backoff {
   }
 }
 
+/** Waits, or starts a child, for as long as its input says: past the year 9999 when told to. */
+@Workflow('bounds_too_far', { retry: { attempts: 1 } })
+class TooFar {
+  @Step()
+  async wait(ctx: RunContext<{ how: 'sleep' | 'event' | 'child'; ms: number }>) {
+    const { how, ms } = ctx.input;
+    if (how === 'sleep') await ctx.sleep(ms);
+    else if (how === 'event') await ctx.waitForEvent('go', { timeout: ms });
+    else await ctx.callWorkflow(Plain, {}, { delay: ms });
+    return how;
+  }
+}
+
 @Workflow('bounds_plain')
 class Plain {
   @Step()
@@ -149,6 +162,19 @@ describe('engine bounds', () => {
       expect(await env.durable.getRun(sleeper.runId)).toMatchObject({ status: 'completed' });
     } finally {
       await env.close();
+    }
+  });
+
+  it('a sleep, a wait timeout or a child delay ending after the year 9999 fails the step with DurableValidationError', async () => {
+    const t = await createApp({ workflows: [TooFar, Plain] });
+    const far = 1e15; // about 31,700 years
+    for (const how of ['sleep', 'event', 'child'] as const) {
+      const { runId } = await t.durable.start(TooFar, { how, ms: far });
+      const run = await t.durable.waitForRun(runId, { timeout: 10_000 });
+      expect(run).toMatchObject({ status: 'failed', error: { name: 'DurableValidationError', message: expect.stringMatching(/must end before the year 10000/) } });
+      // within the bound, the same calls wait
+      const near = await t.durable.start(TooFar, { how, ms: 3_650 * 86_400_000 });
+      await waitFor(async () => (await t.durable.getRun(near.runId))?.status === 'waiting', { message: `${how} of ten years waits` });
     }
   });
 

@@ -90,7 +90,7 @@ describe('DurableService.start / startMany', () => {
       expect(await countRuns(t.schema)).toBe(0);
     });
 
-    it('refuses input with a BigInt, a cycle or a function, and writes nothing', async () => {
+    it('refuses input with a BigInt, a cycle, a function or nesting past 1,000 levels, and writes nothing', async () => {
       const cyclic: Record<string, unknown> = { a: 1 };
       cyclic.self = cyclic;
       await expectInvalid(durable.start('start_echo', { n: BigInt(1) }));
@@ -98,7 +98,11 @@ describe('DurableService.start / startMany', () => {
       await expectInvalid(durable.start('start_echo', cyclic));
       await expectInvalid(durable.start('start_echo', { fn: () => 1 }));
       await expectInvalid(durable.start('start_echo', (() => 1) as never));
+      // nested deeper than the bound: refused, not a RangeError from a walk of the value
+      const deep = (n: number): unknown => Array.from({ length: n }).reduce<unknown>((inner) => [inner], 1);
+      expect((await expectInvalid(durable.start('start_echo', deep(5_000)))).message).toMatch(/nested more than 1000 levels deep/);
       expect(await countRuns(t.schema)).toBe(0);
+      expect((await durable.start('start_echo', deep(999))).outcome).toBe('created');
     });
 
     it('refuses an unknown workflow with UnknownWorkflowError and writes nothing', async () => {
@@ -196,6 +200,16 @@ describe('DurableService.start / startMany', () => {
       expect(await countRuns(t.schema)).toBe(0);
     });
 
+    it('refuses a hole in a sparse array of items, and options that are not an object; null options are none', async () => {
+      // eslint-disable-next-line no-sparse-arrays
+      const sparse = [, { input: {} }] as never;
+      const err = await expectInvalid(durable.startMany('start_echo', sparse));
+      expect(err.message).toMatch(/items\[0\] must be an object of options/);
+      expect((await expectInvalid(durable.startMany('start_echo', [{}], 'x' as never))).message).toMatch(/options must be an object of options \(manager\)/);
+      expect(await countRuns(t.schema)).toBe(0);
+      expect(await durable.startMany('start_echo', [{}], null as never)).toEqual([{ runId: expect.any(String), outcome: 'created' }]);
+    });
+
     it('accepts an empty batch', async () => {
       await expect(durable.startMany('start_echo', [])).resolves.toEqual([]);
     });
@@ -256,6 +270,34 @@ describe('DurableService.start / startMany', () => {
       expect(results).toHaveLength(2);
       await qr.rollbackTransaction();
       await qr.release();
+      expect(await countRuns(t.schema)).toBe(0);
+    });
+
+    it('a delay of a fraction of a millisecond is rounded, not sent to the database as it is', async () => {
+      let runId = '';
+      await ds.transaction(async (manager) => {
+        runId = (await durable.start('start_echo', {}, { manager, delay: 1.7 })).runId;
+        await manager.query(`insert into "${t.schema}".articles (title) values ('kept')`);
+      });
+      const [row] = await ds.query(`select extract(epoch from run_at - created_at)::text as s from "${t.schema}".runs where id = $1`, [runId]);
+      expect(Number(row.s)).toBe(0.002);
+      expect(await ds.query(`select title from "${t.schema}".articles`)).toEqual([{ title: 'kept' }]);
+    });
+
+    it('a manager that is not the EntityManager of an open transaction is refused, not used to commit on its own', async () => {
+      const finished = await ds.transaction(async (manager) => manager);
+      const qr = ds.createQueryRunner();
+      await qr.connect();
+      try {
+        for (const manager of [ds, ds.manager, qr.manager, finished, {}, 'tx']) {
+          const err = await expectInvalid(durable.start('start_echo', {}, { manager } as never));
+          expect(err.message).toMatch(/manager must be the EntityManager of an open transaction/);
+          await expectInvalid(durable.startMany('start_echo', [{}], { manager } as never));
+          await expectInvalid(durable.startFlow(durable.flow().add('a', Echo), { manager } as never));
+        }
+      } finally {
+        await qr.release();
+      }
       expect(await countRuns(t.schema)).toBe(0);
     });
 
