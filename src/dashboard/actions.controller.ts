@@ -1,6 +1,7 @@
 import { Body, Controller, HttpStatus, Param, Post, Req, Res, UseGuards, UseInterceptors } from '@nestjs/common';
 import { DurableConnection } from '../core/durable.connection';
 import { DurableValidationError, RunNotFoundError } from '../errors';
+import { assertValid, nameProblem } from '../domain/validation';
 import { FlowsEngine } from '../flows/flows.engine';
 import { QueueControls } from '../runs/queue-controls';
 import { RunAdmin } from '../runs/run-admin';
@@ -63,6 +64,16 @@ function parseJson(text: unknown, field: string): unknown {
 }
 
 /**
+ * A form field that names something (an event, an input), or a `DurableValidationError`: a field
+ * sent twice, or as `name[a]=…`, arrives as an array or an object, never as a name.
+ */
+function formName(body: Record<string, unknown>, field: string, action: string): string {
+  const value = body[field];
+  assertValid(action, [nameProblem(value, field)]);
+  return value as string;
+}
+
+/**
  * The dashboard's actions (POST): refused with 403 while read-only, from another origin, or when
  * `authorize` says no; each one done is recorded in the activity log (`dashboard_action`) with its
  * actor, then the browser is sent back to the page of the run.
@@ -106,13 +117,15 @@ export class ActionsController {
       else if (action === 'rerun') shownId = details.newRunId = (await this.admin.rerun(id)).runId;
       else if (action === 'releaseKey') await this.admin.releaseKey(id, { by: (await this.actorOf(req)) ?? 'dashboard' });
       else if (action === 'provideInput') {
+        const name = formName(body, 'name', action);
         const value = parseJson(body.value, 'value');
-        await this.events.provideInput(id, String(body.name ?? ''), value);
-        details.name = body.name;
+        await this.events.provideInput(id, name, value);
+        details.name = name;
       } else {
+        const name = formName(body, 'name', action);
         const payload = parseJson(body.payload, 'payload');
-        details.outcome = await this.events.send(id, String(body.name ?? ''), payload);
-        details.name = body.name;
+        details.outcome = await this.events.send(id, name, payload);
+        details.name = name;
       }
       await this.record(req, id, run.workflow, run.key, details);
       target = `${ctx.base}/runs/${shownId}`;

@@ -8,11 +8,13 @@ import {
   keyProblem,
   onDuplicateProblem,
   optionNames,
+  optionsObjectProblem,
   problem,
   reuseProblem,
   unknownOptionProblems,
   uuidProblem,
 } from '../domain/validation';
+import { clampLimit, dateProblem, kindsProblem, limitProblem, storableTextProblem, workflowRefProblem } from '../domain/filters';
 import { explainStart, type StartExplanation } from '../domain/keys.explain';
 import type { OnDuplicate, ReusePolicy } from '../domain/keys.policy';
 import { RunsStore } from '../store/runs.store';
@@ -98,8 +100,6 @@ const LIST_ACTIVITY_OPTION_NAMES = optionNames<ListActivityOptions>({
 });
 const LIST_KEYS_OPTION_NAMES = optionNames<ListKeysOptions>({ workflow: true, search: true, limit: true, cursor: true });
 
-const clampLimit = (n: number | undefined, def: number) => Math.min(Math.max(1, Math.floor(n ?? def)), 1000);
-
 /** Reads of the activity log and of keys: `listActivity`, `listKeys`, `keyStats`. */
 @Injectable()
 export class KeyInsights {
@@ -152,20 +152,27 @@ export class KeyInsights {
   }
 
   /** Activity events, newest first. */
-  async listActivity(o: ListActivityOptions = {}): Promise<ActivityEvent[]> {
+  async listActivity(options: ListActivityOptions | null = {}): Promise<ActivityEvent[]> {
+    const o = options ?? {};
     assertValid('listActivity', [
+      optionsObjectProblem(o, 'options', LIST_ACTIVITY_OPTION_NAMES),
       ...unknownOptionProblems(o, LIST_ACTIVITY_OPTION_NAMES),
+      kindsProblem(o.kinds),
+      workflowRefProblem(o.workflow),
+      keyProblem(o.key),
       uuidProblem(o.runId, 'runId'),
+      dateProblem(o.since, 'since'),
+      limitProblem(o.limit),
       o.cursor === undefined || /^[0-9]{1,18}$/.test(o.cursor)
         ? undefined
         : problem('cursor', o.cursor, 'isActivityId', 'cursor must be the id of an activity event'),
     ]);
     const rows = await this.activity.list(this.connection.db, {
-      kinds: o.kinds,
-      workflow: o.workflow === undefined ? undefined : this.registry.nameOf(o.workflow),
-      key: o.key,
+      kinds: o.kinds ?? undefined,
+      workflow: o.workflow === undefined || o.workflow === null ? undefined : this.registry.nameOf(o.workflow),
+      key: o.key ?? undefined,
       runId: o.runId,
-      since: o.since,
+      since: o.since ?? undefined,
       cursor: o.cursor,
       limit: clampLimit(o.limit, 100),
     });
@@ -176,10 +183,18 @@ export class KeyInsights {
    * Keys of a workflow ordered by key, or of every workflow newest first; page with
    * `cursor: last.cursor`.
    */
-  async listKeys(o: ListKeysOptions): Promise<KeyInfo[]> {
-    assertValid('listKeys', unknownOptionProblems(o, LIST_KEYS_OPTION_NAMES));
-    const workflow = o.workflow === undefined ? null : this.registry.nameOf(o.workflow);
-    if (workflow === null) assertValid('listKeys', [uuidProblem(o.cursor, 'cursor')]);
+  async listKeys(options: ListKeysOptions | null = {}): Promise<KeyInfo[]> {
+    const o = options ?? {};
+    assertValid('listKeys', [
+      optionsObjectProblem(o, 'options', LIST_KEYS_OPTION_NAMES),
+      ...unknownOptionProblems(o, LIST_KEYS_OPTION_NAMES),
+      workflowRefProblem(o.workflow),
+      storableTextProblem(o.search, 'search'),
+      limitProblem(o.limit),
+      // with a workflow, the cursor is a key; across workflows, a run id
+      o.workflow === undefined || o.workflow === null ? uuidProblem(o.cursor, 'cursor') : keyProblem(o.cursor, 'cursor'),
+    ]);
+    const workflow = o.workflow === undefined || o.workflow === null ? null : this.registry.nameOf(o.workflow);
     const rows = await this.activity.keys(this.connection.db, workflow, o.search ?? null, o.cursor ?? null, clampLimit(o.limit, 50));
     return rows.map((r) => ({
       workflow: workflow ?? r.workflow!,
@@ -193,8 +208,13 @@ export class KeyInsights {
   }
 
   /** The figures of `KeyStats` for one workflow. */
-  async keyStats(o: { workflow: WorkflowRef }): Promise<KeyStats> {
-    assertValid('keyStats', unknownOptionProblems(o, ['workflow']));
+  async keyStats(options: { workflow: WorkflowRef } | null): Promise<KeyStats> {
+    const o = options ?? ({} as { workflow: WorkflowRef });
+    assertValid('keyStats', [
+      optionsObjectProblem(o, 'options', ['workflow']),
+      ...unknownOptionProblems(o, ['workflow']),
+      workflowRefProblem(o.workflow, true),
+    ]);
     const s = await this.activity.stats(this.connection.db, this.registry.nameOf(o.workflow));
     return {
       keysHeld: s.keys_held,

@@ -1,10 +1,12 @@
 import { Injectable } from '@nestjs/common';
+import type { ValidationError } from 'class-validator';
 import { RunNotFoundError, TimeoutError } from '../errors';
 import { toMs, type Duration } from '../domain/duration';
 import { isFinished, type RunInfo, type RunStatus } from '../domain/run-info';
 import type { WaitKind } from '../domain/suspension';
 import { isUuid } from '../domain/uuid';
-import { assertValid, optionNames, unknownOptionProblems, uuidProblem } from '../domain/validation';
+import { clampLimit, limitProblem, statusFilterProblem, waitingForProblem, workflowRefProblem } from '../domain/filters';
+import { assertValid, keyProblem, nameProblem, optionNames, optionsObjectProblem, unknownOptionProblems, uuidProblem } from '../domain/validation';
 import type { WorkflowRef } from '../definition/workflow-metadata';
 import { WorkflowRegistry } from '../definition/workflow.registry';
 import { DurableConnection } from '../core/durable.connection';
@@ -56,7 +58,6 @@ export interface StepAttempt {
 /** How a history line names an attempt: the step's (or compensation's) name, else `#<index>`; a compensation says so. */
 export const attemptLabel = (a: StepAttempt): string => `${a.name ?? `#${a.step}`}${a.compensation ? ' (compensation)' : ''}`;
 
-/** Most attempts `getRunHistory` returns. */
 const LIST_RUNS_OPTION_NAMES = optionNames<ListRunsOptions>({
   workflow: true,
   key: true,
@@ -71,6 +72,7 @@ const LIST_RUNS_OPTION_NAMES = optionNames<ListRunsOptions>({
 });
 const COUNT_FILTER_NAMES = optionNames<CountRunsFilter>({ workflow: true, status: true, key: true, flowId: true });
 
+/** Most attempts `getRunHistory` returns. */
 const HISTORY_LIMIT = 1000;
 
 /** How often `waitForRun` looks at the run. */
@@ -111,31 +113,44 @@ export class RunReader {
    * Runs matching the filters, newest first; the next page with `before: lastRun.id` (or `cursor`),
    * the previous one with `after: firstRun.id`.
    */
-  async list(options: ListRunsOptions = {}): Promise<RunInfo[]> {
-    const limit = Math.min(Math.max(1, Math.floor(options.limit ?? 50)), 1000);
+  async list(options: ListRunsOptions | null = {}): Promise<RunInfo[]> {
+    const o = options ?? {};
     assertValid('listRuns', [
-      ...unknownOptionProblems(options, LIST_RUNS_OPTION_NAMES),
-      uuidProblem(options.cursor, 'cursor'),
-      uuidProblem(options.before, 'before'),
-      uuidProblem(options.after, 'after'),
-      uuidProblem(options.parentId, 'parentId'),
+      optionsObjectProblem(o, 'options', LIST_RUNS_OPTION_NAMES),
+      ...unknownOptionProblems(o, LIST_RUNS_OPTION_NAMES),
+      ...this.filterProblems(o),
+      waitingForProblem(o.waitingFor),
+      limitProblem(o.limit),
+      uuidProblem(o.cursor, 'cursor'),
+      uuidProblem(o.before, 'before'),
+      uuidProblem(o.after, 'after'),
+      uuidProblem(o.parentId, 'parentId'),
     ]);
     const rows = await this.runs.list(this.connection.db, {
-      ...this.filter(options),
-      parentId: options.parentId,
-      waitingFor: options.waitingFor,
-      before: options.before ?? options.cursor,
-      after: options.after,
-      limit,
+      ...this.filter(o),
+      parentId: o.parentId,
+      waitingFor: o.waitingFor ?? undefined,
+      before: o.before ?? o.cursor,
+      after: o.after,
+      limit: clampLimit(o.limit, 50),
     });
     return rows.map((r) => toRunInfo(r, this.registry.stepName));
   }
 
   /** How many runs match (at most `cap`, default 10 000: `capped` when there may be more). */
-  async count(filter: CountRunsFilter = {}, options: { cap?: number } = {}): Promise<{ count: number; capped: boolean }> {
-    assertValid('countRuns', [...unknownOptionProblems(filter, COUNT_FILTER_NAMES), ...unknownOptionProblems(options, ['cap'])]);
-    const cap = Math.min(Math.max(1, Math.floor(options.cap ?? 10_000)), 1_000_000);
-    const n = await this.runs.count(this.connection.db, this.filter(filter), cap + 1);
+  async count(filter: CountRunsFilter | null = {}, options: { cap?: number } | null = {}): Promise<{ count: number; capped: boolean }> {
+    const f = filter ?? {};
+    const o = options ?? {};
+    assertValid('countRuns', [
+      optionsObjectProblem(f, 'filter', COUNT_FILTER_NAMES),
+      ...unknownOptionProblems(f, COUNT_FILTER_NAMES),
+      ...this.filterProblems(f),
+      optionsObjectProblem(o, 'options', ['cap']),
+      ...unknownOptionProblems(o, ['cap']),
+      limitProblem(o.cap, 'cap'),
+    ]);
+    const cap = clampLimit(o.cap, 10_000, 1_000_000);
+    const n = await this.runs.count(this.connection.db, this.filter(f), cap + 1);
     return { count: Math.min(n, cap), capped: n > cap };
   }
 
@@ -164,13 +179,23 @@ export class RunReader {
     });
   }
 
+  /** Why the filters of workflow, key, status and flow cannot filter (absent ones, undefined or null, do not filter). */
+  private filterProblems(o: CountRunsFilter): (ValidationError | undefined)[] {
+    return [
+      workflowRefProblem(o.workflow),
+      keyProblem(o.key),
+      statusFilterProblem(o.status),
+      o.flowId === undefined || o.flowId === null ? undefined : nameProblem(o.flowId, 'flowId'),
+    ];
+  }
+
   /** The store's filter of workflow, key, status and flow. */
   private filter(o: CountRunsFilter): Omit<RunFilter, 'limit'> {
     return {
-      workflow: o.workflow === undefined ? undefined : this.registry.nameOf(o.workflow),
-      key: o.key,
-      status: o.status === undefined ? undefined : ([] as RunStatus[]).concat(o.status),
-      flowId: o.flowId,
+      workflow: o.workflow === undefined || o.workflow === null ? undefined : this.registry.nameOf(o.workflow),
+      key: o.key ?? undefined,
+      status: o.status === undefined || o.status === null ? undefined : ([] as RunStatus[]).concat(o.status),
+      flowId: o.flowId ?? undefined,
     };
   }
 }

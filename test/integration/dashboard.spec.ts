@@ -180,6 +180,24 @@ describe('dashboard (HTTP)', () => {
     expect((await request(t.server).get(`${BASE}/runs`).query({ before: 'x' })).status).toBe(400);
   });
 
+  it('a search or filter value Postgres cannot hold (a NUL character) answers 400, never a server error', async () => {
+    const t = await dashboardApp({});
+    await seed(t);
+    for (const path of [
+      '/runs?q=key:a%00b',
+      '/runs?q=workflow:a%00b',
+      '/runs?q=flow:a%00b',
+      '/keys?q=a%00b',
+      '/keys?workflow=a%00b',
+      '/keys?workflow=dash_article&cursor=a%00b',
+      '/activity?kind=a%00b',
+    ]) {
+      const res = await request(t.server).get(`${BASE}${path}`);
+      expect([path, res.status]).toEqual([path, 400]);
+      expect(res.text).toContain('NUL character');
+    }
+  });
+
   it('a key and an input holding <script> and onerror= are shown escaped', async () => {
     const t = await dashboardApp({});
     const s = await seed(t);
@@ -231,7 +249,7 @@ describe('dashboard (HTTP)', () => {
       { worker: { concurrency: 3 } },
     );
     const { durable } = t;
-    const post = (path: string, form: object = {}) =>
+    const post = (path: string, form: object | string = {}) =>
       request(t.server)
         .post(`${BASE}${path}`)
         .set('Origin', 'http://127.0.0.1')
@@ -254,6 +272,11 @@ describe('dashboard (HTTP)', () => {
     expect((await post(`/runs/${waiting}/rerun`)).status).toBe(403); // authorize said no
 
     const later = (await durable.start('dash_node', 1, { runAt: new Date(Date.now() + 3_600_000) })).runId;
+    // a name sent as name[a]=x (an object) or twice (an array) is no name: 400, nothing sent or recorded
+    for (const form of ['name[a]=x&payload=1', 'name=a&name=b&payload=1']) {
+      expect([form, (await post(`/runs/${later}/send-event`, form)).status]).toEqual([form, 400]);
+    }
+    expect(await durable.listActivity({ runId: later })).toEqual([]);
     await post(`/runs/${later}/send-event`, { name: 'nudge', payload: '{"a":1}' }).expect(303);
     await post(`/runs/${later}/cancel`).expect(303);
     expect((await durable.getRun(later))?.status).toBe('cancelled');

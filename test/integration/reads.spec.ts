@@ -140,6 +140,60 @@ describe('reading more: listRuns both ways, countRuns, listKeys across workflows
     await expect(durable.listActivity({ cursor: 'x; drop' })).rejects.toBeInstanceOf(DurableValidationError);
   });
 
+  it('bad filters and options of listRuns, countRuns, listActivity, listKeys and keyStats reject with DurableValidationError, never a database error; null options are no options', async () => {
+    const { durable } = await createApp({ workflows: [Other], options: { worker: false } });
+    const run = (await durable.start('reads_other', 1, { key: 'k' })).runId;
+    await durable.start('reads_other', 2, { key: 'k' }); // a duplicate: no run, a key_duplicate event
+    const NUL = 'a\0b';
+    const refused: [string, () => Promise<unknown>][] = [
+      ['listRuns({ limit: NaN })', () => durable.listRuns({ limit: NaN })],
+      ["listRuns({ limit: 'abc' })", () => durable.listRuns({ limit: 'abc' as never })],
+      ['listRuns({ key: NUL })', () => durable.listRuns({ key: NUL })],
+      ['listRuns({ workflow: NUL })', () => durable.listRuns({ workflow: NUL })],
+      ['listRuns({ flowId: NUL })', () => durable.listRuns({ flowId: NUL })],
+      ["listRuns({ status: 'bogus' })", () => durable.listRuns({ status: 'bogus' as never })],
+      ["listRuns({ status: ['failed', 'bogus'] })", () => durable.listRuns({ status: ['failed', 'bogus' as never] })],
+      ["listRuns({ waitingFor: 'bogus' })", () => durable.listRuns({ waitingFor: 'bogus' as never })],
+      ['listRuns({ key: 42 })', () => durable.listRuns({ key: 42 as never })],
+      ["listRuns('name')", () => durable.listRuns('name' as never)],
+      ['countRuns({ key: NUL })', () => durable.countRuns({ key: NUL })],
+      ["countRuns({ status: 'bogus' })", () => durable.countRuns({ status: 'bogus' as never })],
+      ['countRuns({}, { cap: NaN })', () => durable.countRuns({}, { cap: NaN })],
+      ["countRuns('name')", () => durable.countRuns('name' as never)],
+      ['countRuns({}, 5)', () => durable.countRuns({}, 5 as never)],
+      ["listActivity({ kinds: 'key_duplicate' })", () => durable.listActivity({ kinds: 'key_duplicate' as never })],
+      ['listActivity({ kinds: [NUL] })', () => durable.listActivity({ kinds: [NUL] })],
+      ["listActivity({ since: new Date('x') })", () => durable.listActivity({ since: new Date('x') })],
+      ['listActivity({ since: 5 })', () => durable.listActivity({ since: 5 as never })],
+      ['listActivity({ key: NUL })', () => durable.listActivity({ key: NUL })],
+      ['listActivity({ workflow: NUL })', () => durable.listActivity({ workflow: NUL })],
+      ['listActivity({ limit: NaN })', () => durable.listActivity({ limit: NaN })],
+      ["listActivity('x')", () => durable.listActivity('x' as never)],
+      ['listKeys({ search: NUL })', () => durable.listKeys({ search: NUL })],
+      ['listKeys({ workflow, cursor: NUL })', () => durable.listKeys({ workflow: 'reads_other', cursor: NUL })],
+      ['listKeys({ limit: NaN })', () => durable.listKeys({ limit: NaN })],
+      ["listKeys('x')", () => durable.listKeys('x' as never)],
+      ["keyStats('reads_other')", () => durable.keyStats('reads_other' as never)],
+      ['keyStats({})', () => durable.keyStats({} as never)],
+      ['keyStats(null)', () => durable.keyStats(null as never)],
+    ];
+    for (const [call, fn] of refused) {
+      const err = await fn().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect([call, err instanceof DurableValidationError ? 'DurableValidationError' : err]).toEqual([call, 'DurableValidationError']);
+    }
+    // null options are no options
+    expect((await durable.listRuns(null as never)).map((r) => r.id)).toContain(run);
+    expect(await durable.countRuns(null as never, null as never)).toEqual({ count: 1, capped: false });
+    expect(await durable.listActivity(null as never)).toHaveLength(1);
+    expect((await durable.listKeys(null as never)).map((k) => k.key)).toEqual(['k']);
+    // still accepted: a limit out of range is clamped, a Date since filters
+    expect(await durable.listRuns({ limit: 0 })).toHaveLength(1);
+    expect(await durable.listActivity({ since: new Date(Date.now() + 3_600_000) })).toEqual([]);
+  });
+
   it('listWorkflows describes each workflow with its steps, options and runs per status; listNodes the live nodes', async () => {
     const { durable } = await createApp({ workflows: [Echo, Other], concurrency: 3 });
     const { runId } = await durable.start('reads_other', 1);
