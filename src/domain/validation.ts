@@ -27,11 +27,19 @@ export function uuidProblem(value: unknown, property: string): ValidationError |
 
 /** Why `name` is not a name (an event or input name, a `by`: a string of 1 to 255 bytes), or undefined. */
 export function nameProblem(name: unknown, property = 'name'): ValidationError | undefined {
-  if (typeof name !== 'string' || name.length === 0 || Buffer.byteLength(name, 'utf8') > 255) {
-    return problem(property, name, 'isName', `${property} must be a string of 1 to 255 bytes`);
+  return textProblem(name, property, 255, 'isName');
+}
+
+/**
+ * Why `value` is not a string of 1 to `maxBytes` bytes of UTF-8 that Postgres can store (no NUL,
+ * no lone surrogate), or undefined; `constraint` names the length check.
+ */
+export function textProblem(value: unknown, property: string, maxBytes: number, constraint = 'isText'): ValidationError | undefined {
+  if (typeof value !== 'string' || value.length === 0 || Buffer.byteLength(value, 'utf8') > maxBytes) {
+    return problem(property, value, constraint, `${property} must be a string of 1 to ${maxBytes} bytes`);
   }
-  const unstorable = stringProblem(name, property);
-  return unstorable ? problem(property, name, 'isStorable', unstorable) : undefined;
+  const unstorable = stringProblem(value, property);
+  return unstorable ? problem(property, value, 'isStorable', unstorable) : undefined;
 }
 
 /**

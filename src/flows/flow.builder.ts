@@ -1,5 +1,5 @@
 import { workflowNameOf, type WorkflowRef } from '../definition/workflow-metadata';
-import { optionNames } from '../domain/validation';
+import { optionNames, optionsObjectProblem } from '../domain/validation';
 import { FlowGraph } from './flow.graph';
 
 /** Dependency handling shared by a flow and its nodes (all default to false). */
@@ -34,6 +34,14 @@ export interface FlowNodeOptions extends FlowDepOptions {
 /** The option names of `durable.flow()` and of `FlowBuilder.add()` (anything else is refused as misspelt). */
 export const FLOW_OPTION_NAMES = optionNames<FlowOptions>({ id: true, name: true, ignoreCancelled: true, ignoreFailed: true, ignoreDeleted: true });
 export const FLOW_NODE_OPTION_NAMES = optionNames<FlowNodeOptions>({ deps: true, key: true, ignoreCancelled: true, ignoreFailed: true, ignoreDeleted: true });
+
+/**
+ * A copy of `options` when they are a plain object (`{}` for undefined or null), else them as
+ * given (a flow id or a deps array where the options go), for `startFlow` to refuse.
+ */
+export function copiedOptions<T extends object>(options: T | null | undefined): T {
+  return optionsObjectProblem(options, 'options', []) ? (options as T) : ({ ...options } as T);
+}
 
 /** One node as added to a builder. */
 export interface FlowNodeSpec {
@@ -73,8 +81,8 @@ export class FlowBuilder {
    * Adds node `name`: a run of `workflow` with `input`, waiting for the nodes named in `deps`.
    * Returns the builder.
    */
-  add<TInput = unknown>(name: string, workflow: WorkflowRef, input?: TInput, options: FlowNodeOptions = {}): this {
-    const opts = options ?? {};
+  add<TInput = unknown>(name: string, workflow: WorkflowRef, input?: TInput, options?: FlowNodeOptions | null): this {
+    const opts = copiedOptions(options);
     this.list.push({
       name,
       workflowRef: workflow,
@@ -82,7 +90,7 @@ export class FlowBuilder {
       input: input === undefined ? null : input,
       // copied; anything but an array is kept as given and refused by startFlow's validation
       deps: Array.isArray(opts.deps) ? [...opts.deps] : (((opts.deps as unknown) ?? []) as string[]),
-      options: { ...opts },
+      options: opts,
     });
     return this;
   }

@@ -1,5 +1,5 @@
 import { DurableValidationError } from '../errors';
-import { jsonProblem, keyProblem, nameProblem, Problems, unknownOptionProblems } from '../domain/validation';
+import { jsonProblem, keyProblem, nameProblem, optionsObjectProblem, Problems, unknownOptionProblems } from '../domain/validation';
 import type { WorkflowRegistry } from '../definition/workflow.registry';
 import { groupOf } from '../definition/workflow-definition';
 import { FLOW_NODE_OPTION_NAMES, FLOW_OPTION_NAMES, FlowBuilder } from './flow.builder';
@@ -28,6 +28,7 @@ export function planFlow(builder: FlowBuilder, registry: WorkflowRegistry): Plan
   const p = new Problems();
   const o = builder.options ?? {};
   if (!builder.appendTo) {
+    p.push(optionsObjectProblem(o, 'options', FLOW_OPTION_NAMES));
     unknownOptionProblems(o, FLOW_OPTION_NAMES).forEach((e) => p.push(e));
     if (o.id !== undefined && nameProblem(o.id)) {
       p.add('id', o.id, 'flowId', 'flow id must be a string of 1 to 255 bytes, without a NUL character or a lone surrogate');
@@ -61,6 +62,7 @@ export function planFlow(builder: FlowBuilder, registry: WorkflowRegistry): Plan
     } else {
       for (const d of n.deps) if (!deps.includes(d)) deps.push(d);
     }
+    p.push(optionsObjectProblem(n.options, `${at}: options`, FLOW_NODE_OPTION_NAMES));
     unknownOptionProblems(n.options, FLOW_NODE_OPTION_NAMES, `nodes[${i}].`).forEach((e) => p.push(e));
     const keyBad = keyProblem(n.options?.key, `nodes[${i}].key`);
     const key = keyBad ? null : (n.options?.key ?? null);

@@ -4,7 +4,8 @@ import { FlowExistsError, KeyContendedError, RunNotFoundError } from '../errors'
 import { MAX_HANDOFFS } from '../domain/keys.policy';
 import { isFinished, type RunStatus } from '../domain/run-info';
 import { uuidv7 } from '../domain/uuid';
-import { assertValid, nameProblem, optionNames, problem, Problems, unknownOptionProblems } from '../domain/validation';
+import { callOptions } from '../domain/call-options';
+import { assertValid, managerProblem, nameProblem, optionNames, optionsObjectProblem, problem, Problems, unknownOptionProblems } from '../domain/validation';
 import { WorkflowRegistry } from '../definition/workflow.registry';
 import { DurableConnection } from '../core/durable.connection';
 import { RESOLVED_OPTIONS } from '../core/durable.constants';
@@ -15,7 +16,7 @@ import { FlowsStore } from '../store/flows.store';
 import { depOutcome, type NewFlowEdge, type NewFlowNode } from '../store/flows.types';
 import { isKeyConflict, RunsStore } from '../store/runs.store';
 import { emitKeyHandoffs } from '../observe/telemetry';
-import { FlowBuilder, type FlowOptions } from './flow.builder';
+import { copiedOptions, FlowBuilder, type FlowOptions } from './flow.builder';
 import { FlowGraph } from './flow.graph';
 import { FlowKeys } from './flow.keys';
 import { findCycle, planFlow, type PlannedNode } from './flow.plan';
@@ -59,17 +60,16 @@ export class FlowsEngine {
     this.keys = new FlowKeys(registry, runs, activity);
   }
 
-  /** A new builder. */
-  flow(options: FlowOptions = {}): FlowBuilder {
-    return new FlowBuilder({ ...(options ?? {}) });
+  /** A new builder (its options are checked by `startFlow`). */
+  flow(options?: FlowOptions | null): FlowBuilder {
+    return new FlowBuilder(copiedOptions(options));
   }
 
   /** A builder bound to existing flow `flowId`; `startFlow` on it appends its nodes. */
-  async append(flowId: string, options: AppendFlowOptions = {}): Promise<FlowBuilder> {
+  async append(flowId: string, options?: AppendFlowOptions | null): Promise<FlowBuilder> {
     if (nameProblem(flowId)) throw new RunNotFoundError(String(flowId));
-    const checkDeps = options?.checkDeps ?? true;
+    const checkDeps = callOptions(`appendFlow ${flowId}`, options, APPEND_OPTION_NAMES).checkDeps ?? true;
     assertValid(`appendFlow ${flowId}`, [
-      ...unknownOptionProblems(options, APPEND_OPTION_NAMES),
       typeof checkDeps === 'boolean' ? undefined : problem('checkDeps', checkDeps, 'isBoolean', 'checkDeps must be a boolean'),
     ]);
     const { db } = this.connection;
@@ -89,7 +89,8 @@ export class FlowsEngine {
 
   /** Validates the whole graph, then inserts every node and edge in one transaction. */
   async start(builder: FlowBuilder, options: { manager?: EntityManager } = {}): Promise<StartFlowResult> {
-    assertValid('startFlow', unknownOptionProblems(options, START_FLOW_OPTION_NAMES));
+    assertValid('startFlow', [optionsObjectProblem(options, 'options', START_FLOW_OPTION_NAMES)]);
+    assertValid('startFlow', [...unknownOptionProblems(options, START_FLOW_OPTION_NAMES), managerProblem(options?.manager)]);
     const planned = planFlow(builder, this.registry);
     const joined = transactionOf(managerOf(this.options, options?.manager));
     // a savepoint in the caller's transaction where a refusal can follow writes or locks: keyed
@@ -105,8 +106,8 @@ export class FlowsEngine {
    */
   async rerun(flowId: string, options: RerunFlowOptions): Promise<StartFlowResult> {
     if (nameProblem(flowId)) throw new RunNotFoundError(String(flowId));
-    const from = options?.from;
-    assertValid(`rerunFlow ${flowId}`, [...unknownOptionProblems(options, RERUN_FLOW_OPTION_NAMES), nameProblem(from, 'from')]);
+    const { from } = callOptions(`rerunFlow ${flowId}`, options, RERUN_FLOW_OPTION_NAMES);
+    assertValid(`rerunFlow ${flowId}`, [nameProblem(from, 'from')]);
     const runIds = await this.keyedTransaction(undefined, (q, handedOff) => rerunNodes(q, this.store, this.keys, flowId, from, handedOff));
     return { flowId, runIds };
   }

@@ -12,7 +12,8 @@ import {
 import { decideStart, MAX_HANDOFFS } from '../domain/keys.policy';
 import { isFinished, type StartResult } from '../domain/run-info';
 import { isUuid } from '../domain/uuid';
-import { assertValid, nameProblem, unknownOptionProblems } from '../domain/validation';
+import { assertValid, nameProblem, textProblem } from '../domain/validation';
+import { callOptions } from '../domain/call-options';
 import { WorkflowRegistry } from '../definition/workflow.registry';
 import { DurableConnection } from '../core/durable.connection';
 import { LOG_CONTEXT } from '../core/durable.constants';
@@ -23,6 +24,9 @@ import { WaitsStore } from '../store/waits.store';
 import { retryDeadlocks } from '../store/db';
 import { countKeyHandoffs } from './key-handoffs';
 import { Starter } from './starter';
+
+/** Longest cancel reason, in bytes of UTF-8. */
+export const MAX_REASON_BYTES = 1_000;
 
 /** What an operator does to a run: `cancel`, `retry`, `rerun`, `releaseKey`. */
 @Injectable()
@@ -41,14 +45,16 @@ export class RunAdmin {
   /**
    * Cancels a run that is still going: it is `cancelled` at once, a running step sees `ctx.signal`
    * abort at the node's next heartbeat, and no later step starts. A finished run is left as it is.
+   * `reason`: a string of 1 to {@link MAX_REASON_BYTES} bytes, or null/undefined for none.
    */
-  async cancel(runId: string, options: { reason?: string } = {}): Promise<void> {
-    assertValid('cancel', unknownOptionProblems(options, ['reason']));
+  async cancel(runId: string, given?: { reason?: string } | null): Promise<void> {
+    const options = callOptions('cancel', given, ['reason']);
+    const reason = options.reason ?? null;
+    assertValid('cancel', [reason === null ? undefined : textProblem(reason, 'reason', MAX_REASON_BYTES)]);
     const { runs } = this;
     const { db } = this.connection;
     const row = isUuid(runId) ? await runs.get(db, runId) : undefined;
     if (!row) throw new RunNotFoundError(runId);
-    const reason = options.reason ?? null;
     const error = { name: 'CancelledError', code: 'cancelled', message: reason ?? 'cancelled' };
     // unfinished children are cancelled with it (trigger runs_cancel_children, same statement);
     // a deadlock with a child finishing at that moment is retried
@@ -101,8 +107,8 @@ export class RunAdmin {
   }
 
   /** Starts a fresh copy of a finished run (same workflow, key and priority; `input` replaces the input). */
-  async rerun(runId: string, options: { input?: unknown } = {}): Promise<StartResult> {
-    assertValid('rerun', unknownOptionProblems(options, ['input']));
+  async rerun(runId: string, given?: { input?: unknown } | null): Promise<StartResult> {
+    const options = callOptions('rerun', given, ['input']);
     const row = isUuid(runId) ? await this.runs.get(this.connection.db, runId) : undefined;
     if (!row) throw new RunNotFoundError(runId);
     if (!isFinished(row.status)) throw new NotFinishedError(runId);
@@ -116,9 +122,9 @@ export class RunAdmin {
    * on purpose; the run keeps its history and its key value. `by` (who released it, 1–255 bytes) is
    * recorded in the `key_released` event (null when not given).
    */
-  async releaseKey(runId: string, options?: { by?: string }): Promise<void> {
-    const by = options?.by;
-    assertValid('releaseKey', [...unknownOptionProblems(options, ['by']), by === undefined ? undefined : nameProblem(by, 'by')]);
+  async releaseKey(runId: string, options?: { by?: string } | null): Promise<void> {
+    const { by } = callOptions('releaseKey', options, ['by']);
+    assertValid('releaseKey', [by === undefined ? undefined : nameProblem(by, 'by')]);
     const { runs, activity } = this;
     const workflow = await this.connection.db.tx(async (q) => {
       const row = isUuid(runId) ? await runs.get(q, runId, true) : undefined;

@@ -1,7 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { RunNotFoundError } from '../errors';
 import { isUuid } from '../domain/uuid';
-import { assertValid, jsonProblem, nameProblem, unknownOptionProblems } from '../domain/validation';
+import { assertValid, jsonProblem, nameProblem, problem } from '../domain/validation';
+import { callOptions } from '../domain/call-options';
 import { DurableConnection } from '../core/durable.connection';
 import { RESOLVED_OPTIONS } from '../core/durable.constants';
 import { managerOf, type ResolvedOptions } from '../options/resolve-options';
@@ -21,16 +22,18 @@ export class RunEvents {
   /**
    * Sends the event `name` to a run: `'delivered'` when it was waiting for it (it resumes); `'kept'`
    * when it is kept for a later `waitForEvent(name)` — with `buffer: true`, or when the running
-   * step has just reached that wait and is suspending on it; else `'dropped'`. Joins the ambient
-   * transaction (module option `transactionManager`) when there is one.
+   * step has just reached that wait and is suspending on it; else `'dropped'`. `buffer` must be a
+   * boolean (or null/undefined: false). Joins the ambient transaction (module option
+   * `transactionManager`) when there is one.
    */
-  async send(runId: string, name: string, payload: unknown, options: { buffer?: boolean } = {}): Promise<SendEventOutcome> {
-    assertValid('sendEvent', unknownOptionProblems(options, ['buffer']));
+  async send(runId: string, name: string, payload: unknown, options?: { buffer?: boolean } | null): Promise<SendEventOutcome> {
+    const buffer = callOptions('sendEvent', options, ['buffer']).buffer ?? false;
+    assertValid('sendEvent', [typeof buffer === 'boolean' ? undefined : problem('buffer', buffer, 'isBoolean', 'buffer must be a boolean')]);
     return this.deliver(
       runId,
       name,
       payload,
-      { buffer: options.buffer ?? false, kind: 'event' },
+      { buffer, kind: 'event' },
       'sendEvent',
       transactionOf(managerOf(this.options, undefined)),
     );

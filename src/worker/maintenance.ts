@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { toMs, type Duration } from '../domain/duration';
-import { assertValid, unknownOptionProblems } from '../domain/validation';
+import { callOptions, MAX_SPAN_MS } from '../domain/call-options';
 import { WorkflowRegistry } from '../definition/workflow.registry';
 import type { WorkflowDefinition } from '../definition/workflow-definition';
 import { DurableConnection } from '../core/durable.connection';
@@ -168,9 +168,9 @@ export class Maintenance {
   }
 
   /** `DurableService.prune`: prunes now, on a pooled connection, until nothing is left. */
-  async pruneNow(options: { olderThan?: Duration } = {}): Promise<{ runs: number; activity: number }> {
-    assertValid('prune', unknownOptionProblems(options, ['olderThan']));
-    const ms = options.olderThan === undefined ? undefined : toMs(options.olderThan, 'olderThan');
+  async pruneNow(given?: { olderThan?: Duration } | null): Promise<{ runs: number; activity: number }> {
+    const { olderThan } = callOptions('prune', given, ['olderThan']);
+    const ms = olderThan === undefined ? undefined : toMs(olderThan, 'prune: olderThan', MAX_SPAN_MS);
     const { runs, activity } = await this.prune(this.connection.db, ms);
     return { runs, activity };
   }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'crypto';
-import { RunContext, RunNotFoundError, Step, Workflow } from '../../src';
+import { DurableValidationError, RunContext, RunNotFoundError, Step, Workflow } from '../../src';
 import { createApp, Gate, sql, waitFor } from '../support';
 
 const seen: { step: string; abortedAtEnd?: boolean; heartbeatThrew?: boolean }[] = [];
@@ -183,6 +183,31 @@ describe('cancel', () => {
     await durable.waitForRun(barrier.runId, { timeout: 10_000 });
     expect(seen.filter((s) => s.step === 'second')).toEqual([]);
     expect((await durable.getRun(runId))!.status).toBe('cancelled');
+  });
+
+  it('a reason that is not a storable string of 1 to 1000 bytes, or a reason where the options go, is refused and nothing is cancelled', async () => {
+    const { durable, schema } = await createApp({ workflows: [Long, Quick] });
+    const { runId } = await durable.start('cancel_long', {}, { delay: '1h' });
+    const refusals: [unknown, RegExp][] = [
+      [{ reason: 'a\u0000b' }, /^cancel: reason holds a NUL character/],
+      [{ reason: 'a\uD800b' }, /^cancel: reason holds a NUL character or an unpaired UTF-16 surrogate/],
+      [{ reason: 42 }, /^cancel: reason must be a string of 1 to 1000 bytes/],
+      [{ reason: '' }, /^cancel: reason must be a string of 1 to 1000 bytes/],
+      [{ reason: 'é'.repeat(501) }, /^cancel: reason must be a string of 1 to 1000 bytes/],
+      ['customer asked', /^cancel: options must be an object of options \(reason\)/],
+    ];
+    for (const [options, message] of refusals) {
+      const err = await durable.cancel(runId, options as never).catch((e: Error) => e);
+      expect(err).toBeInstanceOf(DurableValidationError);
+      expect((err as Error).message).toMatch(message);
+    }
+    expect((await durable.getRun(runId))!.status).toBe('pending');
+    // null options are no options; the longest reason is kept as given
+    await durable.cancel(runId, null as never);
+    expect(await sql(`select status, cancel_reason from "${schema}".runs where id = $1`, [runId])).toEqual([{ status: 'cancelled', cancel_reason: null }]);
+    const other = await durable.start('cancel_long', {}, { delay: '1h' });
+    await durable.cancel(other.runId, { reason: 'é'.repeat(500) });
+    expect(await sql(`select cancel_reason from "${schema}".runs where id = $1`, [other.runId])).toEqual([{ cancel_reason: 'é'.repeat(500) }]);
   });
 
   it('cancelling a finished run leaves it as it was', async () => {

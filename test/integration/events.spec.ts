@@ -252,6 +252,25 @@ describe('sendEvent / waitForEvent', () => {
     await expect(durable.sendEvent(runId, 'go', { n: BigInt(1) })).rejects.toMatchObject({ code: 'invalid' });
   });
 
+  it('a flag where the options go, or a buffer that is not a boolean, is refused with nothing kept; null options are none', async () => {
+    const { durable, schema } = await createApp({ workflows, options: { worker: false } });
+    const { runId } = await durable.start('e_midstep');
+    const refusals: [unknown, RegExp][] = [
+      [true, /^sendEvent: options must be an object of options \(buffer\)/],
+      ['buffer', /^sendEvent: options must be an object of options/],
+      [{ buffer: 'false' }, /^sendEvent: buffer must be a boolean/],
+      [{ buffer: 1 }, /^sendEvent: buffer must be a boolean/],
+    ];
+    for (const [options, message] of refusals) {
+      const err = await durable.sendEvent(runId, 'update', { v: 1 }, options as never).catch((e: Error) => e);
+      expect(err).toMatchObject({ code: 'invalid', message: expect.stringMatching(message) });
+    }
+    expect(await sql(`select 1 from "${schema}".events where run_id = $1`, [runId])).toEqual([]);
+    expect(await durable.sendEvent(runId, 'update', { v: 2 }, null as never)).toBe('dropped');
+    expect(await durable.sendEvent(runId, 'update', { v: 3 }, { buffer: true })).toBe('kept');
+    expect(await sql(`select payload from "${schema}".events where run_id = $1`, [runId])).toEqual([{ payload: { v: 3 } }]);
+  });
+
   it('an event kept between "no event yet" and the suspension\'s write resumes the run at once', async () => {
     const app = await createApp({ workflows });
     const { durable, schema } = app;

@@ -321,6 +321,37 @@ describe('newcomer mistakes get a typed error naming the cause and the fix', () 
       expect(await durable.listRuns({ workflow: Echo })).toHaveLength(1);
     });
 
+    it('a value where the options go is refused (not ignored) before anything is written; null options are none', async () => {
+      const { durable, schema } = await createApp({ workflows: [Echo] });
+      const { runId } = await durable.start(Echo, {}, { key: 'k' });
+      await durable.waitForRun(runId, { timeout: 30_000 });
+      const pending = await durable.start(Echo, {}, { delay: '1h' });
+      const refusals: [() => unknown, RegExp][] = [
+        [() => durable.rerun(runId, 'x' as never), /^rerun: options must be an object of options \(input\)/],
+        [() => durable.releaseKey(runId, 'ops@x' as never), /^releaseKey: options must be an object of options \(by\)/],
+        [() => durable.waitForRun(pending.runId, 300 as never), /^waitForRun: options must be an object of options \(timeout\)/],
+        [() => durable.prune('1d' as never), /^prune: options must be an object of options \(olderThan\)/],
+        [() => durable.startFlow(durable.flow('my-id' as never).add('a', Echo)), /^startFlow: options must be an object of options \(id, name/],
+        [() => durable.startFlow(durable.flow().add('a', Echo).add('b', Echo, {}, ['a'] as never)), /node "b": options must be an object of options \(deps/],
+        [() => durable.startFlow(durable.flow().add('a', Echo), 'tx' as never), /^startFlow: options must be an object of options \(manager\)/],
+      ];
+      for (const [call, message] of refusals) expectError(await caught(call), DurableValidationError, 'invalid', message);
+      // one line, not one per character of the string
+      expect((await caught(() => durable.startFlow(durable.flow('my-id' as never).add('a', Echo)))).message).not.toMatch(/unknown option/);
+      expect(await countRuns(schema)).toBe(2);
+      expect(await durable.getRun(runId)).toMatchObject({ holdsKey: true });
+      expect(await sql(`select 1 from ${ident(schema)}.flows`)).toEqual([]);
+      const { flowId } = await durable.startFlow(durable.flow(null as never).add('a', Echo, {}, null as never), null as never);
+      expectError(await caught(() => durable.appendFlow(flowId, 'x' as never)), DurableValidationError, 'invalid', /^appendFlow \S+: options must be an object/);
+      expectError(await caught(() => durable.rerunFlow(flowId, 'a' as never)), DurableValidationError, 'invalid', /^rerunFlow \S+: options must be an object/);
+      await expect(durable.appendFlow(flowId, null as never)).resolves.toBeDefined();
+      // null options are no options
+      await expect(durable.waitForRun(runId, null as never)).resolves.toMatchObject({ status: 'completed' });
+      await expect(durable.prune(null as never)).resolves.toEqual({ runs: 0, activity: 0 });
+      await durable.releaseKey(runId, null as never);
+      expect(await durable.rerun(runId, null as never)).toMatchObject({ outcome: 'created' });
+    });
+
     it('listRuns, countRuns, listKeys, listActivity, keyStats and prune', async () => {
       const { durable } = await createApp({ workflows: [Echo] });
       const refusals: [() => unknown, RegExp][] = [

@@ -79,6 +79,13 @@ describe('prune and retention', () => {
     await expect(durable.prune()).resolves.toMatchObject({ runs: 0 });
     await expect(durable.prune({ olderThan: 'yesterday' as never })).rejects.toBeInstanceOf(DurableValidationError);
     await expect(durable.prune({ olderThan: -1 as never })).rejects.toBeInstanceOf(DurableValidationError);
+    // beyond 100 years: refused, not a database error (interval or timestamp out of range)
+    for (const olderThan of [1e20, '99999999d', '36501d']) {
+      const err = await durable.prune({ olderThan }).catch((e: Error) => e);
+      expect(err).toBeInstanceOf(DurableValidationError);
+      expect((err as Error).message).toMatch(/^prune: olderThan must be at most 3153600000000ms \(about 36500 days\)/);
+    }
+    await expect(durable.prune({ olderThan: '36500d' })).resolves.toEqual({ runs: 0, activity: 0 });
     expect(await countRuns(schema)).toBe(1);
   });
 
