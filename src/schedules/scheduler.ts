@@ -13,7 +13,8 @@ import { DurableConnection } from '../core/durable.connection';
 import { LOG_CONTEXT, RESOLVED_OPTIONS } from '../core/durable.constants';
 import type { ResolvedOptions } from '../options/resolve-options';
 import { serializeError } from '../domain/serialize-error';
-import { assertValid, jsonProblem, keyProblem, problem, unknownOptionProblems } from '../domain/validation';
+import { assertValid, jsonProblem, keyProblem, nameProblem, optionsObjectProblem, problem, unknownOptionProblems } from '../domain/validation';
+import { unstorableName } from '../domain/call-options';
 import type { StartResult } from '../domain/run-info';
 import { Starter } from '../runs/starter';
 import { parseCron, nextOf } from './cron';
@@ -180,11 +181,13 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   private validate(what: string, workflow: string, cron: unknown, options: ScheduleOptions, name = options.name ?? workflow) {
+    // a value where the options go (a name) would otherwise be ignored: the workflow's own schedule replaced
+    assertValid(what, [optionsObjectProblem(options, 'options', SCHEDULE_OPTION_NAMES)]);
     const time = parseCron(what, cron, options.timezone);
     const problems = [...unknownOptionProblems(options, SCHEDULE_OPTION_NAMES), keyProblem(options.key, 'key'), jsonProblem(options.input, 'input')];
-    if (typeof name !== 'string' || name.length < 1 || name.length > MAX_NAME) {
-      problems.push(problem('name', name, 'isName', `name must be a string of 1 to ${MAX_NAME} characters`));
-    }
+    const badName = nameProblem(name);
+    if (badName) problems.push(badName);
+    else if (name.length > MAX_NAME) problems.push(problem('name', name, 'isName', `name must be a string of 1 to ${MAX_NAME} characters`));
     assertValid(what, problems);
     return {
       name,
@@ -205,8 +208,12 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
     return this.info(row);
   }
 
-  /** `DurableService.unschedule`: deletes the schedule everywhere; false when there was none. */
+  /**
+   * `DurableService.unschedule`: deletes the schedule everywhere; false when there was none (also
+   * for a name no schedule can have: not a string, or with a NUL or a lone surrogate).
+   */
   async unschedule(name: string): Promise<boolean> {
+    if (unstorableName(name)) return false;
     this.unmount(name);
     return this.store.remove(this.connection.db, name);
   }
@@ -214,8 +221,10 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
   /**
    * `DurableService.triggerSchedule`: fires now, with the schedule's key and input (so a held key
    * follows the workflow's `onDuplicate`; with `'error'` it rejects with `KeyTakenError`).
+   * `ScheduleNotFoundError` when there is none, or for a name no schedule can have.
    */
   async trigger(name: string): Promise<StartResult> {
+    if (unstorableName(name)) throw new ScheduleNotFoundError(String(name));
     const row = await this.store.get(this.connection.db, name);
     if (!row) throw new ScheduleNotFoundError(name);
     let taken: KeyTakenError | undefined;

@@ -62,6 +62,14 @@ class BadTz {
   async s() {}
 }
 
+/** Declares its schedule under its own name, which a schedule() call without a name replaces. */
+@Schedule('0 0 * * *', { input: { from: 'decorator' } })
+@Workflow('sched_report')
+class Report {
+  @Step()
+  async s() {}
+}
+
 // ---- helpers ------------------------------------------------------------------------------------
 
 const schedulerOf = (t: TestApp) => t.get(Scheduler);
@@ -327,6 +335,44 @@ describe('schedules', () => {
     expect(run.result).toEqual({ input: { y: 1 }, key: null });
     const [info] = await t.durable.listSchedules();
     expect(info).toMatchObject({ lastRunId: res.runId, lastOutcome: 'created', fires: 1, lastTickAt: null });
+  });
+
+  it('a name Postgres cannot store is refused by schedule(), and unknown to unschedule and triggerSchedule', async () => {
+    const t = await createApp({ workflows: [Plain] });
+    for (const name of ['a\u0000b', 'a\uD800b', 'a\uDC00']) {
+      const err = await rejection(t.durable.schedule(Plain, '* * * * *', { name }));
+      expect(err).toBeInstanceOf(DurableValidationError);
+      expect((err as Error).message).toMatch(/name holds a NUL character or an unpaired UTF-16 surrogate/);
+      expect(await t.durable.unschedule(name)).toBe(false);
+      expect(await rejection(t.durable.triggerSchedule(name))).toBeInstanceOf(ScheduleNotFoundError);
+    }
+    expect(await rejection(t.durable.schedule(Plain, '* * * * *', { name: 'n'.repeat(201) }))).toBeInstanceOf(DurableValidationError);
+    expect(await rejection(t.durable.schedule(Plain, '* * * * *', { name: 'é'.repeat(128) }))).toBeInstanceOf(DurableValidationError); // 256 bytes
+    expect(await sql(`select name from ${ident(t.schema)}.schedules`)).toEqual([]);
+    // null options are no options
+    await expect(t.durable.schedule(Plain, '0 0 1 1 *', null as never)).resolves.toMatchObject({ name: 'sched_plain', source: 'api' });
+  });
+
+  it('a value where the options go is refused, leaving the @Schedule-declared schedule as it was', async () => {
+    const t = await createApp({ workflows: [Report] });
+    const before = await t.durable.listSchedules();
+    expect(before).toMatchObject([{ name: 'sched_report', cron: '0 0 * * *', source: 'decorator', input: { from: 'decorator' } }]);
+    for (const options of ['weekly', 7, ['weekly'], new Date()]) {
+      const err = await rejection(t.durable.schedule(Report, '0 0 * * 0', options as never));
+      expect(err).toBeInstanceOf(DurableValidationError);
+      expect((err as Error).message).toMatch(/^schedule sched_report: options must be an object of options \(name, key, input, timezone\)/);
+    }
+    expect(await t.durable.listSchedules()).toEqual(before);
+    // the same mistake in @Schedule fails the startup
+    @Schedule('0 0 * * 0', 'weekly' as never)
+    @Workflow('sched_bad_options')
+    class BadOptions {
+      @Step()
+      async s() {}
+    }
+    const err = await rejection(createApp({ workflows: [BadOptions] }));
+    expect(err).toBeInstanceOf(DurableValidationError);
+    expect((err as Error).message).toMatch(/options must be an object of options/);
   });
 
   it('invalid cron or time zone → DurableValidationError on schedule and at startup', async () => {
