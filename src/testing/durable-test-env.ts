@@ -6,7 +6,8 @@ import type { DataSource } from 'typeorm';
 import { TimeoutError } from '../errors';
 import { toMs, type Duration } from '../domain/duration';
 import type { StartResult } from '../domain/run-info';
-import { assertValid, optionNames, problem, unknownOptionProblems } from '../domain/validation';
+import { assertValid, optionNames, problem } from '../domain/validation';
+import { callOptions, MAX_SPAN_MS } from '../domain/call-options';
 import { channelOf } from '../core/durable.constants';
 import { DurableConnection } from '../core/durable.connection';
 import type { DurableModuleOptions, WorkerOptions } from '../options/durable-options.interface';
@@ -96,8 +97,8 @@ export class DurableTestEnv {
   }
 
   /** Builds and initialises the env's application (migrations applied to a fresh schema). */
-  static async create(options: DurableTestEnvOptions = {}): Promise<DurableTestEnv> {
-    assertValid('DurableTestEnv.create', unknownOptionProblems(options, ENV_OPTION_NAMES));
+  static async create(given?: DurableTestEnvOptions | null): Promise<DurableTestEnv> {
+    const options = callOptions('DurableTestEnv.create', given, ENV_OPTION_NAMES);
     const url = await testDatabaseUrl(options.url);
     const schema = `durable_test_${randomBytes(6).toString('hex')}`;
     const worker = options.worker === false ? false : { pollInterval: '100ms', ...options.worker };
@@ -131,9 +132,9 @@ export class DurableTestEnv {
    * not come, and runs whose retry back-off has not passed, are left: see {@link skipTime});
    * `TimeoutError` after `timeout` (default 30 s).
    */
-  async runUntilIdle(options: RunUntilIdleOptions = {}): Promise<void> {
-    assertValid('runUntilIdle', unknownOptionProblems(options, ['timeout']));
-    const timeoutMs = toMs(options.timeout ?? '30s', 'runUntilIdle: timeout');
+  async runUntilIdle(options?: RunUntilIdleOptions | null): Promise<void> {
+    const { timeout } = callOptions('runUntilIdle', options, ['timeout']);
+    const timeoutMs = toMs(timeout ?? '30s', 'runUntilIdle: timeout');
     const until = Date.now() + timeoutMs;
     const { db } = this.app.get(DurableConnection, { strict: false });
     await this.store.wake(db);
@@ -149,15 +150,16 @@ export class DurableTestEnv {
    * Moves every not-yet-due time of the env's runs `duration` earlier, in one statement (sleeps,
    * retry back-offs, delays, debounce windows, workflow timeouts, wait timeouts, schedules' next
    * ticks), and wakes the worker; a schedule with a tick in the skipped time fires once. Clocks in
-   * memory (`Date.now()`, a running step's own timeout) do not move.
+   * memory (`Date.now()`, a running step's own timeout) do not move. At most 100 years per call.
    */
   async skipTime(duration: Duration): Promise<void> {
-    const ms = toMs(duration, 'skipTime');
+    const ms = toMs(duration, 'skipTime', MAX_SPAN_MS);
     assertValid('skipTime', [ms > 0 ? undefined : problem('duration', duration, 'isPositive', 'skipTime: duration must be more than 0')]);
     const { db } = this.app.get(DurableConnection, { strict: false });
     const from = new Date(Date.now() + this.skippedMs);
-    this.skippedMs += ms;
     await this.store.skip(db, ms);
+    // counted once the times moved: a failed skip leaves the env's time as it was
+    this.skippedMs += ms;
     const to = new Date(Date.now() + this.skippedMs);
     for (const schedule of await this.durable.listSchedules()) {
       const tick = nextTickAfter(schedule.cron, schedule.timezone, from);

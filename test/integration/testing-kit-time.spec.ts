@@ -6,7 +6,7 @@
 import { execFile } from 'child_process';
 import * as path from 'path';
 import { promisify } from 'util';
-import { RunContext, Schedule, Step, Workflow } from '../../src';
+import { DurableValidationError, RunContext, Schedule, ScheduleNotFoundError, Step, Workflow } from '../../src';
 import { Client } from 'pg';
 import { DurableTestEnv, stopSharedTestDatabase, testDatabaseUrl } from '../../src/testing';
 import { waitFor } from '../support';
@@ -58,6 +58,15 @@ class EverySecond {
   @Step()
   async run() {
     return 'ticked';
+  }
+}
+
+@Schedule('0 * * * *', { name: 'hourly' })
+@Workflow('kit_hourly')
+class Hourly {
+  @Step()
+  async run() {
+    return 'hourly';
   }
 }
 
@@ -122,6 +131,28 @@ describe('DurableTestEnv.skipTime', () => {
   });
 });
 
+describe('DurableTestEnv.skipTime beyond 100 years', () => {
+  it('is refused, moving nothing: a later skip fires the schedules as usual', async () => {
+    const own = await DurableTestEnv.create({ providers: [Hourly, Plain] });
+    try {
+      const { runId } = await own.durable.start(Plain, { n: 7 }, { delay: '90m' });
+      for (const duration of [1e20, '99999999d', '36501d']) {
+        const err = await own.skipTime(duration).catch((e: Error) => e);
+        expect(err).toBeInstanceOf(DurableValidationError);
+        expect((err as Error).message).toMatch(/^skipTime must be at most 3153600000000ms \(about 36500 days\)/);
+      }
+      await own.runUntilIdle();
+      expect(await own.durable.getRun(runId)).toMatchObject({ status: 'pending' });
+      await own.skipTime('2h');
+      await own.runUntilIdle();
+      expect(await own.durable.listRuns({ workflow: Hourly })).toMatchObject([{ status: 'completed', result: 'hourly' }]);
+      expect(await own.durable.getRun(runId)).toMatchObject({ status: 'completed', result: 7 });
+    } finally {
+      await own.close();
+    }
+  });
+});
+
 describe("an env's schedules and the real clock", () => {
   it('do not tick on the wall clock: they fire when the time is skipped past a tick', async () => {
     const own = await DurableTestEnv.create({ providers: [EverySecond] });
@@ -144,6 +175,12 @@ describe('DurableTestEnv.fireSchedule', () => {
     const { runId } = await env.fireSchedule('nightly');
     await env.runUntilIdle();
     expect(await env.durable.getRun(runId)).toMatchObject({ status: 'completed', result: 3 });
+  });
+
+  it('answers a name no schedule can have (NUL, lone surrogate) as an unknown one', async () => {
+    for (const name of ['night\u0000ly', 'night\uD800ly']) {
+      await expect(env.fireSchedule(name)).rejects.toBeInstanceOf(ScheduleNotFoundError);
+    }
   });
 });
 

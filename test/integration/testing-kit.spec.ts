@@ -168,4 +168,16 @@ describe('DurableTestEnv', () => {
     const e = await env([Sleepy, Attempts]);
     await expect(e.runUntilIdle({ timout: '1s' } as never)).rejects.toBeInstanceOf(DurableValidationError);
   });
+
+  it('refuses a value where the options of create or runUntilIdle go; null options are none', async () => {
+    await expect(DurableTestEnv.create([Sleepy] as never)).rejects.toThrow(/^DurableTestEnv\.create: options must be an object of options \(imports, providers/);
+    const e = await DurableTestEnv.create(null as never);
+    envs.push(e);
+    for (const options of ['5s', 5_000]) {
+      const err = await e.runUntilIdle(options as never).catch((x: Error) => x);
+      expect(err).toBeInstanceOf(DurableValidationError);
+      expect((err as Error).message).toMatch(/^runUntilIdle: options must be an object of options \(timeout\)/);
+    }
+    await expect(e.runUntilIdle(null as never)).resolves.toBeUndefined();
+  });
 });
