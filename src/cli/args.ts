@@ -1,5 +1,5 @@
 import { UsageError } from '../errors';
-import { tryParseDuration } from '../domain/duration';
+import { MAX_TIMER_MS, tryParseDuration } from '../domain/duration';
 
 /** Options that take no value. */
 const SWITCHES = new Set(['json', 'help', 'print-sql', 'buffer', 'concurrently']);
@@ -50,21 +50,26 @@ export function stringOption(args: ParsedArgs, name: string): string | undefined
   return value === true ? undefined : value;
 }
 
-/** Option `name` as a whole number from 1 to `max`, or undefined. */
+/** Option `name` as a whole number from 1 to `max` in decimal digits (not `0x10`, `1e2`), or undefined. */
 export function countOption(args: ParsedArgs, name: string, max: number): number | undefined {
   const value = stringOption(args, name);
   if (value === undefined) return undefined;
-  const n = Number(value);
+  const n = /^\d+$/.test(value) ? Number(value) : NaN;
   if (!Number.isInteger(n) || n < 1 || n > max) throw new UsageError(`--${name} must be a whole number from 1 to ${max}, got ${JSON.stringify(value)}`);
   return n;
 }
 
-/** Option `name` as a duration in milliseconds (`'30s'`, `'2m'`, `1500`), or undefined. */
-export function durationOption(args: ParsedArgs, name: string): number | undefined {
+/**
+ * Option `name` as a duration in milliseconds (`'30s'`, `'2m'`, `1500`) from `minMs` to `maxMs`
+ * (default: 1 ms to the longest a timer can wait, about 24.8 days), or undefined.
+ */
+export function durationOption(args: ParsedArgs, name: string, minMs = 1, maxMs = MAX_TIMER_MS): number | undefined {
   const value = stringOption(args, name);
   if (value === undefined) return undefined;
   const ms = tryParseDuration(/^\d+$/.test(value) ? Number(value) : value);
-  if (ms === undefined || ms <= 0) throw new UsageError(`--${name} must be a duration such as '30s' or '2m', got ${JSON.stringify(value)}`);
+  if (ms === undefined || ms < minMs || ms > maxMs) {
+    throw new UsageError(`--${name} must be a duration such as '30s' or '2m', from ${minMs}ms to ${maxMs}ms, got ${JSON.stringify(value)}`);
+  }
   return ms;
 }
 

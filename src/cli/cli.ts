@@ -1,5 +1,5 @@
 import { UsageError } from '../errors';
-import { SCHEMA_NAME } from '../options/durable-options.dto';
+import { MIN_NODE_TIMEOUT_MS, SCHEMA_NAME } from '../options/durable-options.dto';
 import { durationOption, parseArgs, stringOption, type ParsedArgs } from './args';
 import { UNDEFINED_TABLE } from '../store/db';
 import { CliConnection } from './cli-connection';
@@ -112,7 +112,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       return EXIT.ok;
     }
     checkUsage(found.command, found.args, parsed);
-    nodeTimeoutMs = durationOption(parsed, 'node-timeout');
+    nodeTimeoutMs = durationOption(parsed, 'node-timeout', MIN_NODE_TIMEOUT_MS); // as the module takes it
     schema = stringOption(parsed, 'schema') ?? 'durable';
     // quoted into statements (migrate uses no module, which would check it)
     if (!SCHEMA_NAME.pattern.test(schema) || schema.length > SCHEMA_NAME.maxLength) {

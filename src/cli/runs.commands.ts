@@ -119,7 +119,7 @@ export const runsCommands: Command[] = [
   {
     name: 'runs cancel',
     args: ['<id>'],
-    options: { '--reason <text>': 'recorded as the cancel reason' },
+    options: { '--reason <text>': 'recorded as the cancel reason (1 to 1000 bytes)' },
     summary: 'cancels a run that is still going (a finished run is left as it is)',
     async run(ctx) {
       const [id] = ctx.args;

@@ -3,6 +3,9 @@ import { IsArray, IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, Ma
 import { IsDuration } from './is-duration.validator';
 import type { Duration } from '../domain/duration';
 
+/** Shortest `nodeTimeout`, in ms. */
+export const MIN_NODE_TIMEOUT_MS = 20;
+
 /** Validation shape of {@link WorkerOptions}. */
 export class WorkerOptionsDto {
   @IsOptional() @IsInt() @Min(1) @Max(10_000) concurrency?: number;
@@ -41,7 +44,7 @@ export class DurableOptionsDto {
 
   @IsOptional() @IsString() @MinLength(1) @MaxLength(200) nodeId?: string;
   @IsOptional() @IsDuration(10) heartbeatInterval?: Duration;
-  @IsOptional() @IsDuration(20) nodeTimeout?: Duration;
+  @IsOptional() @IsDuration(MIN_NODE_TIMEOUT_MS) nodeTimeout?: Duration;
   @IsOptional() @ValidateNested() @Type(() => RetentionOptionsDto) retention?: RetentionOptionsDto;
   @IsOptional() @IsDuration(0) shutdownTimeout?: Duration;
   @IsOptional() @IsIn(['synchronous', 'asynchronous']) activityCommit?: 'synchronous' | 'asynchronous';

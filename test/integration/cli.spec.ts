@@ -119,6 +119,21 @@ describe('nestjs-durable: usage', () => {
     expectError(await cli(['runs', 'list', '--node-timeout', '30s', ...nowhere]), 2, 'usage'); // status only
   });
 
+  it('a flag value out of range, or a number not in decimal digits, exits 2 naming the flag, before connecting', async () => {
+    const nowhere = ['--url', 'postgres://nobody@127.0.0.1:1/none'];
+    for (const value of ['99999999999d', '2147483648', '10ms']) {
+      const r = await cli(['status', '--node-timeout', value, ...nowhere]);
+      expectError(r, 2, 'usage');
+      expect(r.stderr).toMatch(/--node-timeout must be a duration such as '30s' or '2m', from 20ms to 2147483647ms/);
+    }
+    const limits = [...['0x10', '1e2', '16.0', ' 16', '0b1'].map((v) => ['runs', 'list', '--limit', v]), ['keys', 'list', '--limit', '0x10'], ['activity', '--limit', '0x10']];
+    for (const args of limits) {
+      const r = await cli([...args, ...nowhere]);
+      expectError(r, 2, 'usage');
+      expect(r.stderr).toMatch(/--limit must be a whole number from 1 to 1000/);
+    }
+  });
+
   it('a database that cannot be reached fails with exit 1 and its error code', async () => {
     expectError(await cli(['runs', 'list', '--url', 'postgres://nobody@127.0.0.1:1/none']), 1, 'ECONNREFUSED');
   });
