@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import type { Duration } from './domain/duration';
-import { callOptions } from './domain/call-options';
 import type { StartExplanation } from './domain/keys.explain';
 import type { OnDuplicate } from './domain/keys.policy';
 import type { RunInfo, StartResult } from './domain/run-info';
@@ -64,9 +63,8 @@ export class DurableService {
   }
 
   /** Resolves once the run has finished; rejects with `TimeoutError` after `timeout`. */
-  async waitForRun(runId: string, options?: { timeout?: Duration }): Promise<RunInfo> {
-    // a bare timeout where the options go (`waitForRun(id, 300)`) would otherwise wait forever
-    return this.reader.waitFor(runId, callOptions('waitForRun', options, ['timeout']));
+  waitForRun(runId: string, options?: { timeout?: Duration }): Promise<RunInfo> {
+    return this.reader.waitFor(runId, options);
   }
 
   /**

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
+import { MAX_TIMER_MS } from '../domain/duration';
 import { WorkflowExplorer } from '../definition/workflow.explorer';
 import type { ResolvedOptions } from '../options/resolve-options';
 import { NotReadyError } from '../errors';
@@ -18,6 +19,14 @@ import { LOG_CONTEXT, RESOLVED_OPTIONS } from './durable.constants';
  * migrations and writes this node's workflow definitions (see `writeDefinitions`). A DataSource it
  * made itself is closed last at shutdown, after the worker drained.
  */
+/**
+ * How long this side waits for an answer or a connection: a second past `statementTimeout`, within
+ * what a Node.js timer can wait (a longer one would fire at once).
+ */
+function clientBound(statementTimeoutMs: number | undefined): number | undefined {
+  return statementTimeoutMs === undefined ? undefined : Math.min(MAX_TIMER_MS, statementTimeoutMs + 1_000);
+}
+
 @Injectable()
 export class DurableConnection implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(LOG_CONTEXT);
@@ -42,7 +51,7 @@ export class DurableConnection implements OnModuleInit, OnApplicationShutdown {
     }
     // behind a transaction pooler a named statement may reach a server connection that never prepared it
     // a statement whose answer never comes (a dead connection) fails a second after statementTimeout
-    const clientTimeoutMs = options.statementTimeoutMs === undefined ? undefined : options.statementTimeoutMs + 1_000;
+    const clientTimeoutMs = clientBound(options.statementTimeoutMs);
     this.connected = new Db(pgPoolOf(this.dataSource), !options.transactionPooler, clientTimeoutMs);
     if (options.migrationsRun) {
       const applied = await runMigrations(this.dataSource, options.schema);
@@ -95,7 +104,7 @@ export class DurableConnection implements OnModuleInit, OnApplicationShutdown {
    */
   private sessionSettings(): Record<string, number | boolean> {
     const { statementTimeoutMs, lockTimeoutMs, keepAlive, transactionPooler } = this.options;
-    const connect: Record<string, number> = statementTimeoutMs === undefined ? {} : { connectionTimeoutMillis: statementTimeoutMs + 1_000 };
+    const connect: Record<string, number> = statementTimeoutMs === undefined ? {} : { connectionTimeoutMillis: clientBound(statementTimeoutMs)! };
     if (transactionPooler) return { keepAlive, ...connect };
     return {
       keepAlive,

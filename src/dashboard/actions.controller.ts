@@ -162,7 +162,7 @@ export class ActionsController {
     if (refused) return this.refuse(res, HttpStatus.FORBIDDEN, refused);
     let target = '';
     const answer = await this.context.render(async (ctx) => {
-      const from = String(body.from ?? '');
+      const from = formName(body, 'from', 'rerunFlow');
       const { runIds } = await this.flows.rerun(id, { from });
       const run = await this.reads.readers.runs.get(runIds[from]);
       await this.record(req, runIds[from], run?.workflow ?? null, run?.key ?? null, { action: 'rerunFlow', flowId: id, from, runIds });

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import { DurableValidationError } from '../errors';
-import { MAX_TIMER_MS, toMs } from '../domain/duration';
+import { MAX_SPAN_MS, MAX_TIMER_MS, toMs } from '../domain/duration';
 import { resolveRetry } from '../domain/retry.policy';
 import { DEFAULT_ON_DUPLICATE, DEFAULT_REUSE } from '../domain/keys.policy';
 import { DURABLE_OPTIONS } from '../options/durable.module-definition';
@@ -124,8 +124,8 @@ export class WorkflowExplorer {
       reuse: options.reuse ?? DEFAULT_REUSE,
       onDuplicate: options.onDuplicate ?? DEFAULT_ON_DUPLICATE,
       debounce: options.debounce && {
-        periodMs: toMs(options.debounce.period, `workflow "${name}": debounce.period`),
-        timeoutMs: options.debounce.timeout === undefined ? undefined : toMs(options.debounce.timeout, `workflow "${name}": debounce.timeout`),
+        periodMs: toMs(options.debounce.period, `workflow "${name}": debounce.period`, MAX_SPAN_MS),
+        timeoutMs: options.debounce.timeout === undefined ? undefined : toMs(options.debounce.timeout, `workflow "${name}": debounce.timeout`, MAX_SPAN_MS),
         merge: options.debounce.merge ?? 'last',
       },
       timeoutMs: options.timeout === undefined ? undefined : toMs(options.timeout, `workflow "${name}": timeout`, MAX_TIMER_MS),

@@ -24,6 +24,14 @@ export function tryParseDuration(value: unknown): number | undefined {
 export const MAX_TIMER_MS = 2_147_483_647;
 
 /**
+ * Longest span of time a call may look back over or move times by (100 years of 365 days):
+ * retention, `prune`'s `olderThan` and the testing kit's `skipTime`. Far inside what PostgreSQL
+ * intervals and timestamps can hold (the year 4713 BC), so a longer one is refused instead of
+ * failing in the database.
+ */
+export const MAX_SPAN_MS = 36_500 * 86_400_000;
+
+/**
  * Parses a {@link Duration} to milliseconds, throwing a `DurableValidationError` naming `what` when
  * invalid or longer than `maxMs`.
  */

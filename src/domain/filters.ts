@@ -1,6 +1,6 @@
 import type { ValidationError } from 'class-validator';
 import { FINISHED_STATUSES, GOING_STATUSES, type RunStatus } from './run-info';
-import { nameProblem, problem, UNSTORABLE_RE } from './validation';
+import { nameProblem, problem, storableTextProblem } from './validation';
 
 /**
  * Checks of the filters of the reads (`listRuns`, `countRuns`, `listKeys`, `listActivity`,
@@ -27,14 +27,6 @@ export function limitProblem(value: unknown, property = 'limit'): ValidationErro
 /** A checked `limit` rounded down into 1…`max`, `def` when absent. */
 export function clampLimit(value: number | null | undefined, def: number, max = 1000): number {
   return Math.min(Math.max(1, Math.floor(value ?? def)), max);
-}
-
-/** Why `value` is not a text Postgres can store (a string, maybe empty, without NUL or a lone surrogate), or undefined. */
-export function storableTextProblem(value: unknown, property: string): ValidationError | undefined {
-  if (absent(value)) return undefined;
-  if (typeof value !== 'string') return problem(property, value, 'isString', `${property} must be a string`);
-  if (!UNSTORABLE_RE.test(value)) return undefined;
-  return problem(property, value, 'isStorable', `${property} holds a NUL character or an unpaired UTF-16 surrogate, which Postgres cannot store`);
 }
 
 /** Why `value` is not a workflow (a workflow class or a name), or undefined; absent is a problem only when `required`. */

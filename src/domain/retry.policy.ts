@@ -1,4 +1,4 @@
-import { toMs, type Duration } from './duration';
+import { MAX_SPAN_MS, toMs, type Duration } from './duration';
 import { assertValid, optionNames, problem } from './validation';
 
 /** Retry policy of a step (or, on a workflow, the default of its steps). */
@@ -51,8 +51,8 @@ export function resolveRetry(what: string, ...policies: (RetryPolicy | undefined
   return {
     attempts,
     backoff: merged.backoff ?? DEFAULT_RETRY.backoff,
-    initialDelayMs: merged.initialDelay === undefined ? DEFAULT_RETRY.initialDelayMs : toMs(merged.initialDelay, `${what}: retry.initialDelay`),
-    maxDelayMs: merged.maxDelay === undefined ? DEFAULT_RETRY.maxDelayMs : toMs(merged.maxDelay, `${what}: retry.maxDelay`),
+    initialDelayMs: merged.initialDelay === undefined ? DEFAULT_RETRY.initialDelayMs : toMs(merged.initialDelay, `${what}: retry.initialDelay`, MAX_SPAN_MS),
+    maxDelayMs: merged.maxDelay === undefined ? DEFAULT_RETRY.maxDelayMs : toMs(merged.maxDelay, `${what}: retry.maxDelay`, MAX_SPAN_MS),
     jitter,
   };
 }

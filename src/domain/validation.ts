@@ -42,6 +42,14 @@ export function textProblem(value: unknown, property: string, maxBytes: number, 
   return unstorable ? problem(property, value, 'isStorable', unstorable) : undefined;
 }
 
+/** Why `value` is not a text Postgres can store (a string, maybe empty, without NUL or a lone surrogate; absent: none), or undefined. */
+export function storableTextProblem(value: unknown, property: string): ValidationError | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string') return problem(property, value, 'isString', `${property} must be a string`);
+  const unstorable = stringProblem(value, property);
+  return unstorable ? problem(property, value, 'isStorable', unstorable) : undefined;
+}
+
 /**
  * Why `value` is not a plain object of options (`what`: its name, `known`: the option names), or
  * undefined when it is one or (`absentOk`) undefined or null: a key or a date passed where the
@@ -67,6 +75,14 @@ export function managerProblem(manager: unknown): ValidationError | undefined {
   if (typeof (manager as { query?: unknown }).query === 'function' && runner?.isTransactionActive === true) return undefined;
   const message = 'manager must be the EntityManager of an open transaction (the one dataSource.transaction passes to its callback)';
   return problem('manager', manager, 'isTransactionManager', message);
+}
+
+/**
+ * Why `value` is not options of `known` names: not a plain object (`optionsObjectProblem`, null and
+ * undefined being none), or an unknown name among them.
+ */
+export function optionsProblems(value: unknown, what: string, known: readonly string[]): (ValidationError | undefined)[] {
+  return [optionsObjectProblem(value, what, known), ...unknownOptionProblems(value, known)];
 }
 
 /** Why `value` is not an array, or undefined. */

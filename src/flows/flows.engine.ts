@@ -5,7 +5,7 @@ import { MAX_HANDOFFS } from '../domain/keys.policy';
 import { isFinished, type RunStatus } from '../domain/run-info';
 import { uuidv7 } from '../domain/uuid';
 import { callOptions } from '../domain/call-options';
-import { assertValid, managerProblem, nameProblem, optionNames, optionsObjectProblem, problem, Problems, unknownOptionProblems } from '../domain/validation';
+import { assertValid, managerProblem, nameProblem, optionNames, optionsProblems, problem, Problems } from '../domain/validation';
 import { WorkflowRegistry } from '../definition/workflow.registry';
 import { DurableConnection } from '../core/durable.connection';
 import { RESOLVED_OPTIONS } from '../core/durable.constants';
@@ -89,8 +89,7 @@ export class FlowsEngine {
 
   /** Validates the whole graph, then inserts every node and edge in one transaction. */
   async start(builder: FlowBuilder, options: { manager?: EntityManager } = {}): Promise<StartFlowResult> {
-    assertValid('startFlow', [optionsObjectProblem(options, 'options', START_FLOW_OPTION_NAMES)]);
-    assertValid('startFlow', [...unknownOptionProblems(options, START_FLOW_OPTION_NAMES), managerProblem(options?.manager)]);
+    assertValid('startFlow', [...optionsProblems(options, 'options', START_FLOW_OPTION_NAMES), managerProblem(options?.manager)]);
     const planned = planFlow(builder, this.registry);
     const joined = transactionOf(managerOf(this.options, options?.manager));
     // a savepoint in the caller's transaction where a refusal can follow writes or locks: keyed

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { toMs, type Duration } from '../domain/duration';
+import { MAX_TIMER_MS, toMs, type Duration } from '../domain/duration';
 import { DurableConnection } from '../core/durable.connection';
 import { RESOLVED_OPTIONS } from '../core/durable.constants';
 import type { ResolvedOptions } from '../options/resolve-options';
@@ -39,9 +39,9 @@ export class DurableHealthIndicator {
     const { options: opts, runs } = this;
     const { db } = this.connection;
     const nodeId = opts.nodeId;
+    const timeoutMs = options.timeout === undefined ? DB_TIMEOUT_MS : toMs(options.timeout, 'timeout', MAX_TIMER_MS);
     let backlog: { pending: number; lagMs: number };
     try {
-      const timeoutMs = options.timeout === undefined ? DB_TIMEOUT_MS : toMs(options.timeout, 'timeout');
       backlog = await withTimeout(runs.backlog(db), timeoutMs);
     } catch (err) {
       return result('down', { nodeId, reason: `database: ${(err as Error).message}` });

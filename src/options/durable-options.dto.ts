@@ -1,7 +1,7 @@
 import { Type } from 'class-transformer';
 import { IsArray, IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength, ValidateIf, ValidateNested } from 'class-validator';
 import { IsDuration } from './is-duration.validator';
-import type { Duration } from '../domain/duration';
+import { MAX_SPAN_MS, type Duration } from '../domain/duration';
 
 /** Shortest `nodeTimeout`, in ms. */
 export const MIN_NODE_TIMEOUT_MS = 20;
@@ -16,9 +16,9 @@ export class WorkerOptionsDto {
 
 /** Validation shape of {@link RetentionOptions}. */
 export class RetentionOptionsDto {
-  @IsOptional() @ValidateIf((_, v) => v !== false) @IsDuration(1, Infinity) runs?: Duration | false;
-  @IsOptional() @IsDuration(1, Infinity) activity?: Duration;
-  @IsOptional() @IsDuration(1, Infinity) keys?: Duration;
+  @IsOptional() @ValidateIf((_, v) => v !== false) @IsDuration(1, MAX_SPAN_MS) runs?: Duration | false;
+  @IsOptional() @IsDuration(1, MAX_SPAN_MS) activity?: Duration;
+  @IsOptional() @IsDuration(1, MAX_SPAN_MS) keys?: Duration;
 }
 
 /** What a schema name must be: a lower-case SQL identifier (it is quoted into statements). */

@@ -8,13 +8,14 @@ import {
   keyProblem,
   onDuplicateProblem,
   optionNames,
-  optionsObjectProblem,
+  optionsProblems,
   problem,
   reuseProblem,
+  storableTextProblem,
   unknownOptionProblems,
   uuidProblem,
 } from '../domain/validation';
-import { clampLimit, dateProblem, kindsProblem, limitProblem, storableTextProblem, workflowRefProblem } from '../domain/filters';
+import { clampLimit, dateProblem, kindsProblem, limitProblem, workflowRefProblem } from '../domain/filters';
 import { explainStart, type StartExplanation } from '../domain/keys.explain';
 import type { OnDuplicate, ReusePolicy } from '../domain/keys.policy';
 import { RunsStore } from '../store/runs.store';
@@ -155,8 +156,7 @@ export class KeyInsights {
   async listActivity(options: ListActivityOptions | null = {}): Promise<ActivityEvent[]> {
     const o = options ?? {};
     assertValid('listActivity', [
-      optionsObjectProblem(o, 'options', LIST_ACTIVITY_OPTION_NAMES),
-      ...unknownOptionProblems(o, LIST_ACTIVITY_OPTION_NAMES),
+      ...optionsProblems(o, 'options', LIST_ACTIVITY_OPTION_NAMES),
       kindsProblem(o.kinds),
       workflowRefProblem(o.workflow),
       keyProblem(o.key),
@@ -186,8 +186,7 @@ export class KeyInsights {
   async listKeys(options: ListKeysOptions | null = {}): Promise<KeyInfo[]> {
     const o = options ?? {};
     assertValid('listKeys', [
-      optionsObjectProblem(o, 'options', LIST_KEYS_OPTION_NAMES),
-      ...unknownOptionProblems(o, LIST_KEYS_OPTION_NAMES),
+      ...optionsProblems(o, 'options', LIST_KEYS_OPTION_NAMES),
       workflowRefProblem(o.workflow),
       storableTextProblem(o.search, 'search'),
       limitProblem(o.limit),
@@ -211,8 +210,7 @@ export class KeyInsights {
   async keyStats(options: { workflow: WorkflowRef } | null): Promise<KeyStats> {
     const o = options ?? ({} as { workflow: WorkflowRef });
     assertValid('keyStats', [
-      optionsObjectProblem(o, 'options', ['workflow']),
-      ...unknownOptionProblems(o, ['workflow']),
+      ...optionsProblems(o, 'options', ['workflow']),
       workflowRefProblem(o.workflow, true),
     ]);
     const s = await this.activity.stats(this.connection.db, this.registry.nameOf(o.workflow));

@@ -2,11 +2,12 @@ import { Injectable } from '@nestjs/common';
 import type { ValidationError } from 'class-validator';
 import { RunNotFoundError, TimeoutError } from '../errors';
 import { toMs, type Duration } from '../domain/duration';
+import { callOptions } from '../domain/call-options';
 import { isFinished, type RunInfo, type RunStatus } from '../domain/run-info';
 import type { WaitKind } from '../domain/suspension';
 import { isUuid } from '../domain/uuid';
 import { clampLimit, limitProblem, statusFilterProblem, waitingForProblem, workflowRefProblem } from '../domain/filters';
-import { assertValid, keyProblem, nameProblem, optionNames, optionsObjectProblem, unknownOptionProblems, uuidProblem } from '../domain/validation';
+import { assertValid, keyProblem, nameProblem, optionNames, optionsProblems, uuidProblem } from '../domain/validation';
 import type { WorkflowRef } from '../definition/workflow-metadata';
 import { WorkflowRegistry } from '../definition/workflow.registry';
 import { DurableConnection } from '../core/durable.connection';
@@ -96,9 +97,10 @@ export class RunReader {
   }
 
   /** Resolves once the run has finished; rejects with `TimeoutError` after `timeout`. */
-  async waitFor(runId: string, options: { timeout?: Duration } = {}): Promise<RunInfo> {
-    assertValid('waitForRun', unknownOptionProblems(options, ['timeout']));
-    const timeoutMs = options.timeout === undefined ? undefined : toMs(options.timeout, 'timeout');
+  async waitFor(runId: string, given?: { timeout?: Duration } | null): Promise<RunInfo> {
+    // a bare timeout where the options go (`waitForRun(id, 300)`) would otherwise wait forever
+    const { timeout } = callOptions('waitForRun', given, ['timeout']);
+    const timeoutMs = timeout === undefined ? undefined : toMs(timeout, 'timeout');
     const until = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs;
     for (;;) {
       const run = await this.get(runId);
@@ -116,8 +118,7 @@ export class RunReader {
   async list(options: ListRunsOptions | null = {}): Promise<RunInfo[]> {
     const o = options ?? {};
     assertValid('listRuns', [
-      optionsObjectProblem(o, 'options', LIST_RUNS_OPTION_NAMES),
-      ...unknownOptionProblems(o, LIST_RUNS_OPTION_NAMES),
+      ...optionsProblems(o, 'options', LIST_RUNS_OPTION_NAMES),
       ...this.filterProblems(o),
       waitingForProblem(o.waitingFor),
       limitProblem(o.limit),
@@ -142,11 +143,9 @@ export class RunReader {
     const f = filter ?? {};
     const o = options ?? {};
     assertValid('countRuns', [
-      optionsObjectProblem(f, 'filter', COUNT_FILTER_NAMES),
-      ...unknownOptionProblems(f, COUNT_FILTER_NAMES),
+      ...optionsProblems(f, 'filter', COUNT_FILTER_NAMES),
       ...this.filterProblems(f),
-      optionsObjectProblem(o, 'options', ['cap']),
-      ...unknownOptionProblems(o, ['cap']),
+      ...optionsProblems(o, 'options', ['cap']),
       limitProblem(o.cap, 'cap'),
     ]);
     const cap = clampLimit(o.cap, 10_000, 1_000_000);

@@ -26,6 +26,7 @@ import {
   onDuplicateProblem,
   optionNames,
   optionsObjectProblem,
+  optionsProblems,
   priorityProblem,
   unknownOptionProblems,
 } from '../domain/validation';
@@ -109,8 +110,7 @@ export class Starter {
     const def = this.registry.get(ref);
     const options = given ?? {};
     assertValid(`start ${def.name}`, [
-      optionsObjectProblem(options, 'options', START_OPTION_NAMES),
-      ...unknownOptionProblems(options, START_OPTION_NAMES),
+      ...optionsProblems(options, 'options', START_OPTION_NAMES),
       managerProblem(options.manager),
     ]);
     return startSpan(def.name, options.key, async (span) => {
@@ -130,8 +130,7 @@ export class Starter {
     const options = given ?? {};
     assertValid('startMany', [
       arrayProblem(items, 'items'),
-      optionsObjectProblem(options, 'options', START_MANY_OPTION_NAMES),
-      ...unknownOptionProblems(options, START_MANY_OPTION_NAMES),
+      ...optionsProblems(options, 'options', START_MANY_OPTION_NAMES),
       managerProblem(options.manager),
     ]);
     return startSpan(def.name, undefined, async (span) => {

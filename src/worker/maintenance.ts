@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { toMs, type Duration } from '../domain/duration';
-import { callOptions, MAX_SPAN_MS } from '../domain/call-options';
+import { MAX_SPAN_MS, toMs, type Duration } from '../domain/duration';
+import { callOptions } from '../domain/call-options';
 import { WorkflowRegistry } from '../definition/workflow.registry';
 import type { WorkflowDefinition } from '../definition/workflow-definition';
 import { DurableConnection } from '../core/durable.connection';

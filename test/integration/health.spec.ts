@@ -3,7 +3,7 @@ import { NestFactory } from '@nestjs/core';
 import type * as net from 'net';
 import * as path from 'path';
 import { AppModule } from '../../sample-app/src/app.module';
-import { DurableHealthIndicator } from '../../src';
+import { DurableHealthIndicator, DurableValidationError } from '../../src';
 import { createApp, databaseUrl, DIST_ENTRY, freshSchema, ident, PgProxy, sql, waitFor } from '../support';
 
 /**
@@ -83,6 +83,9 @@ describe('GET /health (sample app, DurableHealthIndicator)', () => {
     const late = await indicator.isHealthy('db', { maxLag: 500 });
     expect(late.db).toMatchObject({ status: 'down', pending: 1, reason: expect.stringMatching(/maxLag 500ms/) });
     expect(late.db.lagMs).toBeGreaterThanOrEqual(2000);
+    // a timeout no timer can wait (it would fire at once and report the database down) is refused
+    await expect(indicator.isHealthy('db', { timeout: '30d' })).rejects.toThrow(DurableValidationError);
+    await expect(indicator.isHealthy('db', { timeout: '30d' })).rejects.toThrow(/timeout must be at most 2147483647ms/);
   });
 
   it('shows the sample’s keyed cleanup schedule', async () => {

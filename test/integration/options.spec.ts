@@ -58,6 +58,29 @@ describe('DurableModule options', () => {
       await expectStartupFailure({ retention: { runs: 'forever' } }, /runs/);
     });
 
+    it('durations kept as times in the database past 100 years (retention, a debounce, a retry back-off)', async () => {
+      await expectStartupFailure({ retention: { runs: '36501d' } }, /runs must be a duration .* at most 3153600000000ms/);
+      await expectStartupFailure({ retention: { activity: 1e15 } }, /activity must be a duration/);
+      @Workflow('options_far_debounce', { debounce: { period: '36501d' } })
+      class FarDebounce {
+        @Step()
+        async s() {}
+      }
+      @Workflow('options_far_retry', { retry: { maxDelay: '36501d' } })
+      class FarRetry {
+        @Step()
+        async s() {}
+      }
+      await expect(createApp({ workflows: [FarDebounce] })).rejects.toThrow(/debounce\.period must be at most 3153600000000ms/);
+      await expect(createApp({ workflows: [FarRetry] })).rejects.toThrow(/retry\.maxDelay must be at most 3153600000000ms/);
+    });
+
+    it('a statementTimeout at the longest a timer can wait boots and runs (the client waits within a timer too)', async () => {
+      const t = await createApp({ workflows: [Echo], options: { statementTimeout: 2_147_483_647 } });
+      const { runId } = await t.durable.start(Echo, { n: 2 });
+      expect((await t.durable.waitForRun(runId, { timeout: 10_000 })).result).toEqual({ n: 4 });
+    });
+
     it("activityCommit that is not 'synchronous' or 'asynchronous'", async () => {
       await expectStartupFailure({ activityCommit: 'off' }, /activityCommit/);
     });
