@@ -50,9 +50,44 @@ export function helpText(command?: Command): string {
     'options of every command:',
     ...optionLines(GLOBAL_OPTIONS),
     '',
-    'nestjs-durable <command> --help shows the options of a command.',
+    'nestjs-durable <command> --help shows the options of a command;',
+    `nestjs-durable <group> --help the commands of a group (${[...new Set(COMMANDS.filter((c) => c.name.includes(' ')).map((c) => c.name.split(' ')[0]))].join(', ')}).`,
     'Exit status: 0 done, 1 refused or failed, 2 bad usage.',
   ].join('\n');
+}
+
+/** The commands whose name starts with the word `group` (`runs` → `runs list`, `runs get`, …); none for a command's own name (`status`). */
+function commandsOf(group: string): Command[] {
+  return COMMANDS.filter((c) => c.name.startsWith(`${group} `));
+}
+
+/** The help of a group of commands (`runs`, `keys`, …): its commands and the options they share. */
+export function groupHelpText(group: string): string {
+  const commands = commandsOf(group);
+  const width = Math.max(...commands.map((c) => usageOf(c).length));
+  return [
+    `usage: nestjs-durable ${group} <command> [options]`,
+    '',
+    'commands:',
+    ...commands.map((c) => `  ${usageOf(c).padEnd(width)}  ${c.summary}`),
+    '',
+    'options of every command:',
+    ...optionLines(GLOBAL_OPTIONS),
+    '',
+    `nestjs-durable ${group} <command> --help shows the options of a command.`,
+  ].join('\n');
+}
+
+/** A command line that names a group of commands but none of them: what to say about it. */
+function groupUsage(parsed: ParsedArgs): UsageError | undefined {
+  const [group, sub] = parsed.words;
+  const commands = group === undefined ? [] : commandsOf(group);
+  if (commands.length === 0) return undefined;
+  const names = commands.map((c) => c.name.slice(group.length + 1)).join(', ');
+  const help = `nestjs-durable ${group} --help lists them`;
+  return new UsageError(
+    sub === undefined ? `${group} needs a command: ${names} (${help})` : `unknown command "${parsed.words.join(' ')}": ${group} has ${names} (${help})`,
+  );
 }
 
 /** The command named by the first words of the line, and its arguments. */
@@ -101,6 +136,12 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         io.stdout(helpText());
         return EXIT.ok;
       }
+      if (parsed.words.length === 1 && parsed.options.has('help') && commandsOf(parsed.words[0]).length) {
+        io.stdout(groupHelpText(parsed.words[0]));
+        return EXIT.ok;
+      }
+      const inGroup = groupUsage(parsed);
+      if (inGroup) throw inGroup;
       throw new UsageError(
         parsed.words.length
           ? `unknown command "${parsed.words.join(' ')}" (nestjs-durable --help lists them)`

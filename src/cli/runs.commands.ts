@@ -8,8 +8,11 @@ import { attemptLabel } from '../runs/run-reader';
 
 const STATUSES: readonly RunStatus[] = [...GOING_STATUSES, ...FINISHED_STATUSES];
 
-/** The step's name, or its position when the definition is not registered here (`#0` is the first). */
-const stepOf = (run: RunInfo): string => run.step ?? `#${run.stepIndex}`;
+/**
+ * The step the run is at: its name, or its position when the definition is not registered here
+ * (`#0` is the first); none for a completed run, which is past its last step.
+ */
+const stepOf = (run: RunInfo): string | null => (run.status === 'completed' ? null : (run.step ?? `#${run.stepIndex}`));
 
 /** The runs as a table. */
 function runsTable(runs: RunInfo[]): string {

@@ -100,6 +100,32 @@ describe('nestjs-durable: usage', () => {
     }
   });
 
+  it('a group with --help lists its commands; a group without a command names them and exits 2', async () => {
+    const noDb = { DATABASE_URL: '' };
+    const groups: Record<string, string[]> = {
+      runs: ['list', 'get', 'history', 'cancel', 'retry', 'release-key', 'provide-input', 'send-event'],
+      flows: ['get', 'rerun'],
+      workflows: ['list', 'pause', 'resume'],
+      keys: ['list', 'explain'],
+    };
+    for (const [group, commands] of Object.entries(groups)) {
+      for (const help of ['--help', '-h']) {
+        const r = await cli([group, help], noDb);
+        expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
+        expect(r.stdout).toContain(`usage: nestjs-durable ${group} <command>`);
+        expect([...r.stdout.matchAll(/^ {2}nestjs-durable ([a-z-]+ [a-z-]+)/gm)].map((m) => m[1])).toEqual(commands.map((c) => `${group} ${c}`));
+      }
+      const bare = await cli([group], noDb);
+      expectError(bare, 2, 'usage');
+      expect(bare.stderr).toContain(`${group} needs a command: ${commands.join(', ')}`);
+    }
+    const typo = await cli(['runs', 'lst', '--help'], noDb);
+    expectError(typo, 2, 'usage');
+    expect(typo.stderr).toContain('unknown command "runs lst": runs has list, get,');
+    expectError(await cli(['bogus', '--help'], noDb), 2, 'usage');
+    expect((await cli(['--help'], noDb)).stdout).toContain('nestjs-durable <group> --help the commands of a group (runs, flows, workflows, keys)');
+  });
+
   it('bad usage exits 2 with one line naming the problem, before connecting', async () => {
     const noDb = { DATABASE_URL: '' };
     expectError(await cli([], noDb), 2, 'usage');
@@ -169,6 +195,14 @@ describe('nestjs-durable runs', () => {
     expect(await json('runs', 'get', runId)).toMatchObject({ id: runId, status: 'completed', result: 3, step: null, stepIndex: 1 });
     const text = await on('runs', 'get', runId);
     expect(text.stdout).toMatch(/^status:\s+completed$/m);
+    // past its last step: no step, as the dashboard shows it; a run still going shows its step's position
+    expect(text.stdout).toMatch(/^step:\s+-$/m);
+    const row = (await on('runs', 'list', '--workflow', 'cli_echo', '--limit', '1')).stdout.trimEnd().split('\n')[1].split(/\s+/);
+    expect(row.slice(0, 5)).toEqual([runId, 'cli_echo', 'completed', '-', '-']);
+    const waiting = await app.durable.start(Approval);
+    await waitFor(async () => (await statusOf(waiting.runId)) === 'waiting');
+    expect((await on('runs', 'get', waiting.runId)).stdout).toMatch(/^step:\s+#0$/m);
+    await app.durable.cancel(waiting.runId);
     expectError(await on('runs', 'get', '0190d7a0-0000-7000-8000-000000000000'), 1, 'run_not_found');
     expectError(await on('runs', 'get', 'not-a-uuid'), 1, 'run_not_found');
   });
