@@ -17,8 +17,8 @@ export function serializeError(err: unknown, extra: Record<string, unknown> = {}
   if (err instanceof Error) {
     const code = (err as { code?: unknown }).code;
     return {
-      name: storable(String(err.name)),
-      message: storable(String(err.message)),
+      name: storable(safeString(err.name)),
+      message: storable(safeString(err.message)),
       ...(typeof code === 'string' ? { code: storable(code) } : {}),
       ...(err.stack ? { stack: storable(err.stack.split('\n').slice(0, 12).join('\n')) } : {}),
       ...extra,
@@ -27,11 +27,20 @@ export function serializeError(err: unknown, extra: Record<string, unknown> = {}
   return { name: 'Error', message: storable(typeof err === 'string' ? err : safeJson(err)), ...extra };
 }
 
+/** `String(v)`, or `[object Object]` and the like where that throws (an object without a prototype). */
+function safeString(v: unknown): string {
+  try {
+    return String(v);
+  } catch {
+    return Object.prototype.toString.call(v);
+  }
+}
+
 function safeJson(v: unknown): string {
   try {
-    return JSON.stringify(v) ?? String(v);
+    return JSON.stringify(v) ?? safeString(v);
   } catch {
-    return String(v);
+    return safeString(v);
   }
 }
 

@@ -1,15 +1,15 @@
-import { CancelledError, ChildFailedError, DurableValidationError, TimeoutError } from '../errors';
+import { CancelledError, ChildFailedError, TimeoutError } from '../errors';
 import type { StepDefinition, WorkflowDefinition } from '../definition/workflow-definition';
 import type { ClaimedRow, StepAttemptStatus, Transition } from '../store/runs.types';
 import type { RunServices } from './run-services';
 import { describeError, serializeError, type StoredError } from '../domain/serialize-error';
 import { backoffDelay } from '../domain/retry.policy';
-import { jsonProblem } from '../domain/validation';
 import { ExecutionHandle, RunContextImpl } from './run-context';
 import type { TransitionBatcher } from './transition.batcher';
 import type { FlowNodeInfo } from '../flows/flow-context';
 import { isSuspension, type Suspension } from '../domain/suspension';
-import { FINAL, isFinalError } from './waits';
+import { isFinalError } from './waits';
+import { assertStorableResult } from './step-result';
 import { runSpan, runTransition, stepSpan } from '../observe/telemetry';
 import { AbortScope } from './abort.scope';
 import type { Slots } from './slots';
@@ -120,11 +120,16 @@ export class Execution implements ExecutionHandle {
     }
     return steps.then(
       () => this.ended(),
-      (err) => {
-        this.services.logger.error(`run ${this.runId} (${this.workflow}): ${(err as Error)?.stack ?? err}`);
-        return this.ended();
-      },
+      (err) => this.failInternally(err),
     );
+  }
+
+  /** An error of the engine's own, outside a step's body: the run fails for good (code `internal`); claimed again it would fail alike, uncounted. */
+  private async failInternally(err: unknown): Promise<void> {
+    this.services.logger.error(`run ${this.runId} (${this.workflow}): ${(err as Error)?.stack ?? describeError(err)}`);
+    const status = this.row.status === 'compensating' ? 'compensation_failed' : 'failed';
+    await this.write({ status, error: serializeError(err, { code: 'internal' }), final: true });
+    return this.ended();
   }
 
   /** A body that ignored the abort of its lost run holds the run on this node: a new claim of it here begins after it, never beside it. */
@@ -250,13 +255,7 @@ export class Execution implements ExecutionHandle {
         throw ctx.suspension && !aborted() ? ctx.suspension : err;
       }
       if (ctx.suspension) throw ctx.suspension;
-      // a result that cannot be stored fails the step for good (it would fail the whole write otherwise)
-      const unstorable = jsonProblem(value, 'result');
-      if (unstorable) {
-        const why = Object.values(unstorable.constraints ?? {}).join('; ');
-        const message = `step "${step.name}" returned a value that cannot be stored: ${why} (not retried: every attempt would return the same)`;
-        throw Object.assign(new DurableValidationError(message, [unstorable]), { [FINAL]: true });
-      }
+      assertStorableResult(value, step.name);
       return value;
     } finally {
       if (timer) clearTimeout(timer);
@@ -277,7 +276,7 @@ export class Execution implements ExecutionHandle {
     const tried = attempt === undefined ? {} : this.tried(index, attempt, 'failed');
     const first = this.lastCompensable(index - 1);
     if (first < 0) return this.write({ status: 'failed', error, final: true, ...tried });
-    if (!(await this.write({ status: 'compensating', error, comp_step: first, attempt: 0, ...tried }))) return false;
+    if (!(await this.write({ status: 'compensating', error, comp_step: first, attempt: 1, ...tried }))) return false;
     this.endDeadline();
     return this.compensate(first, 1, error);
   }
@@ -364,7 +363,7 @@ export class Execution implements ExecutionHandle {
       const next = this.lastCompensable(j - 1);
       const done = this.tried(comp.index, attempt, 'completed');
       if (next < 0) return this.write({ status: 'compensated', context: working, error, final: true, ...done });
-      if (!(await this.write({ status: 'compensating', comp_step: next, attempt: 0, context: working, error, ...done }))) return false;
+      if (!(await this.write({ status: 'compensating', comp_step: next, attempt: 1, context: working, error, ...done }))) return false;
       context = working;
       attempt = 1;
     }

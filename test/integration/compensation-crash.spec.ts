@@ -8,6 +8,8 @@ import { RunContext, Step, Workflow } from '../../src';
 import { createApp, freshSchema, spawnNode, sql, waitFor } from '../support';
 
 let effectsSchema = '';
+/** The attempt of each compensation this process ran, in order. */
+const attempts: string[] = [];
 
 async function effect(ctx: RunContext, what: string) {
   await ctx.transaction((m: EntityManager) =>
@@ -34,16 +36,18 @@ class SagaCrash {
   }
 
   async undoCharge(ctx: RunContext) {
+    attempts.push(`undoCharge ${ctx.attempt}`);
     await effect(ctx, 'undoCharge');
   }
 
   async undoReserve(ctx: RunContext) {
+    attempts.push(`undoReserve ${ctx.attempt}`);
     await effect(ctx, 'undoReserve');
   }
 }
 
 describe('compensation across a crash (multi-process)', () => {
-  it('a node killed mid-compensation: another node resumes at the compensation it was in, none runs twice', async () => {
+  it('a node killed mid-compensation: another node resumes at the compensation it was in as its next attempt, none runs twice', async () => {
     const schema = freshSchema();
     effectsSchema = schema;
     await sql(`create schema "${schema}"`);
@@ -75,6 +79,8 @@ describe('compensation across a crash (multi-process)', () => {
       { what: 'undoReserve', node_id: 'victim' },
     ]);
     expect(victim.linesMatching(/^IN_COMP undoCharge /)).toHaveLength(1);
+    // the attempt the kill interrupted counts, as a step's does: the survivor makes the second
+    expect(attempts).toEqual(['undoReserve 2']);
     await waitFor(async () => (await sql(`select count(*)::int as n from "${schema}".nodes where id = 'victim'`))[0].n === 0);
   }, 60_000);
 });
