@@ -38,7 +38,10 @@ export interface RunInfo {
   deps: string[];
   /** How many starts found this run holding its key. */
   readds: number;
-  /** The node that runs (or last ran) it. */
+  /**
+   * The node that holds it: set while `running` (or `compensating` on a node), null while `pending`
+   * or `waiting`; a run that ended on a node keeps it, one that ended while none held it has null.
+   */
   nodeId: string | null;
   createdAt: Date;
   startedAt: Date | null;
