@@ -152,7 +152,11 @@ describe('nestjs-durable: usage', () => {
       expectError(r, 2, 'usage');
       expect(r.stderr).toMatch(/--node-timeout must be a duration such as '30s' or '2m', from 20ms to 2147483647ms/);
     }
-    const limits = [...['0x10', '1e2', '16.0', ' 16', '0b1'].map((v) => ['runs', 'list', '--limit', v]), ['keys', 'list', '--limit', '0x10'], ['activity', '--limit', '0x10']];
+    const limits = [
+      ...['0x10', '1e2', '16.0', ' 16', '0b1'].map((v) => ['runs', 'list', '--limit', v]),
+      ['keys', 'list', '--limit', '0x10'],
+      ['activity', '--limit', '0x10'],
+    ];
     for (const args of limits) {
       const r = await cli([...args, ...nowhere]);
       expectError(r, 2, 'usage');
