@@ -328,20 +328,23 @@ ${claimUpdate(S, '$5')}`,
     // $3 is the shortest timeout of any workflow, a bound the index can use). A run past its first
     // step is failed here only when its workflow is one of $1 (known to have no compensations):
     // others are failed by a worker that claims them, which compensates. At most $2 of each kind.
+    // Rows another transaction holds (a caller's cancel, an event) are skipped, left to a later pass.
     timeouts: `
+      WITH past_deadline AS (
+        SELECT id FROM ${S}.runs
+        WHERE status IN ('pending', 'waiting') AND deadline_at IS NOT NULL AND deadline_at < now()
+          AND coalesce(deps_left, 0) = 0 AND (step = 0 OR workflow = ANY($1::text[]))
+        ORDER BY deadline_at LIMIT $2 FOR UPDATE SKIP LOCKED
+      ), never_begun AS (
+        SELECT id FROM ${S}.runs
+        WHERE status IN ('pending', 'waiting') AND timeout_ms IS NOT NULL AND deadline_at IS NULL
+          AND run_at < now() - $3 * interval '1 millisecond' AND run_at + timeout_ms * interval '1 millisecond' < now()
+          AND coalesce(deps_left, 0) = 0 AND (step = 0 OR workflow = ANY($1::text[]))
+        ORDER BY run_at LIMIT $2 FOR UPDATE SKIP LOCKED
+      )
       UPDATE ${S}.runs SET status = 'failed', finished_at = now(),
         error = jsonb_build_object('name', 'TimeoutError', 'code', 'timeout', 'message', 'the run timed out')
-      WHERE id IN (
-        (SELECT id FROM ${S}.runs
-         WHERE status IN ('pending', 'waiting') AND deadline_at IS NOT NULL AND deadline_at < now()
-           AND coalesce(deps_left, 0) = 0 AND (step = 0 OR workflow = ANY($1::text[]))
-         ORDER BY deadline_at LIMIT $2)
-        UNION ALL
-        (SELECT id FROM ${S}.runs
-         WHERE status IN ('pending', 'waiting') AND timeout_ms IS NOT NULL AND deadline_at IS NULL
-           AND run_at < now() - $3 * interval '1 millisecond' AND run_at + timeout_ms * interval '1 millisecond' < now()
-           AND coalesce(deps_left, 0) = 0 AND (step = 0 OR workflow = ANY($1::text[]))
-         ORDER BY run_at LIMIT $2))
+      WHERE id IN (SELECT id FROM past_deadline UNION ALL SELECT id FROM never_begun)
         AND status IN ('pending', 'waiting')
       RETURNING ${ENDED}`,
     // $1 runs' cutoff, $2 batch, $3 the key horizon (0: none), $4/$5 the (workflow, status) pairs

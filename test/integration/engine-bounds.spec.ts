@@ -171,7 +171,10 @@ describe('engine bounds', () => {
     for (const how of ['sleep', 'event', 'child'] as const) {
       const { runId } = await t.durable.start(TooFar, { how, ms: far });
       const run = await t.durable.waitForRun(runId, { timeout: 10_000 });
-      expect(run).toMatchObject({ status: 'failed', error: { name: 'DurableValidationError', message: expect.stringMatching(/must end before the year 10000/) } });
+      expect(run).toMatchObject({
+        status: 'failed',
+        error: { name: 'DurableValidationError', message: expect.stringMatching(/must end before the year 10000/) },
+      });
       // within the bound, the same calls wait
       const near = await t.durable.start(TooFar, { how, ms: 3_650 * 86_400_000 });
       await waitFor(async () => (await t.durable.getRun(near.runId))?.status === 'waiting', { message: `${how} of ten years waits` });
@@ -319,6 +322,35 @@ describe('engine bounds', () => {
     expect(text).toMatch(/runs_deadline/);
     expect(text).toMatch(/runs_timeout_unclaimed/);
     expect(text).not.toMatch(/Seq Scan on runs/);
+  });
+
+  it('the timeout sweep skips a run another transaction holds and fails the others at once', async () => {
+    const t = await createApp({ workflows: [Timed, Plain], options: { worker: false } });
+    const S = ident(t.schema);
+    const [held, free] = await Promise.all([t.durable.start(Timed), t.durable.start(Timed)]);
+    // both past their 1h timeout without having begun
+    await sql(`UPDATE ${S}.runs SET run_at = now() - interval '2 hours' WHERE id = ANY($1::uuid[])`, [[held.runId, free.runId]]);
+    const other = new Client({ connectionString: databaseUrl() });
+    await other.connect();
+    try {
+      await other.query('BEGIN');
+      await other.query(`SELECT 1 FROM ${S}.runs WHERE id = $1 FOR UPDATE`, [held.runId]);
+      let swept = false;
+      const sweep = t.get(RunsStore).failTimedOut(t.get(DurableConnection).db, ['bounds_timed'], 100, 3_600_000);
+      void sweep.finally(() => (swept = true));
+      // the sweep ends while the other transaction still holds its run, never waiting for it
+      const lockWaits = async () =>
+        (await sql(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND strpos(query, $1) > 0`, [`${S}.runs`])).length;
+      await waitFor(async () => swept || (await lockWaits()) > 0, { message: 'the sweep ends or waits for a lock' });
+      expect(swept).toBe(true);
+      expect((await sweep).runs.map((r) => r.id)).toEqual([free.runId]);
+      await other.query('COMMIT');
+      expect((await t.durable.getRun(held.runId))!.status).toBe('pending');
+      expect((await t.durable.getRun(free.runId))!.error).toMatchObject({ code: 'timeout' });
+    } finally {
+      await other.query('ROLLBACK').catch(() => undefined);
+      await other.end();
+    }
   });
 
   it('with statistics taken before its runs were due and plans made without parameters, a claim reads each run once and a heartbeat reads no history', async () => {
