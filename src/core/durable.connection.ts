@@ -1,24 +1,18 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import { MAX_TIMER_MS } from '../domain/duration';
 import { WorkflowExplorer } from '../definition/workflow.explorer';
 import type { ResolvedOptions } from '../options/resolve-options';
-import { NotReadyError } from '../errors';
+import { DurableValidationError, NotReadyError } from '../errors';
+import { problem } from '../domain/validation';
 import { definitionRecord } from '../definition/definition-record';
 import { WorkflowRegistry } from '../definition/workflow.registry';
-import { Db, sqlState, UNDEFINED_TABLE } from '../store/db';
+import { databaseOf, Db, sqlState, transactionOf, UNDEFINED_TABLE, type DatabaseIdentity, type Queryable } from '../store/db';
 import { DefinitionsStore } from '../store/definitions.store';
 import { createDataSource, pgPoolOf } from '../store/typeorm-adapter';
 import { runMigrations } from '../store/migrator';
 import { LOG_CONTEXT, RESOLVED_OPTIONS } from './durable.constants';
 
-/**
- * The module's connection to Postgres: the app's DataSource (or one of its own, from `url`) and its
- * `pg` pool as a {@link Db}. At module init it first discovers the workflows (so that a bad
- * definition fails the boot before any connection is opened), then connects, applies the
- * migrations and writes this node's workflow definitions (see `writeDefinitions`). A DataSource it
- * made itself is closed last at shutdown, after the worker drained.
- */
 /**
  * How long this side waits for an answer or a connection: a second past `statementTimeout`, within
  * what a Node.js timer can wait (a longer one would fire at once).
@@ -27,11 +21,21 @@ function clientBound(statementTimeoutMs: number | undefined): number | undefined
   return statementTimeoutMs === undefined ? undefined : Math.min(MAX_TIMER_MS, statementTimeoutMs + 1_000);
 }
 
+/**
+ * The module's connection to Postgres: the app's DataSource (or one of its own, from `url`) and its
+ * `pg` pool as a {@link Db}. At module init it first discovers the workflows (so that a bad
+ * definition fails the boot before any connection is opened), then connects, applies the
+ * migrations and writes this node's workflow definitions (see `writeDefinitions`). A DataSource it
+ * made itself is closed last at shutdown, after the worker drained.
+ */
 @Injectable()
 export class DurableConnection implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(LOG_CONTEXT);
   dataSource: DataSource;
   private connected?: Db;
+  /** The database of each DataSource a caller's transaction came from, and the module's own (see `transactionOf`). */
+  private readonly databases = new WeakMap<DataSource, Promise<DatabaseIdentity>>();
+  private ownDatabase?: Promise<DatabaseIdentity>;
   private ownsDataSource = false;
 
   constructor(
@@ -83,6 +87,31 @@ export class DurableConnection implements OnModuleInit, OnApplicationShutdown {
   get db(): Db {
     if (!this.connected) throw new NotReadyError('DurableService');
     return this.connected;
+  }
+
+  /**
+   * The open transaction of `manager` (a caller's, or the ambient one) as a {@link Queryable},
+   * undefined without one; a `DurableValidationError` when it is on another database than the
+   * module's (a run written there would never be seen by the module). Checked once per DataSource.
+   */
+  async transactionOf(manager: EntityManager | undefined): Promise<Queryable | undefined> {
+    const joined = transactionOf(manager);
+    const source = manager?.connection;
+    if (!joined || !source || source === this.dataSource) return joined;
+    if (!this.databases.has(source)) this.databases.set(source, databaseOf(joined));
+    this.ownDatabase ??= databaseOf(this.db);
+    let mine: DatabaseIdentity, theirs: DatabaseIdentity;
+    try {
+      [mine, theirs] = await Promise.all([this.ownDatabase, this.databases.get(source)!]);
+    } catch (err) {
+      // asked again next time
+      this.databases.delete(source);
+      this.ownDatabase = undefined;
+      throw err;
+    }
+    if (mine.id === theirs.id) return joined;
+    const message = `manager is a transaction on database "${theirs.name}", not on the module's database "${mine.name}": a run started there would never be seen by the module`;
+    throw new DurableValidationError(message, [problem('manager', undefined, 'sameDatabase', message)]);
   }
 
   /** Last of the shutdown hooks, so the worker has drained (in `beforeApplicationShutdown`) first. */

@@ -10,7 +10,7 @@ import { WorkflowRegistry } from '../definition/workflow.registry';
 import { DurableConnection } from '../core/durable.connection';
 import { RESOLVED_OPTIONS } from '../core/durable.constants';
 import { managerOf, type ResolvedOptions } from '../options/resolve-options';
-import { inSavepoint, transactionOf, type Queryable } from '../store/db';
+import { inSavepoint, type Queryable } from '../store/db';
 import { ActivityStore } from '../store/activity.store';
 import { FlowsStore } from '../store/flows.store';
 import { depOutcome, type NewFlowEdge, type NewFlowNode } from '../store/flows.types';
@@ -91,7 +91,7 @@ export class FlowsEngine {
   async start(builder: FlowBuilder, options: { manager?: EntityManager } = {}): Promise<StartFlowResult> {
     assertValid('startFlow', [...optionsProblems(options, 'options', START_FLOW_OPTION_NAMES), managerProblem(options?.manager)]);
     const planned = planFlow(builder, this.registry);
-    const joined = transactionOf(managerOf(this.options, options?.manager));
+    const joined = await this.connection.transactionOf(managerOf(this.options, options?.manager));
     // a savepoint in the caller's transaction where a refusal can follow writes or locks: keyed
     // nodes (an insert may conflict), an append (it locks the flow and its nodes, then checks them;
     // a refused one lets them go at once). A new flow without keys is refused before it writes.

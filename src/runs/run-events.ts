@@ -6,7 +6,7 @@ import { callOptions } from '../domain/call-options';
 import { DurableConnection } from '../core/durable.connection';
 import { RESOLVED_OPTIONS } from '../core/durable.constants';
 import { managerOf, type ResolvedOptions } from '../options/resolve-options';
-import { transactionOf, type Queryable } from '../store/db';
+import type { Queryable } from '../store/db';
 import { EventsStore } from '../store/events.store';
 import { deliverEvent, type SendEventOutcome } from './event-delivery';
 
@@ -29,14 +29,7 @@ export class RunEvents {
   async send(runId: string, name: string, payload: unknown, options?: { buffer?: boolean } | null): Promise<SendEventOutcome> {
     const buffer = callOptions('sendEvent', options, ['buffer']).buffer ?? false;
     assertValid('sendEvent', [typeof buffer === 'boolean' ? undefined : problem('buffer', buffer, 'isBoolean', 'buffer must be a boolean')]);
-    return this.deliver(
-      runId,
-      name,
-      payload,
-      { buffer, kind: 'event' },
-      'sendEvent',
-      transactionOf(managerOf(this.options, undefined)),
-    );
+    return this.deliver(runId, name, payload, { buffer, kind: 'event' }, 'sendEvent', await this.connection.transactionOf(managerOf(this.options, undefined)));
   }
 
   /** Provides the value a run waits for with `ctx.waitForInput(name)`; kept when it does not wait yet. */

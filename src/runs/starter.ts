@@ -4,7 +4,7 @@ import { KeyContendedError, KeyTakenError, SerializationError } from '../errors'
 import type { DuplicateMode, OnDuplicate } from '../domain/keys.policy';
 import { groupOf, type WorkflowDefinition } from '../definition/workflow-definition';
 import type { WorkflowRef } from '../definition/workflow-metadata';
-import { inSavepoint, retryDeadlocks, transactionOf, type Queryable } from '../store/db';
+import { inSavepoint, retryDeadlocks, type Queryable } from '../store/db';
 import type { ClaimedRow, HolderRow, NewRun, StartAnswer, StartRow } from '../store/runs.types';
 import { isDeepStrictEqual } from 'node:util';
 import { DurableConnection } from '../core/durable.connection';
@@ -109,10 +109,7 @@ export class Starter {
   async start(ref: WorkflowRef, input: unknown, given?: StartOptions, rerun = false): Promise<StartResult> {
     const def = this.registry.get(ref);
     const options = given ?? {};
-    assertValid(`start ${def.name}`, [
-      ...optionsProblems(options, 'options', START_OPTION_NAMES),
-      managerProblem(options.manager),
-    ]);
+    assertValid(`start ${def.name}`, [...optionsProblems(options, 'options', START_OPTION_NAMES), managerProblem(options.manager)]);
     return startSpan(def.name, options.key, async (span) => {
       const plan = {
         ...this.plan(def, { input, key: options.key, runAt: options.runAt, priority: options.priority }, options.delay, options.onDuplicate),
@@ -128,11 +125,7 @@ export class Starter {
   async startMany(ref: WorkflowRef, items: StartManyItem[], given?: { manager?: EntityManager }): Promise<StartManyResult[]> {
     const def = this.registry.get(ref);
     const options = given ?? {};
-    assertValid('startMany', [
-      arrayProblem(items, 'items'),
-      ...optionsProblems(options, 'options', START_MANY_OPTION_NAMES),
-      managerProblem(options.manager),
-    ]);
+    assertValid('startMany', [arrayProblem(items, 'items'), ...optionsProblems(options, 'options', START_MANY_OPTION_NAMES), managerProblem(options.manager)]);
     return startSpan(def.name, undefined, async (span) => {
       // every index, holes of a sparse array included (map skips them)
       const plans = Array.from(items, (item, i) => this.plan(def, item, undefined, undefined, `items[${i}].`));
@@ -190,7 +183,7 @@ export class Starter {
     // Outside a caller's transaction the common case is one autocommit statement (shared with the
     // concurrent starts of this process); only a start the key policy cannot settle at once opens a
     // transaction of its own, to lock the holder and decide.
-    const joined = transactionOf(managerOf(this.options, manager));
+    const joined = await this.connection.transactionOf(managerOf(this.options, manager));
     // telemetry is counted once what it counts committed: at once after an autocommit statement or
     // a start's own transaction; in a caller's transaction when the whole call returns (the
     // caller's commit being out of sight)

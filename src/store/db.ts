@@ -109,6 +109,21 @@ export function transactionOf(manager: EntityManager | undefined): Queryable | u
   return manager?.queryRunner?.isTransactionActive ? managerQueryable(manager) : undefined;
 }
 
+/** Which database a connection is on: its name, and an id telling it from any other database of any server. */
+export interface DatabaseIdentity {
+  name: string;
+  /** The name and the start time of its server. */
+  id: string;
+}
+
+/** The {@link DatabaseIdentity} of the database `q` is on. */
+export async function databaseOf(q: Queryable): Promise<DatabaseIdentity> {
+  const [row] = await q.query<{ name: string; started: string }>(
+    `SELECT current_database() AS name, extract(epoch FROM pg_postmaster_start_time())::text AS started`,
+  );
+  return { name: row.name, id: `${row.name} ${row.started}` };
+}
+
 /**
  * Runs `attempt` (a transaction of its own) again, up to `times` in all, while PostgreSQL ends it
  * with a deadlock (40P01): the transaction was rolled back, and is decided again from the start.

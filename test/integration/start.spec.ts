@@ -1,6 +1,6 @@
 import { DataSource } from 'typeorm';
 import { DurableError, DurableService, DurableValidationError, RunContext, Step, UnknownWorkflowError, Workflow } from '../../src';
-import { countRuns, createApp, databaseUrl, TestApp } from '../support';
+import { countRuns, createApp, databaseUrl, sql, TestApp } from '../support';
 
 const executed: string[] = [];
 
@@ -299,6 +299,32 @@ describe('DurableService.start / startMany', () => {
         await qr.release();
       }
       expect(await countRuns(t.schema)).toBe(0);
+    });
+
+    it("a manager of another database is refused before anything is written, and the caller's transaction goes on", async () => {
+      const name = `${t.schema}_other`;
+      await sql(`CREATE DATABASE ${name}`);
+      const url = new URL(databaseUrl());
+      url.pathname = `/${name}`;
+      const other = new DataSource({ type: 'postgres', url: url.toString() });
+      await other.initialize();
+      try {
+        // even with a schema of the module's name there, where the run would be written and never seen
+        await other.query(`CREATE SCHEMA "${t.schema}"`);
+        await other.transaction(async (manager) => {
+          const err = await expectInvalid(durable.start('start_echo', {}, { manager }));
+          expect(err.message).toMatch(new RegExp(`manager is a transaction on database "${name}", not on the module's database`));
+          await expectInvalid(durable.startFlow(durable.flow().add('a', Echo), { manager }));
+          expect(await manager.query('SELECT 1 AS one')).toEqual([{ one: 1 }]);
+        });
+        expect(await countRuns(t.schema)).toBe(0);
+        // the same database through another DataSource (this test's own) is joined
+        await ds.transaction(async (manager) => expect((await durable.start('start_echo', {}, { manager })).outcome).toBe('created'));
+        expect(await countRuns(t.schema)).toBe(1);
+      } finally {
+        await other.destroy();
+        await sql(`DROP DATABASE ${name} WITH (FORCE)`);
+      }
     });
 
     it('a refused start inside the transaction does not poison it', async () => {
