@@ -209,10 +209,7 @@ export class KeyInsights {
   /** The figures of `KeyStats` for one workflow. */
   async keyStats(options: { workflow: WorkflowRef } | null): Promise<KeyStats> {
     const o = options ?? ({} as { workflow: WorkflowRef });
-    assertValid('keyStats', [
-      ...optionsProblems(o, 'options', ['workflow']),
-      workflowRefProblem(o.workflow, true),
-    ]);
+    assertValid('keyStats', [...optionsProblems(o, 'options', ['workflow']), workflowRefProblem(o.workflow, true)]);
     const s = await this.activity.stats(this.connection.db, this.registry.nameOf(o.workflow));
     return {
       keysHeld: s.keys_held,

@@ -339,7 +339,12 @@ describe('dashboard (HTTP)', () => {
     expect(page).toContain(`action="${BASE}/flows/${flow.flowId}/rerun"`);
 
     expect((await post(`/flows/${flow.flowId}/rerun`, { from: 'nope' })).status).toBe(400);
-    const notOneField = await request(t.server).post(`${BASE}/flows/${flow.flowId}/rerun`).set('Origin', 'http://127.0.0.1').set('Host', '127.0.0.1').type('form').send('from=a&from=b');
+    const notOneField = await request(t.server)
+      .post(`${BASE}/flows/${flow.flowId}/rerun`)
+      .set('Origin', 'http://127.0.0.1')
+      .set('Host', '127.0.0.1')
+      .type('form')
+      .send('from=a&from=b');
     expect(notOneField.status).toBe(400);
     expect(notOneField.text).toMatch(/from must be a string of 1 to 255 bytes/);
     const done = await post(`/flows/${flow.flowId}/rerun`, { from: 'a' }).expect(303);

@@ -332,7 +332,16 @@ describe('newcomer mistakes get a typed error naming the cause and the fix', () 
         [() => durable.waitForRun(pending.runId, 300 as never), /^waitForRun: options must be an object of options \(timeout\)/],
         [() => durable.prune('1d' as never), /^prune: options must be an object of options \(olderThan\)/],
         [() => durable.startFlow(durable.flow('my-id' as never).add('a', Echo)), /^startFlow: options must be an object of options \(id, name/],
-        [() => durable.startFlow(durable.flow().add('a', Echo).add('b', Echo, {}, ['a'] as never)), /node "b": options must be an object of options \(deps/],
+        [
+          () =>
+            durable.startFlow(
+              durable
+                .flow()
+                .add('a', Echo)
+                .add('b', Echo, {}, ['a'] as never),
+            ),
+          /node "b": options must be an object of options \(deps/,
+        ],
         [() => durable.startFlow(durable.flow().add('a', Echo), 'tx' as never), /^startFlow: options must be an object of options \(manager\)/],
       ];
       for (const [call, message] of refusals) expectError(await caught(call), DurableValidationError, 'invalid', message);
@@ -342,7 +351,12 @@ describe('newcomer mistakes get a typed error naming the cause and the fix', () 
       expect(await durable.getRun(runId)).toMatchObject({ holdsKey: true });
       expect(await sql(`select 1 from ${ident(schema)}.flows`)).toEqual([]);
       const { flowId } = await durable.startFlow(durable.flow(null as never).add('a', Echo, {}, null as never), null as never);
-      expectError(await caught(() => durable.appendFlow(flowId, 'x' as never)), DurableValidationError, 'invalid', /^appendFlow \S+: options must be an object/);
+      expectError(
+        await caught(() => durable.appendFlow(flowId, 'x' as never)),
+        DurableValidationError,
+        'invalid',
+        /^appendFlow \S+: options must be an object/,
+      );
       expectError(await caught(() => durable.rerunFlow(flowId, 'a' as never)), DurableValidationError, 'invalid', /^rerunFlow \S+: options must be an object/);
       await expect(durable.appendFlow(flowId, null as never)).resolves.toBeDefined();
       // null options are no options

@@ -170,7 +170,9 @@ describe('DurableTestEnv', () => {
   });
 
   it('refuses a value where the options of create or runUntilIdle go; null options are none', async () => {
-    await expect(DurableTestEnv.create([Sleepy] as never)).rejects.toThrow(/^DurableTestEnv\.create: options must be an object of options \(imports, providers/);
+    await expect(DurableTestEnv.create([Sleepy] as never)).rejects.toThrow(
+      /^DurableTestEnv\.create: options must be an object of options \(imports, providers/,
+    );
     const e = await DurableTestEnv.create(null as never);
     envs.push(e);
     for (const options of ['5s', 5_000]) {
