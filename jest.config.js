@@ -22,8 +22,9 @@ module.exports = {
     // type-checks src and test together.
     '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/test/tsconfig.json' }],
     // NestJS 12 and its packages ship ES modules only: Jest (below Node 24.9) can require them only
-    // transformed to CommonJS. Files Node would load as CommonJS pass through untouched.
-    '^.+\\.m?js$': '<rootDir>/test/support/esm-to-cjs.transform.js',
+    // transformed to CommonJS. Files Node would load as CommonJS pass through untouched. The
+    // transform the package ships in its `nestjs-durable/jest` preset.
+    '^.+\\.m?js$': '<rootDir>/jest/esm-to-cjs.js',
   },
   // node_modules too (Jest skips transforming them by default), for the ESM-only packages.
   transformIgnorePatterns: [],

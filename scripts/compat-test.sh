@@ -7,7 +7,8 @@
 #
 # It installs compat/nest11-typeorm03/package.json (with its lock, `npm ci`) into
 # .compat/nest11-typeorm03/ (git-ignored; COMPAT_DIR overrides), copies src/, migrations/, test/,
-# sample-app/src and the jest/TypeScript configs beside it, builds the library there against those
+# jest/ (the shipped Jest transform the suite uses), sample-app/src and the jest/TypeScript configs
+# beside it, builds the library there against those
 # majors' types (tsc, as `npm test` does) and runs jest there. Every module — the library's sources,
 # the tests, the child-process fixtures and the sample app — then resolves Nest, TypeORM and
 # class-validator from that folder's node_modules. test/packaging is left out: it checks the packed
@@ -58,8 +59,8 @@ fi
 ln -sfn .. "$DIR/node_modules/nestjs-durable"
 
 # Fresh copies of what the suite needs (files deleted or moved in the repo must not linger).
-rm -rf "$DIR/bin" "$DIR/src" "$DIR/migrations" "$DIR/test" "$DIR/sample-app" "$DIR/dist" "$DIR/scripts"
-cp -R "$ROOT/bin" "$ROOT/src" "$ROOT/migrations" "$ROOT/test" "$DIR/"
+rm -rf "$DIR/bin" "$DIR/src" "$DIR/migrations" "$DIR/test" "$DIR/jest" "$DIR/sample-app" "$DIR/dist" "$DIR/scripts"
+cp -R "$ROOT/bin" "$ROOT/src" "$ROOT/migrations" "$ROOT/test" "$ROOT/jest" "$DIR/"
 # the suite's global setup makes sure the browser tests have their Chromium
 mkdir -p "$DIR/scripts"
 cp "$ROOT/scripts/ensure-chromium.sh" "$DIR/scripts/"

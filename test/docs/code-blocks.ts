@@ -13,7 +13,7 @@
  *
  * `<!-- doc-test: run -->` marks a file that the test also compiles to JavaScript and runs
  * against PostgreSQL. Blocks in another language (`sh`, `sql`, `mermaid`, `js` for a CommonJS config
- * file) say so by their tag;
+ * file, `json`) say so by their tag;
  * a fence without a language is refused.
  */
 import { readdirSync, readFileSync } from 'fs';
@@ -40,7 +40,7 @@ export interface CodeBlock {
 }
 
 const TS_LANGS = new Set(['ts', 'typescript']);
-const OTHER_LANGS = new Set(['sh', 'sql', 'mermaid', 'js']);
+const OTHER_LANGS = new Set(['sh', 'sql', 'mermaid', 'js', 'json']);
 const MARKER = /^<!--\s*doc-test:\s*(.*?)\s*-->$/;
 
 /** Pages whose blocks are checked: the README and every page of docs/. */
@@ -78,7 +78,7 @@ export function codeBlocks(root: string, doc: string): CodeBlock[] {
 function classify(b: Pick<CodeBlock, 'doc' | 'line' | 'lang' | 'code' | 'marker'>): CodeBlock {
   const fileName = /^\/\/ ([\w.-]+\.ts)\s*$/.exec(b.code.split('\n')[0])?.[1];
   const base = { ...b, fileName, run: false };
-  if (!b.lang) return { ...base, kind: 'other', problem: 'a fence without a language: tag it (ts, sh, sql, mermaid, js)' };
+  if (!b.lang) return { ...base, kind: 'other', problem: 'a fence without a language: tag it (ts, sh, sql, mermaid, js, json)' };
   if (!TS_LANGS.has(b.lang)) {
     if (!OTHER_LANGS.has(b.lang)) return { ...base, kind: 'other', problem: `unknown language "${b.lang}"` };
     return b.marker === undefined ? { ...base, kind: 'other' } : { ...base, kind: 'other', problem: 'a doc-test marker on a block that is not TypeScript' };

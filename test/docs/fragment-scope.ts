@@ -28,7 +28,6 @@ const DECLARED: Record<string, string> = {
   summary: 'declare const summary: string;',
   total: 'declare let total: number;',
   users: 'declare const users: { id: number }[];',
-  fakeCms: 'declare const fakeCms: { get(id: number): Promise<Article> };',
   myMigrations: "declare const myMigrations: (new () => import('typeorm').MigrationInterface)[];",
 };
 

@@ -3,14 +3,19 @@
  * folder installs the tarball with the install line of docs/install.md (the README's line for the
  * current majors), compiles a TypeScript consumer against the packed types with `strict` and
  * `skipLibCheck: false`, boots it with node and sees a keyed run started inside a TypeORM
- * transaction complete. Uses the npm registry and npm's own cache (shared with the repository's
- * installs); about 1–2 minutes.
+ * transaction complete. Then, for the same two apps, the testing kit under the app's own Jest as
+ * docs/testing.md sets it up (its install line and `nestjs-durable/jest` preset), running that
+ * page's first example against the README tutorial's workflow. Uses the npm registry and npm's own
+ * cache (shared with the repository's installs; what is cached is not fetched again); about 2–3 minutes.
  */
 import { spawn } from 'child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'fs';
 import { tmpdir } from 'os';
 import * as path from 'path';
+import { randomBytes } from 'crypto';
+import { Client } from 'pg';
 import { databaseUrl, freshSchema, ident, sql } from '../support/db';
+import { codeBlocks } from '../docs/code-blocks';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const TSC = require.resolve('typescript/bin/tsc', { paths: [ROOT] });
@@ -78,6 +83,42 @@ function docsInstallLine(name: string): string {
   const m = new RegExp(`<!-- packaging-test: ${name} -->\\s*\`\`\`sh\\n(npm install nestjs-durable [^\\n]+)\\n\`\`\``).exec(docs);
   if (!m) throw new Error(`docs/install.md has no install line marked "packaging-test: ${name}"`);
   return m[1].trim();
+}
+
+/** The `npm install --save-dev …` line and the `jest` entry of package.json that docs/testing.md gives (marked `packaging-test: jest-…`). */
+function docsJestSetup(): { install: string[]; jest: Record<string, unknown> } {
+  const docs = readFileSync(path.join(ROOT, 'docs', 'testing.md'), 'utf8');
+  const install = /<!-- packaging-test: jest-install -->\s*```sh\n(npm install --save-dev [^\n]+)\n```/.exec(docs);
+  const config = /<!-- packaging-test: jest-config -->\s*```json\n([\s\S]*?)\n```/.exec(docs);
+  if (!install || !config) throw new Error('docs/testing.md has no install line or jest config marked "packaging-test: jest-install" / "jest-config"');
+  const [npm, verb, ...rest] = install[1].trim().split(/\s+/);
+  expect([npm, verb]).toEqual(['npm', 'install']);
+  const { jest } = JSON.parse(config[1]) as { jest: Record<string, unknown> };
+  return { install: rest, jest };
+}
+
+/**
+ * docs/testing.md's first example (its first named TypeScript file) and the README tutorial's files
+ * it imports (`./x.js`), by file name, as they stand last on their page.
+ */
+function docsTestFiles(): Map<string, string> {
+  const named = (doc: string) => codeBlocks(ROOT, doc).filter((b) => b.kind === 'file' && b.fileName);
+  const tutorial = new Map(named('README.md').map((b) => [b.fileName!, b.code]));
+  const example = named(path.join('docs', 'testing.md'))[0];
+  expect(example?.fileName).toMatch(/\.spec\.ts$/);
+  const files = new Map([[example.fileName!, example.code]]);
+  const pending = [example.code];
+  while (pending.length) {
+    for (const [, name] of pending.pop()!.matchAll(/from '\.\/([\w.-]+)\.js'/g)) {
+      const file = `${name}.ts`;
+      if (files.has(file)) continue;
+      const code = tutorial.get(file);
+      if (!code) throw new Error(`docs/testing.md's example imports ./${name}.js, which the README tutorial does not have`);
+      files.set(file, code);
+      pending.push(code);
+    }
+  }
+  return files;
 }
 
 function walk(dir: string, out: string[] = []): string[] {
@@ -293,5 +334,66 @@ describe('packaging: the packed module in a fresh app', () => {
         (JSON.parse(listed.stdout) as { workflow: string; key: string; status: string }[]).map(({ workflow, key, status }) => ({ workflow, key, status })),
       ).toEqual(runs);
     }, 900_000); // ~1 min each on an idle 2-core machine; far more when it is shared
+  });
+  describe.each(PAIRS)('$name: the testing kit under Jest', (pair) => {
+    it("with docs/testing.md's install line and jest config, its first example passes against the README tutorial's workflow", async () => {
+      const app = path.join(scratch, `${pair.name}-jest`);
+      mkdirSync(path.join(app, 'src'), { recursive: true });
+      writeFileSync(
+        path.join(app, 'package.json'),
+        JSON.stringify({ name: `packaging-${pair.name}-jest`, version: '1.0.0', private: true, ...pair.manifest }, null, 2),
+      );
+      const setup = docsJestSetup();
+      // cached packages are not fetched again (the other apps installed most of them)
+      const npmInstall = ['install', '--no-audit', '--no-fund', '--prefer-offline'];
+      const nest = pair.base.find((p) => p.startsWith('@nestjs/core@'))!.split('@')[2];
+      await step('jest app: base install', () => run('npm', [...npmInstall, ...pair.base, `@nestjs/testing@${nest}`], { cwd: app }));
+      const [, , ...rest] = docsInstallLine(pair.name).split(/\s+/);
+      await step('jest app: install line', () => run('npm', [...npmInstall, tarball, ...rest], { cwd: app }));
+      await step('jest app: jest install line', () => run('npm', [...npmInstall, ...setup.install], { cwd: app }));
+
+      const manifest = JSON.parse(readFileSync(path.join(app, 'package.json'), 'utf8'));
+      writeFileSync(path.join(app, 'package.json'), JSON.stringify({ ...manifest, jest: setup.jest }, null, 2));
+      const files = docsTestFiles();
+      for (const [name, code] of files) writeFileSync(path.join(app, 'src', name), code);
+      // the app's own tsconfig (as for its build), with jest's types for the test file
+      const tsconfig = { compilerOptions: { ...compilerOptions, ...pair.build, types: ['node', 'jest'] }, include: ['src'] };
+      writeFileSync(path.join(app, 'tsconfig.json'), JSON.stringify(tsconfig, null, 2));
+
+      // a database of its own: the example makes the tutorial's `articles` table with synchronize
+      const database = `pk_jest_${randomBytes(5).toString('hex')}`;
+      await sql(`create database ${database}`);
+      const url = new URL(databaseUrl());
+      url.pathname = `/${database}`;
+      try {
+        const env = cleanEnv({ DATABASE_URL: url.toString(), NO_COLOR: '1' });
+        delete env.JEST_WORKER_ID;
+        const ran = await step('jest app: jest', () =>
+          run(process.execPath, [path.join(app, 'node_modules', 'jest', 'bin', 'jest.js'), '--ci', '--json'], {
+            cwd: app,
+            env,
+            timeout: 120_000,
+            allowFailure: true,
+          }),
+        );
+        let report: { success?: boolean; numTotalTestSuites?: number; numFailedTests?: number; numPassedTests?: number } = {};
+        try {
+          report = JSON.parse(ran.stdout);
+        } catch {
+          // reported below with jest's output
+        }
+        if (ran.code !== 0 || !report.success)
+          throw new Error(`jest in the app ended with code ${ran.code}\n--- stdout\n${ran.stdout.slice(-6000)}\n--- stderr\n${ran.stderr.slice(-6000)}`);
+        expect({ suites: report.numTotalTestSuites, failed: report.numFailedTests }).toEqual({ suites: 1, failed: 0 });
+        expect(report.numPassedTests).toBeGreaterThan(0);
+        // the run's step wrote through ctx.transaction into the app's table
+        const client = new Client({ connectionString: url.toString() });
+        await client.connect();
+        const { rows } = await client.query('select summary from articles').finally(() => client.end());
+        expect(rows).toEqual([{ summary: 'Durable workflows live in Postgres.' }]);
+      } finally {
+        await sql(`drop database if exists ${database} with (force)`);
+      }
+    }, 300_000);
   });
 });
