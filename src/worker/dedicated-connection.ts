@@ -4,6 +4,13 @@ import { clientQueryable, isReadTimeout, type Queryable } from '../store/db';
 
 /** Longest wait between two reconnection attempts. */
 const MAX_RECONNECT_DELAY_MS = 10_000;
+/** How long a connection's setup (`onConnect`) may wait for an answer when no statement bound is given. */
+const SETUP_TIMEOUT_MS = 10_000;
+
+/** Drops a connection that did not answer in time (ending it politely would wait for an answer too). */
+function destroy(client: Client): void {
+  (client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+}
 
 /**
  * A connection of a node's own, outside the pool: the LISTEN connection, and the one heartbeats use
@@ -45,13 +52,17 @@ export class DedicatedConnection {
 
   private async connect(attempt: number): Promise<void> {
     if (this.closed) return;
-    const client = new Client({ ...this.config(), application_name: `durable-${this.purpose}` });
+    // every statement of the setup has a bound too: a connection gone silent after connecting fails
+    // it and is made again, rather than holding the node's boot or reconnection for good
+    const query_timeout = this.timeoutMs ?? SETUP_TIMEOUT_MS;
+    const client = new Client({ ...this.config(), application_name: `durable-${this.purpose}`, query_timeout });
     client.on('error', () => undefined);
     try {
       await client.connect();
       await this.onConnect(client, attempt > 0);
     } catch (err) {
-      await client.end().catch(() => undefined);
+      if (isReadTimeout(err)) destroy(client);
+      else await client.end().catch(() => undefined);
       this.logger.warn(`${this.purpose} connection failed (${(err as Error).message}); retrying`);
       this.retry(attempt);
       return;
@@ -77,7 +88,7 @@ export class DedicatedConnection {
           return await q.query(text, values);
         } catch (err) {
           // no answer in time (a connection that died without a word): drop it, a new one follows
-          if (isReadTimeout(err)) (client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+          if (isReadTimeout(err)) destroy(client);
           throw err;
         }
       },

@@ -1,0 +1,36 @@
+/**
+ * A node's own connections (the heartbeat's, the LISTEN one): a setup statement that gets no
+ * answer is given up after its bound and the connection is made again, so neither the boot nor a
+ * reconnection can hang on it.
+ */
+import type { Logger } from '@nestjs/common';
+import { DedicatedConnection } from '../../src/worker/dedicated-connection';
+import { databaseUrl, waitFor } from '../support';
+
+describe('DedicatedConnection', () => {
+  it('a setup statement that gets no answer in time is given up, and the connection is made again', async () => {
+    const warnings: string[] = [];
+    const logger = { warn: (m: string) => warnings.push(m) } as unknown as Logger;
+    const setups: boolean[] = [];
+    const connection = new DedicatedConnection(
+      'test',
+      () => ({ connectionString: databaseUrl() }),
+      logger,
+      async (client, reconnected) => {
+        setups.push(reconnected);
+        // the first setup hangs (as on a connection gone silent); the next one answers
+        if (!reconnected) await client.query('SELECT pg_sleep(5)');
+      },
+      300,
+    );
+    try {
+      await connection.open();
+      await waitFor(async () => connection.queryable !== undefined, { timeout: 4_000, message: 'the connection is made again' });
+      expect(await connection.queryable!.query('SELECT 1 AS one')).toEqual([{ one: 1 }]);
+      expect(setups).toEqual([false, true]);
+      expect(warnings).toEqual([expect.stringMatching(/^test connection failed \(Query read timeout\); retrying$/)]);
+    } finally {
+      await connection.close();
+    }
+  });
+});
