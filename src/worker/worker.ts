@@ -194,9 +194,10 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     const { db } = this.connection;
     const deadline = Date.now() + options.shutdownTimeoutMs;
     const shuttingDown = new CancelledError('the node is shutting down');
-    // a claim (or a start claiming here) in flight still launches what it claimed: wait for it,
-    // then stop giving out slots
-    while ((this.claiming || this.held.size > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    // a claim (or a start claiming here) in flight still launches what it claimed: wait for it (at
+    // least a second, whatever shutdownTimeout, so that what it launched is released), then stop giving out slots
+    const claimed = Math.max(deadline, Date.now() + 1_000);
+    while ((this.claiming || this.held.size > 0) && Date.now() < claimed) await new Promise((r) => setTimeout(r, 20));
     const all = [...this.running.values()];
     this.slots.close(shuttingDown);
     while (this.slots.active > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));

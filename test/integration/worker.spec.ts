@@ -410,6 +410,32 @@ describe('worker', () => {
     expect((await observer.durable.getRun(runId))!).toMatchObject({ status: 'completed', result: { attempt: 1 } });
   });
 
+  it('with shutdownTimeout 0, a run its claim in flight launches during the shutdown is released, its attempt not used', async () => {
+    const schema = freshSchema();
+    const node = await createApp({ schema, workflows: [Drain], options: { worker: { pollInterval: '1h' }, shutdownTimeout: 0 } });
+    const observer = await createApp({ schema, workflows: [Drain], options: { worker: false } });
+    const { runId } = await observer.durable.start('worker_drain', {}, { delay: '300ms' });
+    const due = (await observer.durable.getRun(runId))!.runAt.getTime();
+    await waitFor(() => Date.now() > due + 50, { message: 'the run is due' });
+    const locker = new Client({ connectionString: databaseUrl() });
+    await locker.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query(`LOCK TABLE "${schema}".runs IN EXCLUSIVE MODE`);
+      await sql(`SELECT pg_notify($1, '')`, [`durable_${schema}`]);
+      await waitForLockWait([`"${schema}".runs`, 'SKIP LOCKED'], 'the claim waits for the table lock');
+      const closing = node.close();
+      const worker = node.get(Worker) as unknown as { stopping: boolean };
+      await waitFor(() => worker.stopping, { message: 'the shutdown began' });
+      await locker.query('COMMIT');
+      await closing;
+    } finally {
+      await locker.end();
+    }
+    // its step (held) is released with the rest, not left running for a recovery that would count its attempt
+    expect((await observer.durable.getRun(runId))!).toMatchObject({ status: 'pending', attempt: 0, nodeId: null });
+  });
+
   it('a step still running at shutdownTimeout is released back to pending, and another node finishes it', async () => {
     const schema = freshSchema();
     const node = await createApp({ schema, workflows: [Drain], options: { shutdownTimeout: '500ms' } });
