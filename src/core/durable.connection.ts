@@ -34,8 +34,8 @@ export class DurableConnection implements OnModuleInit, OnApplicationShutdown {
   dataSource: DataSource;
   private connected?: Db;
   /** The database of each DataSource a caller's transaction came from, and the module's own (see `transactionOf`). */
-  private readonly databases = new WeakMap<DataSource, Promise<DatabaseIdentity>>();
-  private ownDatabase?: Promise<DatabaseIdentity>;
+  private readonly databases = new WeakMap<DataSource, DatabaseIdentity>();
+  private ownDatabase?: DatabaseIdentity;
   private ownsDataSource = false;
 
   constructor(
@@ -92,25 +92,23 @@ export class DurableConnection implements OnModuleInit, OnApplicationShutdown {
   /**
    * The open transaction of `manager` (a caller's, or the ambient one) as a {@link Queryable},
    * undefined without one; a `DurableValidationError` when it is on another database than the
-   * module's (a run written there would never be seen by the module). Checked once per DataSource.
+   * module's (a run written there would never be seen by the module). What a DataSource's database
+   * is, is asked once on the caller's own transaction, then known; on a mismatch both are asked
+   * again before refusing (a server restarted or failed over since).
    */
   async transactionOf(manager: EntityManager | undefined): Promise<Queryable | undefined> {
     const joined = transactionOf(manager);
     const source = manager?.connection;
     if (!joined || !source || source === this.dataSource) return joined;
-    if (!this.databases.has(source)) this.databases.set(source, databaseOf(joined));
-    this.ownDatabase ??= databaseOf(this.db);
-    let mine: DatabaseIdentity, theirs: DatabaseIdentity;
-    try {
-      [mine, theirs] = await Promise.all([this.ownDatabase, this.databases.get(source)!]);
-    } catch (err) {
-      // asked again next time
-      this.databases.delete(source);
-      this.ownDatabase = undefined;
-      throw err;
+    let mine = this.ownDatabase;
+    let theirs = this.databases.get(source);
+    for (const fresh of [false, true]) {
+      if (fresh || !theirs) this.databases.set(source, (theirs = await databaseOf(joined)));
+      if (fresh || !mine) this.ownDatabase = mine = await databaseOf(this.db);
+      if (mine.id === theirs.id) return joined;
     }
-    if (mine.id === theirs.id) return joined;
-    const message = `manager is a transaction on database "${theirs.name}", not on the module's database "${mine.name}": a run started there would never be seen by the module`;
+    const where = mine!.name === theirs!.name ? `a database "${theirs!.name}" of another server` : `database "${theirs!.name}"`;
+    const message = `manager is a transaction on ${where}, not on the module's database "${mine!.name}": a run started there would never be seen by the module`;
     throw new DurableValidationError(message, [problem('manager', undefined, 'sameDatabase', message)]);
   }
 

@@ -49,21 +49,26 @@ export class Db implements Queryable {
   }
 }
 
+/** How many savepoints {@link inSavepoint} has made (each one's name is its own). */
+let savepoints = 0;
+
 /**
  * Runs `fn` inside a savepoint of the transaction `q` is in (a caller's): when it throws, what it
  * wrote is undone and the transaction stays usable.
  */
 export async function inSavepoint<T>(q: Queryable, fn: (q: Queryable) => Promise<T>): Promise<T> {
-  await q.query('SAVEPOINT durable_call');
+  // a name of its own: calls made at once on one transaction do not release or roll back each other's
+  const name = `durable_call_${++savepoints}`;
+  await q.query(`SAVEPOINT ${name}`);
   try {
     const out = await fn(q);
-    await q.query('RELEASE SAVEPOINT durable_call');
+    await q.query(`RELEASE SAVEPOINT ${name}`);
     return out;
   } catch (err) {
     // the call's own error, even when the transaction cannot be rolled back to the savepoint
     await q
-      .query('ROLLBACK TO SAVEPOINT durable_call')
-      .then(() => q.query('RELEASE SAVEPOINT durable_call'))
+      .query(`ROLLBACK TO SAVEPOINT ${name}`)
+      .then(() => q.query(`RELEASE SAVEPOINT ${name}`))
       .catch(() => undefined);
     throw err;
   }

@@ -13,6 +13,7 @@ import { assertStorableResult } from './step-result';
 import { runSpan, runTransition, stepSpan } from '../observe/telemetry';
 import { AbortScope } from './abort.scope';
 import type { Slots } from './slots';
+import { ProgressSlot } from './progress-slot';
 
 /** What {@link Execution.done} is until the worker launches it. */
 const NOT_LAUNCHED: Promise<void> = Promise.resolve();
@@ -46,9 +47,10 @@ export class Execution implements ExecutionHandle {
   private body?: Promise<unknown>;
   /** The run's context as of the last completed step (what compensations get). */
   private context: Record<string, unknown> = {};
-  /** The latest `ctx.progress` value, and whether it is still to be written. */
-  private progressValue: unknown = null;
-  private progressDirty = false;
+  private readonly progress = new ProgressSlot();
+  /** Once compensating: the run's failure, and the compensation in progress. */
+  private failure?: StoredError;
+  private compensation?: { step: string; method: string };
 
   constructor(
     private readonly services: RunServices,
@@ -90,23 +92,12 @@ export class Execution implements ExecutionHandle {
   }
 
   reportProgress(value: unknown): void {
-    this.progressValue = value;
-    this.progressDirty = true;
+    this.progress.report(value);
   }
 
-  /**
-   * The progress value not written yet, if any; `taken` marks it written (a later report makes it
-   * dirty again). The heartbeat takes it only once its write succeeded.
-   */
-  unsentProgress(): { value: unknown; taken: () => void } | undefined {
-    if (!this.progressDirty) return undefined;
-    const value = this.progressValue;
-    return {
-      value,
-      taken: () => {
-        if (this.progressValue === value) this.progressDirty = false;
-      },
-    };
+  /** The progress value not written yet (see {@link ProgressSlot.unsent}): the heartbeat takes it only once its write succeeded. */
+  unsentProgress(): ReturnType<ProgressSlot['unsent']> {
+    return this.progress.unsent();
   }
 
   /** Executes until the run finishes, waits or is lost, and its last step's body has settled (see {@link ended}). Never throws. */
@@ -127,8 +118,10 @@ export class Execution implements ExecutionHandle {
   /** An error of the engine's own, outside a step's body: the run fails for good (code `internal`); claimed again it would fail alike, uncounted. */
   private async failInternally(err: unknown): Promise<void> {
     this.services.logger.error(`run ${this.runId} (${this.workflow}): ${(err as Error)?.stack ?? describeError(err)}`);
-    const status = this.row.status === 'compensating' ? 'compensation_failed' : 'failed';
-    await this.write({ status, error: serializeError(err, { code: 'internal' }), final: true });
+    const internal = serializeError(err, { code: 'internal' });
+    // while compensating, the run's failure stays its error, the internal one the compensation's
+    const compensation = this.failure && { ...this.failure, compensation: { ...this.compensation, error: internal } };
+    await this.write(compensation ? { status: 'compensation_failed', error: compensation, final: true } : { status: 'failed', error: internal, final: true });
     return this.ended();
   }
 
@@ -326,9 +319,11 @@ export class Execution implements ExecutionHandle {
   private async compensate(from: number, attempt: number, error: StoredError): Promise<boolean> {
     const { steps, instance } = this.def;
     let context = this.context;
+    this.failure = error;
     for (let j = this.lastCompensable(from); j >= 0; j = this.lastCompensable(j - 1)) {
       const step = steps[j];
       const method = step.compensate!;
+      this.compensation = { step: step.name, method };
       if (attempt > step.retry.attempts) {
         const lost = { name: 'Error', message: `compensation "${method}" gave up: its worker was lost during the last attempt` };
         return this.write({ status: 'compensation_failed', error: { ...error, compensation: { step: step.name, method, error: lost } }, final: true });

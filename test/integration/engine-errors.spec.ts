@@ -26,10 +26,35 @@ class Fails {
   }
 }
 
-/** A logger whose debug line for a failed attempt throws: an error of the engine's own, after the body. */
-class BrokenDebugLogger extends RecordingLogger {
+@Workflow('ee_saga')
+class Saga {
+  @Step({ compensate: 'undoA', retry: { attempts: 1 } })
+  async a() {
+    return 'a';
+  }
+
+  @Step({ retry: { attempts: 1 } })
+  async b() {
+    throw new Error('b failed');
+  }
+
+  async undoA() {
+    throw new Error('undo failed');
+  }
+}
+
+/**
+ * A logger that throws at the debug line of a failed attempt of `ee_fails` and at the error line
+ * of a compensation that failed for good: errors of the engine's own, after a body.
+ */
+class BrokenLogger extends RecordingLogger {
   override readonly debug = (message: unknown): void => {
     if (String(message).includes('ee_fails')) throw new Error('the logger broke');
+  };
+
+  override readonly error = (message: unknown, ...rest: unknown[]): void => {
+    if (String(message).includes('compensation "undoA" failed for good')) throw new Error('the logger broke');
+    this.entries.push({ level: 'error', message: String(message), rest });
   };
 }
 
@@ -42,7 +67,7 @@ async function rowOf(schema: string, runId: string) {
 }
 
 describe('an error of the engine outside a step body', () => {
-  const logger = new BrokenDebugLogger();
+  const logger = new BrokenLogger();
 
   it('a step that throws what neither JSON nor String can render fails once, its error recorded', async () => {
     const t = await createApp({ workflows: [OddThrow], logger });
@@ -62,5 +87,15 @@ describe('an error of the engine outside a step body', () => {
     // not claimed again: one claim, its attempt counted
     expect(await rowOf(t.schema, runId)).toMatchObject({ status: 'failed', attempt: 1, epoch: 1 });
     expect(logger.find('error', `run ${runId} (ee_fails): Error: the logger broke`)).toHaveLength(1);
+  });
+
+  it('while compensating, fails the compensation: the run keeps its failure, the internal error is the compensation’s', async () => {
+    const t = await createApp({ workflows: [Saga], logger });
+    const { runId } = await t.durable.start(Saga, {});
+    const run = await t.durable.waitForRun(runId, { timeout: 10_000 });
+    expect(run).toMatchObject({
+      status: 'compensation_failed',
+      error: { message: 'b failed', step: 'b', compensation: { step: 'a', method: 'undoA', error: { message: 'the logger broke', code: 'internal' } } },
+    });
   });
 });

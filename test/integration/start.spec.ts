@@ -1,5 +1,6 @@
 import { DataSource } from 'typeorm';
 import { DurableError, DurableService, DurableValidationError, RunContext, Step, UnknownWorkflowError, Workflow } from '../../src';
+import { DurableConnection } from '../../src/core/durable.connection';
 import { countRuns, createApp, databaseUrl, sql, TestApp } from '../support';
 
 const executed: string[] = [];
@@ -318,7 +319,10 @@ describe('DurableService.start / startMany', () => {
           expect(await manager.query('SELECT 1 AS one')).toEqual([{ one: 1 }]);
         });
         expect(await countRuns(t.schema)).toBe(0);
-        // the same database through another DataSource (this test's own) is joined
+        // the same database through another DataSource (this test's own) is joined, also when what the
+        // module knew of its own database is out of date (its server restarted since): asked again
+        const known = t.get(DurableConnection) as unknown as { ownDatabase: { name: string; id: string } };
+        known.ownDatabase = { ...known.ownDatabase, id: `${known.ownDatabase.name} 0` };
         await ds.transaction(async (manager) => expect((await durable.start('start_echo', {}, { manager })).outcome).toBe('created'));
         expect(await countRuns(t.schema)).toBe(1);
       } finally {
