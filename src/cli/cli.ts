@@ -62,7 +62,7 @@ function commandsOf(group: string): Command[] {
 }
 
 /** The help of a group of commands (`runs`, `keys`, …): its commands and the options they share. */
-export function groupHelpText(group: string): string {
+function groupHelpText(group: string): string {
   const commands = commandsOf(group);
   const width = Math.max(...commands.map((c) => usageOf(c).length));
   return [

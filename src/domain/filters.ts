@@ -11,10 +11,10 @@ import { nameProblem, problem, storableTextProblem } from './validation';
 const absent = (value: unknown): value is undefined | null => value === undefined || value === null;
 
 /** Every run status. */
-export const RUN_STATUSES: readonly RunStatus[] = [...GOING_STATUSES, ...FINISHED_STATUSES];
+const RUN_STATUSES: readonly RunStatus[] = [...GOING_STATUSES, ...FINISHED_STATUSES];
 
 /** What `waitingFor` accepts. */
-export const WAIT_FILTERS = ['sleep', 'event', 'input', 'children', 'deps'] as const;
+const WAIT_FILTERS = ['sleep', 'event', 'input', 'children', 'deps'] as const;
 
 const quoted = (values: readonly string[]): string => values.map((v) => `'${v}'`).join(', ');
 

@@ -7,7 +7,7 @@ import { isUuid } from './uuid';
 export const MAX_JSON_BYTES = 1 << 20;
 
 /** Deepest nesting of arrays and objects accepted in an input or payload (PostgreSQL reads deeper, but not much). */
-export const MAX_JSON_DEPTH = 1_000;
+const MAX_JSON_DEPTH = 1_000;
 
 /** One class-validator-shaped problem with `property`. */
 export function problem(property: string, value: unknown, constraint: string, message: string): ValidationError {

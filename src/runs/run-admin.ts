@@ -26,7 +26,7 @@ import { countKeyHandoffs } from './key-handoffs';
 import { Starter } from './starter';
 
 /** Longest cancel reason, in bytes of UTF-8. */
-export const MAX_REASON_BYTES = 1_000;
+const MAX_REASON_BYTES = 1_000;
 
 /** What an operator does to a run: `cancel`, `retry`, `rerun`, `releaseKey`. */
 @Injectable()
