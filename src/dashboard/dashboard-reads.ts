@@ -3,7 +3,7 @@ import { Pool } from 'pg';
 import { RESOLVED_OPTIONS } from '../core/durable.constants';
 import { DurableConnection } from '../core/durable.connection';
 import { WorkflowRegistry } from '../definition/workflow.registry';
-import { toMs } from '../domain/duration';
+import { MAX_TIMER_MS, toMs } from '../domain/duration';
 import { FlowsEngine } from '../flows/flows.engine';
 import type { ResolvedOptions } from '../options/resolve-options';
 import { ClusterReader } from '../runs/cluster-reader';
@@ -38,9 +38,11 @@ export interface Readers {
 export class DashboardReads implements OnApplicationShutdown {
   private made?: Readers;
   private pool?: Pool;
+  /** The pages' statement timeout (checked at startup; the client waits a second more, within a timer). */
+  private readonly timeoutMs: number;
 
   constructor(
-    @Inject(DASHBOARD_OPTIONS) private readonly dashboard: DurableDashboardOptions,
+    @Inject(DASHBOARD_OPTIONS) dashboard: DurableDashboardOptions,
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedOptions,
     private readonly connection: DurableConnection,
     private readonly registry: WorkflowRegistry,
@@ -51,12 +53,14 @@ export class DashboardReads implements OnApplicationShutdown {
     private readonly flowsStore: FlowsStore,
     private readonly controls: ControlsStore,
     private readonly definitions: DefinitionsStore,
-  ) {}
+  ) {
+    this.timeoutMs = toMs(dashboard.statementTimeout ?? '5s', 'statementTimeout', MAX_TIMER_MS - 1_000);
+  }
 
   /** The readers, bounded by the statement timeout. */
   get readers(): Readers {
     if (this.made) return this.made;
-    const timeoutMs = toMs(this.dashboard.statementTimeout ?? '5s', 'statementTimeout');
+    const { timeoutMs } = this;
     const settings = this.options.transactionPooler ? {} : { statement_timeout: timeoutMs };
     this.pool = new Pool({ ...(this.connection.connectionConfig() as object), ...settings, max: 4 });
     // the module's connection with this pool in place of its own: the readers use `db` only

@@ -1,7 +1,7 @@
 import { HttpStatus, Inject, Injectable } from '@nestjs/common';
 import { ApplicationConfig } from '@nestjs/core';
 import { DurableError, DurableValidationError, RunNotFoundError, ScheduleNotFoundError, UnknownWorkflowError } from '../errors';
-import { toMs } from '../domain/duration';
+import { MAX_TIMER_MS, toMs } from '../domain/duration';
 import { sqlState } from '../store/db';
 import { DASHBOARD_OPTIONS, type DurableDashboardOptions } from './dashboard.options';
 import type { PageContext } from './layout';
@@ -45,7 +45,7 @@ export class DashboardContext {
     private readonly app: ApplicationConfig,
   ) {
     this.path = options.path;
-    this.refreshMs = toMs(options.refreshInterval ?? '5s', 'refreshInterval');
+    this.refreshMs = toMs(options.refreshInterval ?? '5s', 'refreshInterval', MAX_TIMER_MS);
   }
 
   /** Actions are allowed at all (not read-only). */

@@ -19,7 +19,7 @@ function controlsOf(name: string, options: WorkflowOptions): WorkflowControls | 
   const { concurrency: c, rateLimit: r } = options;
   if (c === undefined && r === undefined) return undefined;
   const concurrency = c === undefined ? undefined : typeof c === 'number' ? { limit: c, grouped: false } : { limit: c.limit, grouped: true };
-  const rateLimit = r && { limit: r.limit, periodMs: toMs(r.period, `workflow "${name}": rateLimit.period`), grouped: r.by !== undefined };
+  const rateLimit = r && { limit: r.limit, periodMs: toMs(r.period, `workflow "${name}": rateLimit.period`, MAX_SPAN_MS), grouped: r.by !== undefined };
   return { by: (typeof c === 'object' ? c.by : undefined) ?? r?.by, concurrency, rateLimit };
 }
 

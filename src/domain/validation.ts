@@ -21,7 +21,7 @@ export function problem(property: string, value: unknown, constraint: string, me
 
 /** Why `value` is not a run id (a UUID), or undefined when it is one (or absent). */
 export function uuidProblem(value: unknown, property: string): ValidationError | undefined {
-  if (value === undefined || isUuid(value)) return undefined;
+  if (value === undefined || value === null || isUuid(value)) return undefined;
   return problem(property, value, 'isUuid', `${property} must be a run id (a UUID)`);
 }
 

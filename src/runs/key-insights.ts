@@ -163,7 +163,7 @@ export class KeyInsights {
       uuidProblem(o.runId, 'runId'),
       dateProblem(o.since, 'since'),
       limitProblem(o.limit),
-      o.cursor === undefined || /^[0-9]{1,18}$/.test(o.cursor)
+      o.cursor === undefined || o.cursor === null || /^[0-9]{1,18}$/.test(o.cursor)
         ? undefined
         : problem('cursor', o.cursor, 'isActivityId', 'cursor must be the id of an activity event'),
     ]);
@@ -171,9 +171,9 @@ export class KeyInsights {
       kinds: o.kinds ?? undefined,
       workflow: o.workflow === undefined || o.workflow === null ? undefined : this.registry.nameOf(o.workflow),
       key: o.key ?? undefined,
-      runId: o.runId,
+      runId: o.runId ?? undefined,
       since: o.since ?? undefined,
-      cursor: o.cursor,
+      cursor: o.cursor ?? undefined,
       limit: clampLimit(o.limit, 100),
     });
     return rows.map((r) => ({ id: r.id, kind: r.kind, runId: r.run_id, at: r.at, details: r.details }));

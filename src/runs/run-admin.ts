@@ -124,7 +124,7 @@ export class RunAdmin {
    */
   async releaseKey(runId: string, options?: { by?: string } | null): Promise<void> {
     const { by } = callOptions('releaseKey', options, ['by']);
-    assertValid('releaseKey', [by === undefined ? undefined : nameProblem(by, 'by')]);
+    assertValid('releaseKey', [by === undefined || by === null ? undefined : nameProblem(by, 'by')]);
     const { runs, activity } = this;
     const workflow = await this.connection.db.tx(async (q) => {
       const row = isUuid(runId) ? await runs.get(q, runId, true) : undefined;

@@ -129,10 +129,10 @@ export class RunReader {
     ]);
     const rows = await this.runs.list(this.connection.db, {
       ...this.filter(o),
-      parentId: o.parentId,
+      parentId: o.parentId ?? undefined,
       waitingFor: o.waitingFor ?? undefined,
-      before: o.before ?? o.cursor,
-      after: o.after,
+      before: o.before ?? o.cursor ?? undefined,
+      after: o.after ?? undefined,
       limit: clampLimit(o.limit, 50),
     });
     return rows.map((r) => toRunInfo(r, this.registry.stepName));

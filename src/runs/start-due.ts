@@ -26,6 +26,10 @@ export function dueAt(what: string, runAt: unknown, delay: unknown, debounced: b
     problems.push(problem(given(runAt) ? 'runAt' : 'delay', given(runAt) ? runAt : delay, 'debounced', message));
     return none;
   }
+  if (given(runAt) && given(delay)) {
+    problems.push(problem('delay', delay, 'oneOf', `${what}: give runAt or delay, not both`));
+    return none;
+  }
   if (runAt !== undefined && runAt !== null) {
     const ms = runAt instanceof Date ? runAt.getTime() : NaN;
     if (!(ms >= EARLIEST_DUE_MS && ms <= LATEST_TIME_MS)) {

@@ -50,7 +50,7 @@ export class Execution implements ExecutionHandle {
   private readonly progress = new ProgressSlot();
   /** Once compensating: the run's failure, and the compensation in progress. */
   private failure?: StoredError;
-  private compensation?: { step: string; method: string };
+  private compensation?: { step: string; method: string; attempt: number };
 
   constructor(
     private readonly services: RunServices,
@@ -323,10 +323,11 @@ export class Execution implements ExecutionHandle {
     for (let j = this.lastCompensable(from); j >= 0; j = this.lastCompensable(j - 1)) {
       const step = steps[j];
       const method = step.compensate!;
-      this.compensation = { step: step.name, method };
+      this.compensation = { step: step.name, method, attempt };
       if (attempt > step.retry.attempts) {
         const lost = { name: 'Error', message: `compensation "${method}" gave up: its worker was lost during the last attempt` };
-        return this.write({ status: 'compensation_failed', error: { ...error, compensation: { step: step.name, method, error: lost } }, final: true });
+        const compensation = { step: step.name, method, attempt: step.retry.attempts, error: lost };
+        return this.write({ status: 'compensation_failed', error: { ...error, compensation }, final: true });
       }
       const fn = (instance as Record<string, (ctx: unknown) => unknown>)[method].bind(instance);
       const comp: StepDefinition = { ...step, name: method, index: -(j + 1), run: fn };

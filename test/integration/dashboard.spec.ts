@@ -402,6 +402,9 @@ describe('dashboard (HTTP)', () => {
     await expect(createApp({ workflows: [Node], options: { worker: false }, imports: [factory] })).rejects.toThrow(
       /unknown option "gaurds" \(did you mean "guards"\?\)/,
     );
+    // durations no timer can wait are refused at startup (they would fire at once)
+    await expect(dashboardApp({ statementTimeout: '30d' })).rejects.toThrow(/statementTimeout must be at most 2147482647ms/);
+    await expect(dashboardApp({ refreshInterval: '30d' })).rejects.toThrow(/refreshInterval must be at most 2147483647ms/);
   });
 
   it('read-write: a POST from another origin, or without any origin, is refused and changes nothing', async () => {

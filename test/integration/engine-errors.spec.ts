@@ -95,7 +95,11 @@ describe('an error of the engine outside a step body', () => {
     const run = await t.durable.waitForRun(runId, { timeout: 10_000 });
     expect(run).toMatchObject({
       status: 'compensation_failed',
-      error: { message: 'b failed', step: 'b', compensation: { step: 'a', method: 'undoA', error: { message: 'the logger broke', code: 'internal' } } },
+      error: {
+        message: 'b failed',
+        step: 'b',
+        compensation: { step: 'a', method: 'undoA', attempt: 1, error: { message: 'the logger broke', code: 'internal' } },
+      },
     });
   });
 });

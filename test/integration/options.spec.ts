@@ -58,7 +58,7 @@ describe('DurableModule options', () => {
       await expectStartupFailure({ retention: { runs: 'forever' } }, /runs/);
     });
 
-    it('durations kept as times in the database past 100 years (retention, a debounce, a retry back-off)', async () => {
+    it('durations kept as times in the database past 100 years (retention, a debounce, a retry back-off, a rate-limit period)', async () => {
       await expectStartupFailure({ retention: { runs: '36501d' } }, /runs must be a duration .* at most 3153600000000ms/);
       await expectStartupFailure({ retention: { activity: 1e15 } }, /activity must be a duration/);
       @Workflow('options_far_debounce', { debounce: { period: '36501d' } })
@@ -71,8 +71,14 @@ describe('DurableModule options', () => {
         @Step()
         async s() {}
       }
+      @Workflow('options_far_rate', { rateLimit: { limit: 1, period: '36501d' } })
+      class FarRate {
+        @Step()
+        async s() {}
+      }
       await expect(createApp({ workflows: [FarDebounce] })).rejects.toThrow(/debounce\.period must be at most 3153600000000ms/);
       await expect(createApp({ workflows: [FarRetry] })).rejects.toThrow(/retry\.maxDelay must be at most 3153600000000ms/);
+      await expect(createApp({ workflows: [FarRate] })).rejects.toThrow(/rateLimit\.period must be at most 3153600000000ms/);
     });
 
     it('a statementTimeout at the longest a timer can wait boots and runs (the client waits within a timer too)', async () => {

@@ -189,6 +189,10 @@ describe('reading more: listRuns both ways, countRuns, listKeys across workflows
     expect(await durable.countRuns(null as never, null as never)).toEqual({ count: 1, capped: false });
     expect(await durable.listActivity(null as never)).toHaveLength(1);
     expect((await durable.listKeys(null as never)).map((k) => k.key)).toEqual(['k']);
+    // null for a filter, the run-id ones included, is no filter
+    const none = null as never;
+    expect((await durable.listRuns({ cursor: none, before: none, after: none, parentId: none, key: none })).map((r) => r.id)).toEqual([run]);
+    expect(await durable.listActivity({ runId: none, cursor: none })).toHaveLength(1);
     // still accepted: a limit out of range is clamped, a Date since filters
     expect(await durable.listRuns({ limit: 0 })).toHaveLength(1);
     expect(await durable.listActivity({ since: new Date(Date.now() + 3_600_000) })).toEqual([]);

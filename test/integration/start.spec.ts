@@ -125,6 +125,7 @@ describe('DurableService.start / startMany', () => {
       ['runAt: the year 10000', { runAt: new Date('+010000-01-01T00:00:00.000Z') }],
       ['runAt: before the year 1', { runAt: new Date(-8.64e15) }],
       ['delay: ending after the year 9999', { delay: 1e15 }],
+      ['runAt and delay both', { runAt: new Date(Date.now() + 60_000), delay: '1m' }],
     ])('refuses %s with DurableValidationError and writes nothing', async (_label, opts) => {
       await expectInvalid(durable.start('start_echo', {}, opts as never));
       expect(await countRuns(t.schema)).toBe(0);

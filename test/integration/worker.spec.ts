@@ -381,12 +381,18 @@ describe('worker', () => {
     await node.close();
   });
 
-  it('a claim still in flight when close() begins: what it claims runs and is written before the pool closes', async () => {
+  /**
+   * Starts a run of `workflow` due in 300 ms on a node that only claims when notified, holds the
+   * node's claim of it with a table lock, begins the node's close() while the claim waits, then
+   * lets the claim go and waits for the close. Resolves with the run's id and a node of the schema
+   * without a worker.
+   */
+  async function closeWithClaimInFlight(workflow: typeof Flaky | typeof Drain, input: object, shutdownTimeout: string | number) {
     const schema = freshSchema();
     // no poll during the test: only the NOTIFY below makes this node claim
-    const node = await createApp({ schema, workflows: [Flaky], options: { worker: { pollInterval: '1h' }, shutdownTimeout: '10s' } });
-    const observer = await createApp({ schema, workflows: [Flaky], options: { worker: false } });
-    const { runId } = await observer.durable.start('worker_flaky', { succeedOn: 1 }, { delay: '300ms' });
+    const node = await createApp({ schema, workflows: [workflow], options: { worker: { pollInterval: '1h' }, shutdownTimeout } });
+    const observer = await createApp({ schema, workflows: [workflow], options: { worker: false } });
+    const { runId } = await observer.durable.start(workflow, input, { delay: '300ms' });
     const due = (await observer.durable.getRun(runId))!.runAt.getTime();
     await waitFor(() => Date.now() > due + 50, { message: 'the run is due' });
     // hold the claim: the table lock blocks it after it started (so it sees the run due)
@@ -405,33 +411,18 @@ describe('worker', () => {
     } finally {
       await locker.end();
     }
+    return { runId, observer };
+  }
+
+  it('a claim still in flight when close() begins: what it claims runs and is written before the pool closes', async () => {
+    const { runId, observer } = await closeWithClaimInFlight(Flaky, { succeedOn: 1 }, '10s');
     // before the fix the shutdown did not wait for the claim: the run was launched after the drain
     // and its writes retried forever against the closed pool, leaving it running
     expect((await observer.durable.getRun(runId))!).toMatchObject({ status: 'completed', result: { attempt: 1 } });
   });
 
   it('with shutdownTimeout 0, a run its claim in flight launches during the shutdown is released, its attempt not used', async () => {
-    const schema = freshSchema();
-    const node = await createApp({ schema, workflows: [Drain], options: { worker: { pollInterval: '1h' }, shutdownTimeout: 0 } });
-    const observer = await createApp({ schema, workflows: [Drain], options: { worker: false } });
-    const { runId } = await observer.durable.start('worker_drain', {}, { delay: '300ms' });
-    const due = (await observer.durable.getRun(runId))!.runAt.getTime();
-    await waitFor(() => Date.now() > due + 50, { message: 'the run is due' });
-    const locker = new Client({ connectionString: databaseUrl() });
-    await locker.connect();
-    try {
-      await locker.query('BEGIN');
-      await locker.query(`LOCK TABLE "${schema}".runs IN EXCLUSIVE MODE`);
-      await sql(`SELECT pg_notify($1, '')`, [`durable_${schema}`]);
-      await waitForLockWait([`"${schema}".runs`, 'SKIP LOCKED'], 'the claim waits for the table lock');
-      const closing = node.close();
-      const worker = node.get(Worker) as unknown as { stopping: boolean };
-      await waitFor(() => worker.stopping, { message: 'the shutdown began' });
-      await locker.query('COMMIT');
-      await closing;
-    } finally {
-      await locker.end();
-    }
+    const { runId, observer } = await closeWithClaimInFlight(Drain, {}, 0);
     // its step (held) is released with the rest, not left running for a recovery that would count its attempt
     expect((await observer.durable.getRun(runId))!).toMatchObject({ status: 'pending', attempt: 0, nodeId: null });
   });
