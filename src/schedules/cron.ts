@@ -62,3 +62,33 @@ export function nextTickAfter(cron: string, timezone: string, from: Date): Date 
     return null;
   }
 }
+
+/** The local time at `at` in `timeZone`, to the second (formats kept per zone). */
+function wallClock(at: number, timeZone: string): string {
+  let format = WALL_CLOCKS.get(timeZone);
+  if (!format) {
+    const fields = { year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' } as const;
+    WALL_CLOCKS.set(timeZone, (format = new Intl.DateTimeFormat('en-CA', { timeZone, hourCycle: 'h23', ...fields })));
+  }
+  return format.format(at);
+}
+const WALL_CLOCKS = new Map<string, Intl.DateTimeFormat>();
+
+/** How far a clock change moves a clock back: 2 h (Antarctica/Troll), 1 h (most zones), 30 min (Lord Howe). */
+const CLOCK_SHIFTS_MS = [7_200_000, 3_600_000, 1_800_000];
+
+/**
+ * The tick of `cron` (in `timezone`) at `tick` as every node names it. When a clock goes back, the
+ * local times of the hour it repeats happen twice; a cron of fixed hours (no `*` in its hour field)
+ * ticks once there, at the first of the two instants — nodes that computed the tick before and
+ * after the change would otherwise name it by two instants and both fire it. A cron of every hour
+ * ticks at both.
+ */
+export function firstOccurrence(cron: string, timezone: string, tick: Date): Date {
+  const fields = cron.trim().split(/\s+/);
+  const hours = fields.length === 6 ? fields[2] : fields.length === 5 ? fields[1] : '*';
+  if (hours.startsWith('*')) return tick;
+  const wall = wallClock(tick.getTime(), timezone);
+  for (const shift of CLOCK_SHIFTS_MS) if (wallClock(tick.getTime() - shift, timezone) === wall) return new Date(tick.getTime() - shift);
+  return tick;
+}

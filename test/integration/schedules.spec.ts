@@ -195,6 +195,31 @@ describe('schedules', () => {
     expect(new Set(all.map((x) => new Date(x.tick_at).getTime())).size).toBe(all.length);
   });
 
+  it('where a clock goes back, a tick at a fixed hour fires once in the repeated hour, whichever instant a node names it by; a cron of every hour fires at both', async () => {
+    const t = await createApp({ workflows: [Plain], options: { worker: false } });
+    const s = schedulerOf(t);
+    // 2027-10-31 in Paris: 03:00 CEST becomes 02:00 CET, so 02:30 happens at 00:30Z and again at 01:30Z
+    // (a node computes the one or the other, by the offset in force when it computes)
+    const first = new Date('2027-10-31T00:30:00Z');
+    const second = new Date('2027-10-31T01:30:00Z');
+    const fixed = { name: 'dst_fixed', cron: '30 2 * * *', timezone: 'Europe/Paris' };
+    await t.durable.schedule('sched_plain', fixed.cron, { name: fixed.name, timezone: fixed.timezone });
+    expect(await s.fireTick(fixed, first, null)).toMatchObject({ fired: true });
+    expect(await s.fireTick(fixed, second, null)).toEqual({ fired: false });
+    // a node that names it by the second instant, the first never fired: fired once, as the first
+    const late = { ...fixed, name: 'dst_late' };
+    await t.durable.schedule('sched_plain', late.cron, { name: late.name, timezone: late.timezone });
+    expect(await s.fireTick(late, second, null)).toMatchObject({ fired: true });
+    expect(await s.fireTick(late, first, null)).toEqual({ fired: false });
+    expect((await fires(t.schema, 'dst_late')).map((f) => new Date(f.tick_at).toISOString())).toEqual([first.toISOString()]);
+    // every 30 minutes: the two instants are ticks of their own
+    const every = { name: 'dst_every', cron: '*/30 * * * *', timezone: 'Europe/Paris' };
+    await t.durable.schedule('sched_plain', every.cron, { name: every.name, timezone: every.timezone });
+    expect(await s.fireTick(every, first, null)).toMatchObject({ fired: true });
+    expect(await s.fireTick(every, second, null)).toMatchObject({ fired: true });
+    expect(await runsOf(t.schema, 'sched_plain')).toHaveLength(4);
+  });
+
   it('two processes: a node paused (SIGSTOP) through several ticks does not fire them again when it resumes', async () => {
     const schema = freshSchema();
     const a = await spawnNode({ schema, nodeId: 'proc-a', fixture: 'schedule-node.js' });
