@@ -7,7 +7,8 @@ export interface WaitRow {
   until: Date | null;
   /** `until` has passed (by the database clock). */
   due: boolean;
-  children: string[] | null;
+  /** A call's children in call order; null where a retry is to start that child anew. */
+  children: (string | null)[] | null;
   timed_out: boolean;
 }
 
@@ -42,23 +43,37 @@ export class WaitsStore {
       // only while the claim of epoch $5 owns the parent (on a node: a compensation given back keeps
       // its epoch), whose row stays locked until the children are inserted: a cancel of the parent
       // waits for them, then cascades to them
+      // $6: the children the call had (a retry's, with gaps to fill), or null for a call's first
       recordChildren: `
         WITH parent AS (
           SELECT id, has_children FROM ${S}.runs WHERE id = $1 AND epoch = $5 AND status IN ('running', 'compensating') AND node_id IS NOT NULL
           FOR NO KEY UPDATE
-        ), rec AS (
-          INSERT INTO ${S}.waits (run_id, step, call, kind, children) SELECT $1, $2, $3, 'children', $4::uuid[] FROM parent
+        ), ins AS (
+          INSERT INTO ${S}.waits (run_id, step, call, kind, children) SELECT $1, $2, $3, 'children', $4::uuid[] FROM parent WHERE $6::uuid[] IS NULL
           ON CONFLICT (run_id, step, call) DO NOTHING RETURNING 1
+        ), filled AS (
+          UPDATE ${S}.waits SET children = $4::uuid[]
+          WHERE run_id = $1 AND step = $2 AND call = $3 AND children IS NOT DISTINCT FROM $6::uuid[] AND EXISTS (SELECT 1 FROM parent)
+          RETURNING 1
+        ), rec AS (
+          SELECT 1 FROM ins UNION ALL SELECT 1 FROM filled
         ), mark AS (
           UPDATE ${S}.runs SET has_children = true WHERE id = (SELECT id FROM parent WHERE NOT has_children) AND EXISTS (SELECT 1 FROM rec)
         )
         SELECT EXISTS (SELECT 1 FROM parent) AS owned, EXISTS (SELECT 1 FROM rec) AS recorded`,
+      // a wait whose timeout failed the step is forgotten; in a call's children, each that did not
+      // complete (or was deleted, pruned, since) leaves a gap the retried step fills with a new one
       resetForRetry: `
-        DELETE FROM ${S}.waits w USING ${S}.runs r
-        WHERE w.run_id = $1 AND r.id = $1 AND w.step = r.step
-          AND ((w.timed_out AND w.timeout_value IS NOT TRUE) OR (w.kind = 'children' AND (
-                -- a child that did not complete, or one deleted (pruned) since
-                SELECT count(*) FILTER (WHERE c.status = 'completed') FROM ${S}.runs c WHERE c.id = ANY (w.children)) < cardinality(w.children)))`,
+        WITH failed AS (
+          DELETE FROM ${S}.waits w USING ${S}.runs r
+          WHERE w.run_id = $1 AND r.id = $1 AND w.step = r.step AND w.timed_out AND w.timeout_value IS NOT TRUE
+        )
+        UPDATE ${S}.waits w SET children = (
+          SELECT array_agg(c.id ORDER BY x.n) FROM unnest(w.children) WITH ORDINALITY AS x(id, n)
+          LEFT JOIN ${S}.runs c ON c.id = x.id AND c.status = 'completed')
+        FROM ${S}.runs r
+        WHERE w.run_id = $1 AND r.id = $1 AND w.step = r.step AND w.kind = 'children'
+          AND (SELECT count(*) FROM ${S}.runs c WHERE c.id = ANY (w.children) AND c.status = 'completed') < cardinality(w.children)`,
       timedOut: `UPDATE ${S}.waits SET timed_out = true, timeout_value = $4 WHERE run_id = $1 AND step = $2 AND call = $3`,
       children: `
         SELECT c.id, c.status, c.result, c.error FROM unnest($1::uuid[]) WITH ORDINALITY AS x(id, n)
@@ -80,8 +95,9 @@ export class WaitsStore {
 
   /**
    * Records the children of a call and flags the parent, while the claim of `epoch` owns it (its row
-   * locked until the transaction ends): `exists` when the call already had them, `notOwned` when
-   * the parent was cancelled or recovered meanwhile.
+   * locked until the transaction ends): `exists` when the call already had them (or, filling the
+   * gaps of `had`, when they were filled already), `notOwned` when the parent was cancelled or
+   * recovered meanwhile.
    */
   async recordChildren(
     q: Queryable,
@@ -90,15 +106,17 @@ export class WaitsStore {
     call: number,
     children: string[],
     epoch: number,
+    had: (string | null)[] | null = null,
   ): Promise<'recorded' | 'exists' | 'notOwned'> {
-    const [row] = await q.query<{ owned: boolean; recorded: boolean }>(this.sql.recordChildren, [runId, step, call, children, epoch]);
+    const [row] = await q.query<{ owned: boolean; recorded: boolean }>(this.sql.recordChildren, [runId, step, call, children, epoch, had]);
     return !row.owned ? 'notOwned' : row.recorded ? 'recorded' : 'exists';
   }
 
   /**
    * Before `retry` of a failed run: forgets the waits of its failed step that would fail it again
-   * (timed out without a `timeoutValue`, or children that did not complete or were deleted since),
-   * so the retried step waits / starts children anew.
+   * (timed out without a `timeoutValue`), and the children of its calls that did not complete or
+   * were deleted since, so the retried step waits anew and starts those children anew (the ones
+   * that completed are kept, with their results).
    */
   async resetForRetry(q: Queryable, runId: string): Promise<void> {
     await q.query(this.sql.resetForRetry, [runId]);

@@ -110,8 +110,11 @@ export async function callChildren(scope: WaitScope, calls: ChildCall[], options
     calls.map((c, i) => jsonProblem(c.input, calls.length > 1 ? `calls[${i}].input` : 'input')),
   );
   assertOwned(scope);
-  let ids = scope.recorded ? scope.recorded.children : ((await services.waits.get(services.db, scope.runId, scope.step, scope.call))?.children ?? null);
-  if (!ids) {
+  const had = scope.recorded ? scope.recorded.children : ((await services.waits.get(services.db, scope.runId, scope.step, scope.call))?.children ?? null);
+  let ids = had;
+  // the call's first time (no children), or a retry's (gaps where children did not complete)
+  if (!had || had.includes(null)) {
+    const starting = defs.map((_, i) => !had || had[i] == null);
     // ids in call order (uuidv7 of one millisecond are not ordered among themselves)
     const newIds = defs.map(() => uuidv7()).sort();
     const children: NewRun[] = defs.map((def, i) => ({
@@ -128,20 +131,25 @@ export async function callChildren(scope: WaitScope, calls: ChildCall[], options
       parent_id: scope.runId,
       trace: traceCarrier(),
     }));
-    const fresh = children.map((c) => c.id);
+    const all = children.map((c, i) => (starting[i] ? c.id : (had![i] as string)));
     const recorded = await services.db.tx(async (q) => {
-      const outcome = await services.waits.recordChildren(q, scope.runId, scope.step, scope.call, fresh, scope.epoch);
+      const outcome = await services.waits.recordChildren(q, scope.runId, scope.step, scope.call, all, scope.epoch, had);
       if (outcome === 'notOwned') throw new CancelledError(`run ${scope.runId} is no longer owned by this execution; its children were not started`);
       if (outcome === 'exists') return false;
-      await services.runs.insert(q, children);
+      await services.runs.insert(
+        q,
+        children.filter((_, i) => starting[i]),
+      );
       return true;
     });
     if (recorded) throw scope.suspend(new Suspension('children', null, null));
     ids = (await services.waits.get(services.db, scope.runId, scope.step, scope.call))!.children!;
   }
-  const rows = await services.waits.children(services.db, ids);
-  if (rows.length < ids.length) {
-    const gone = ids.find((id) => !rows.some((r) => r.id === id))!;
+  // every child of the call is started by now: the gaps were filled, here or by another execution
+  const started = ids as string[];
+  const rows = await services.waits.children(services.db, started);
+  if (rows.length < started.length) {
+    const gone = started.find((id) => !rows.some((r) => r.id === id))!;
     throw new ChildFailedError(gone, 'deleted', { name: 'Error', message: 'the child run was deleted' });
   }
   if (rows.some((r) => !isFinished(r.status as never))) throw scope.suspend(new Suspension('children', null, null));

@@ -92,6 +92,24 @@ class RetryParent {
   }
 }
 
+const counted = { runs: 0 };
+@Workflow('ch_counted', { retry: { attempts: 1 } })
+class Counted {
+  @Step()
+  async run() {
+    counted.runs++;
+    return 'ok';
+  }
+}
+
+@Workflow('ch_retry_fanout', { retry: { attempts: 3, initialDelay: '50ms' } })
+class RetryFanOut {
+  @Step()
+  async all(ctx: RunContext) {
+    return ctx.parallel([{ workflow: Counted }, { workflow: FlakyChild }, { workflow: Counted }]);
+  }
+}
+
 @Workflow('ch_then_input')
 class ThenInput {
   @Step()
@@ -102,7 +120,7 @@ class ThenInput {
   }
 }
 
-const workflows = [Double, DoubleOnce, Parent, ParentFail, FanOut, Forever, Tree, FlakyChild, RetryParent, ThenInput];
+const workflows = [Double, DoubleOnce, Parent, ParentFail, FanOut, Forever, Tree, FlakyChild, RetryParent, Counted, RetryFanOut, ThenInput];
 
 beforeEach(() => {
   log.length = 0;
@@ -209,6 +227,30 @@ describe('child runs', () => {
     expect(done.children).toHaveLength(2);
     const kids = await Promise.all(done.children.map((id) => durable.getRun(id)));
     expect(kids.map((k) => k!.status)).toEqual(['failed', 'completed']);
+  });
+
+  it('retry of a parent whose parallel call had a failed child starts that child anew and keeps the completed ones', async () => {
+    flaky.fail = true;
+    counted.runs = 0;
+    const { durable } = await createApp({ workflows });
+    const { runId } = await durable.start(RetryFanOut);
+    const failed = await durable.waitForRun(runId, { timeout: 10_000 });
+    expect(failed.status).toBe('failed');
+    expect(counted.runs).toBe(2);
+    flaky.fail = false;
+    await durable.retry(runId);
+    const done = await durable.waitForRun(runId, { timeout: 10_000 });
+    expect(done).toMatchObject({ status: 'completed', result: ['ok', 'ready', 'ok'] });
+    // the two completed children were not run again; the failed one has a successor
+    expect(counted.runs).toBe(2);
+    expect(done.children).toHaveLength(4);
+    const kids = await Promise.all(done.children.map((id) => durable.getRun(id)));
+    expect(kids.map((k) => `${k!.workflow} ${k!.status}`).sort()).toEqual([
+      'ch_counted completed',
+      'ch_counted completed',
+      'ch_flaky_child completed',
+      'ch_flaky_child failed',
+    ]);
   });
 
   it('retry of a parent whose failed child was pruned since starts a new child too', async () => {
