@@ -27,13 +27,15 @@ export class EventsStore {
   ) {
     const S = `"${schema}"`;
     this.sql = {
-      lockRun: `
-        SELECT status, wait_kind, wait_name,
-          EXISTS (SELECT 1 FROM ${S}.waits w
-                  WHERE w.run_id = r.id AND w.step = r.step AND w.kind = $2 AND w.name = $3 AND NOT w.timed_out)
+      lockRun: `SELECT status, wait_kind, wait_name FROM ${S}.runs WHERE id = $1 FOR UPDATE`,
+      // a statement of its own after the lock: it sees what the run's holder wrote before letting go
+      // (a wait marked timed out), which a subquery of the locking statement would not
+      waitOpen: `
+        SELECT EXISTS (SELECT 1 FROM ${S}.waits w
+                       WHERE w.run_id = r.id AND w.step = r.step AND w.kind = $2 AND w.name = $3 AND NOT w.timed_out)
           AND NOT EXISTS (SELECT 1 FROM ${S}.events e
                           WHERE e.run_id = r.id AND e.kind = $2 AND e.name = $3 AND e.received_at IS NOT NULL) AS wait_open
-        FROM ${S}.runs r WHERE id = $1 FOR UPDATE`,
+        FROM ${S}.runs r WHERE id = $1`,
       insert: `
         INSERT INTO ${S}.events (run_id, kind, name, payload, received_at)
         VALUES ($1, $2, $3, $4::jsonb, CASE WHEN $5::boolean THEN now() END)`,
@@ -62,8 +64,10 @@ export class EventsStore {
 
   /** The run's status and what it waits for (about `kind`/`name`), row-locked for the caller's transaction. */
   async lockRun(q: Queryable, runId: string, kind: EventKind, name: string): Promise<EventTarget | undefined> {
-    const [row] = await q.query<EventTarget>(this.sql.lockRun, [runId, kind, name]);
-    return row;
+    const [row] = await q.query<Omit<EventTarget, 'wait_open'>>(this.sql.lockRun, [runId]);
+    if (!row) return undefined;
+    const [{ wait_open }] = await q.query<Pick<EventTarget, 'wait_open'>>(this.sql.waitOpen, [runId, kind, name]);
+    return { ...row, wait_open };
   }
 
   /** Stores an event; `received` when it is handed to the wait that is waiting for it. */

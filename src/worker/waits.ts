@@ -87,7 +87,15 @@ export async function waitFor<T>(scope: WaitScope, kind: EventKind, name: string
     const got = await services.events.receive(services.db, scope.runId, kind, name);
     if (got) return got.payload as T;
     if (!row.due) throw scope.suspend(new Suspension(kind, name, row.until && new Date(row.until)));
-    await services.waits.markTimedOut(services.db, scope.runId, scope.step, scope.call, 'timeoutValue' in options);
+    // timed out, unless the event came in just now: under the run's lock, which a send takes too, an
+    // event kept for this wait is its answer; a send after this sees the wait closed
+    const late = await services.db.tx(async (q) => {
+      await services.events.lockRun(q, scope.runId, kind, name);
+      const event = await services.events.receive(q, scope.runId, kind, name);
+      if (!event) await services.waits.markTimedOut(q, scope.runId, scope.step, scope.call, 'timeoutValue' in options);
+      return event;
+    });
+    if (late) return late.payload as T;
   }
   if ('timeoutValue' in options) return options.timeoutValue as T;
   // every re-run of the step would time out the same way: no retries (like a failed child)

@@ -74,6 +74,14 @@ class Timeout {
   }
 }
 
+@Workflow('e_timeout_late')
+class TimeoutLate {
+  @Step()
+  async listen(ctx: RunContext) {
+    return ctx.waitForEvent('go', { timeout: 1_500, timeoutValue: { none: true } });
+  }
+}
+
 /** Bodies run of e_timeout_retry; it fails once its wait has timed out while `breakAfterWait`. */
 let valueBodies = 0;
 let breakAfterWait = true;
@@ -220,6 +228,37 @@ describe('sendEvent / waitForEvent', () => {
     // a timed-out wait fails the step for good (a retry would time out the same way): each run's
     // step ran twice (first try, after the timer), no retry with its 2 s backoff
     expect(timeoutAttempts).toBe(4);
+  });
+
+  it('an event sent as its wait times out is either its answer or dropped, never kept for nothing', async () => {
+    const { durable, schema } = await createApp({ workflows: [TimeoutLate] });
+    const waits = `"${schema}".waits`;
+    const locker = new Client({ connectionString: databaseUrl() });
+    await locker.connect();
+    try {
+      // writes to waits wait: the step, run again once its wait's timer ended, has found no event and
+      // is marking the wait timed out when the event is sent
+      const { runId } = await durable.start(TimeoutLate);
+      await waitFor(async () => (await durable.getRun(runId))?.status === 'waiting', { message: 'the run waits for its event' });
+      await locker.query('BEGIN');
+      await locker.query(`LOCK TABLE ${waits} IN SHARE MODE`);
+      await waitForLockWait([waits, 'timed_out = true'], 'the step marks its wait timed out');
+      const sent = durable.sendEvent(runId, 'go', { late: true });
+      // the send either waits for the run the step holds, or stores its event before the lock ends
+      await waitFor(
+        async () =>
+          (await sql(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'`))[0].n >= 2 ||
+          (await sql(`SELECT 1 FROM "${schema}".events`)).length > 0,
+        { message: 'the send is under way' },
+      );
+      await locker.query('COMMIT');
+      const outcome = await sent;
+      const run = await durable.waitForRun(runId, { timeout: 10_000 });
+      expect([outcome, run.result]).toEqual(outcome === 'kept' ? ['kept', { late: true }] : ['dropped', { none: true }]);
+    } finally {
+      await locker.query('ROLLBACK').catch(() => undefined);
+      await locker.end();
+    }
   });
 
   it('retry replays a wait that returned its timeoutValue, and waits anew where the timeout failed the step', async () => {
