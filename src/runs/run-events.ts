@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { RunNotFoundError } from '../errors';
+import { RunNotFoundError, SerializationError } from '../errors';
 import { isUuid } from '../domain/uuid';
 import { assertValid, jsonProblem, nameProblem, problem } from '../domain/validation';
 import { callOptions } from '../domain/call-options';
@@ -42,7 +42,9 @@ export class RunEvents {
     assertValid(what, [nameProblem(name), jsonProblem(payload, 'payload')]);
     if (!isUuid(runId)) throw new RunNotFoundError(runId);
     const deliver = (q: Queryable) => deliverEvent(this.events, q, runId, name, payload, opts);
-    const outcome = await (joined ? deliver(joined) : this.connection.db.tx(deliver));
+    // in a caller's REPEATABLE READ or SERIALIZABLE transaction, a race with the run's holder is a
+    // serialization failure: the caller retries its transaction
+    const outcome = await (joined ? deliver(joined) : this.connection.db.tx(deliver)).catch((err) => Promise.reject(SerializationError.wrap(err)));
     if (!outcome) throw new RunNotFoundError(runId);
     return outcome;
   }

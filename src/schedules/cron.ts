@@ -63,32 +63,38 @@ export function nextTickAfter(cron: string, timezone: string, from: Date): Date 
   }
 }
 
-/** The local time at `at` in `timeZone`, to the second (formats kept per zone). */
-function wallClock(at: number, timeZone: string): string {
+/** The local date and time at `at` in `timeZone`, to the second (formats kept per zone). */
+function wallClock(at: number, timeZone: string): { text: string; hour: number; minute: number; second: number } {
   let format = WALL_CLOCKS.get(timeZone);
   if (!format) {
     const fields = { year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' } as const;
     WALL_CLOCKS.set(timeZone, (format = new Intl.DateTimeFormat('en-CA', { timeZone, hourCycle: 'h23', ...fields })));
   }
-  return format.format(at);
+  const parts = format.formatToParts(at);
+  const part = (type: Intl.DateTimeFormatPartTypes) => Number(parts.find((p) => p.type === type)!.value);
+  return { text: parts.map((p) => p.value).join(''), hour: part('hour'), minute: part('minute'), second: part('second') };
 }
 const WALL_CLOCKS = new Map<string, Intl.DateTimeFormat>();
 
 /** How far a clock change moves a clock back: 2 h (Antarctica/Troll), 1 h (most zones), 30 min (Lord Howe). */
 const CLOCK_SHIFTS_MS = [7_200_000, 3_600_000, 1_800_000];
 
+/** Whether `value` is in a field of a parsed cron (`{ 3: true, … }`). */
+const inField = (field: Record<number, boolean>, value: number): boolean => value in field;
+
 /**
- * The tick of `cron` (in `timezone`) at `tick` as every node names it. When a clock goes back, the
- * local times of the hour it repeats happen twice; a cron of fixed hours (no `*` in its hour field)
- * ticks once there, at the first of the two instants — nodes that computed the tick before and
- * after the change would otherwise name it by two instants and both fire it. A cron of every hour
- * ticks at both.
+ * The tick of `cron` (in `timezone`) at `at` as every node names it, or null when `at` is not one
+ * of its ticks. When a clock goes back, the local times of the hour it repeats happen twice: a cron
+ * of some hours ticks once there, at the first of the two instants (nodes that computed the tick
+ * before and after the change would otherwise name it by two instants and both fire it); a cron of
+ * every hour ticks at both. Around a clock change the cron library can also name an instant whose
+ * local time is of another hour than the cron's: that is no tick.
  */
-export function firstOccurrence(cron: string, timezone: string, tick: Date): Date {
-  const fields = cron.trim().split(/\s+/);
-  const hours = fields.length === 6 ? fields[2] : fields.length === 5 ? fields[1] : '*';
-  if (hours.startsWith('*')) return tick;
-  const wall = wallClock(tick.getTime(), timezone);
-  for (const shift of CLOCK_SHIFTS_MS) if (wallClock(tick.getTime() - shift, timezone) === wall) return new Date(tick.getTime() - shift);
-  return tick;
+export function tickAt(cron: string, timezone: string, at: Date): Date | null {
+  const time = new CronTime(cron, timezone) as unknown as Record<'hour' | 'minute' | 'second', Record<number, boolean>>;
+  const wall = wallClock(at.getTime(), timezone);
+  if (!inField(time.hour, wall.hour) || !inField(time.minute, wall.minute) || !inField(time.second, wall.second)) return null;
+  if (Object.keys(time.hour).length === 24) return at;
+  for (const shift of CLOCK_SHIFTS_MS) if (wallClock(at.getTime() - shift, timezone).text === wall.text) return new Date(at.getTime() - shift);
+  return at;
 }

@@ -17,7 +17,7 @@ import { assertValid, jsonProblem, keyProblem, nameProblem, optionsObjectProblem
 import { unstorableName } from '../domain/call-options';
 import type { StartResult } from '../domain/run-info';
 import { Starter } from '../runs/starter';
-import { firstOccurrence, nextOf, parseCron } from './cron';
+import { nextOf, parseCron, tickAt } from './cron';
 import { cronJobsOf, type CronJobs } from './cron-jobs';
 
 /** A stored schedule as `listSchedules` returns it. */
@@ -354,7 +354,8 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
   /** One tick on this node: take the (schedule, tick) guard and start the run, or find it taken. */
   async fireTick(local: Pick<LocalJob, 'name' | 'cron' | 'timezone'>, at: Date, next: Date | null): Promise<FireResult> {
     const stat = this.stat(local.name);
-    const tick = firstOccurrence(local.cron, local.timezone, at);
+    const tick = tickAt(local.cron, local.timezone, at);
+    if (!tick) return { fired: false }; // an instant the cron library named around a clock change, of no tick
     try {
       const out = await this.connection.dataSource.transaction(async (manager) => {
         const q = managerQueryable(manager);

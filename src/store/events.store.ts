@@ -29,10 +29,13 @@ export class EventsStore {
     this.sql = {
       lockRun: `SELECT status, wait_kind, wait_name FROM ${S}.runs WHERE id = $1 FOR UPDATE`,
       // a statement of its own after the lock: it sees what the run's holder wrote before letting go
-      // (a wait marked timed out), which a subquery of the locking statement would not
+      // (a wait marked timed out), which a subquery of the locking statement would not; the wait's
+      // row is locked too, so a caller's REPEATABLE READ transaction that read it before fails with
+      // a serialization failure rather than keep an event for a wait that timed out
       waitOpen: `
         SELECT EXISTS (SELECT 1 FROM ${S}.waits w
-                       WHERE w.run_id = r.id AND w.step = r.step AND w.kind = $2 AND w.name = $3 AND NOT w.timed_out)
+                       WHERE w.run_id = r.id AND w.step = r.step AND w.kind = $2 AND w.name = $3 AND NOT w.timed_out
+                       FOR SHARE OF w)
           AND NOT EXISTS (SELECT 1 FROM ${S}.events e
                           WHERE e.run_id = r.id AND e.kind = $2 AND e.name = $3 AND e.received_at IS NOT NULL) AS wait_open
         FROM ${S}.runs r WHERE id = $1`,

@@ -15,6 +15,7 @@ export interface WaitRow {
 /** The children of a wait with their outcome. */
 export interface ChildRow {
   id: string;
+  workflow: string;
   status: string;
   result: unknown;
   error: unknown;
@@ -53,7 +54,8 @@ export class WaitsStore {
           ON CONFLICT (run_id, step, call) DO NOTHING RETURNING 1
         ), filled AS (
           UPDATE ${S}.waits SET children = $4::uuid[]
-          WHERE run_id = $1 AND step = $2 AND call = $3 AND children IS NOT DISTINCT FROM $6::uuid[] AND EXISTS (SELECT 1 FROM parent)
+          WHERE run_id = $1 AND step = $2 AND call = $3 AND kind = 'children' AND $6::uuid[] IS NOT NULL
+            AND children IS NOT DISTINCT FROM $6::uuid[] AND EXISTS (SELECT 1 FROM parent)
           RETURNING 1
         ), rec AS (
           SELECT 1 FROM ins UNION ALL SELECT 1 FROM filled
@@ -76,7 +78,7 @@ export class WaitsStore {
           AND (SELECT count(*) FROM ${S}.runs c WHERE c.id = ANY (w.children) AND c.status = 'completed') < cardinality(w.children)`,
       timedOut: `UPDATE ${S}.waits SET timed_out = true, timeout_value = $4 WHERE run_id = $1 AND step = $2 AND call = $3`,
       children: `
-        SELECT c.id, c.status, c.result, c.error FROM unnest($1::uuid[]) WITH ORDINALITY AS x(id, n)
+        SELECT c.id, c.workflow, c.status, c.result, c.error FROM unnest($1::uuid[]) WITH ORDINALITY AS x(id, n)
         JOIN ${S}.runs c ON c.id = x.id ORDER BY x.n`,
     };
   }

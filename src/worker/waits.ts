@@ -103,6 +103,19 @@ export async function waitFor<T>(scope: WaitScope, kind: EventKind, name: string
 }
 
 /**
+ * The children a retried call keeps, by position: the ids left of its earlier children (those that
+ * completed, see `resetForRetry`), where the call starts the same workflow at the same place; a
+ * call changed since (other workflows, another number of them) starts them anew.
+ */
+async function keptChildren(scope: WaitScope, had: (string | null)[], defs: { name: string }[]): Promise<(string | undefined)[]> {
+  if (had.length !== defs.length) return [];
+  const ids = had.filter((id): id is string => id !== null);
+  const rows = await scope.services.waits.children(scope.services.db, ids);
+  const workflowOf = new Map(rows.map((r) => [r.id, r.workflow]));
+  return had.map((id, i) => (id !== null && workflowOf.get(id) === defs[i].name ? id : undefined));
+}
+
+/**
  * `ctx.callWorkflow` / `ctx.parallel`: starts the children once per (run, step, call) — a step that
  * runs again finds the ones it started — and suspends until all have finished; then resolves with
  * their results in order, or rejects with `ChildFailedError` for the first that did not complete.
@@ -122,7 +135,9 @@ export async function callChildren(scope: WaitScope, calls: ChildCall[], options
   let ids = had;
   // the call's first time (no children), or a retry's (gaps where children did not complete)
   if (!had || had.includes(null)) {
-    const starting = defs.map((_, i) => !had || had[i] == null);
+    // a retry keeps a child that completed only where the call still starts that workflow there
+    const kept = had ? await keptChildren(scope, had, defs) : [];
+    const starting = defs.map((_, i) => kept[i] === undefined);
     // ids in call order (uuidv7 of one millisecond are not ordered among themselves)
     const newIds = defs.map(() => uuidv7()).sort();
     const children: NewRun[] = defs.map((def, i) => ({
@@ -139,7 +154,7 @@ export async function callChildren(scope: WaitScope, calls: ChildCall[], options
       parent_id: scope.runId,
       trace: traceCarrier(),
     }));
-    const all = children.map((c, i) => (starting[i] ? c.id : (had![i] as string)));
+    const all = children.map((c, i) => kept[i] ?? c.id);
     const recorded = await services.db.tx(async (q) => {
       const outcome = await services.waits.recordChildren(q, scope.runId, scope.step, scope.call, all, scope.epoch, had);
       if (outcome === 'notOwned') throw new CancelledError(`run ${scope.runId} is no longer owned by this execution; its children were not started`);

@@ -3,6 +3,7 @@
  * per call even when the step runs again, failure → ChildFailedError), ctx.parallel (results in
  * order, first failure after all finish), cancel cascade, RunInfo parentId/children.
  */
+import type { Type } from '@nestjs/common';
 import { ChildFailedError, isSuspension, RunContext, Step, Workflow } from '../../src';
 import { createApp, sql, waitFor } from '../support';
 
@@ -110,6 +111,16 @@ class RetryFanOut {
   }
 }
 
+/** The workflows the next ch_changed_fanout call starts (a deploy may change them between a failure and its retry). */
+const fanout: { calls: Type<unknown>[] } = { calls: [] };
+@Workflow('ch_changed_fanout', { retry: { attempts: 1 } })
+class ChangedFanOut {
+  @Step()
+  async all(ctx: RunContext) {
+    return ctx.parallel(fanout.calls.map((workflow) => ({ workflow })));
+  }
+}
+
 @Workflow('ch_then_input')
 class ThenInput {
   @Step()
@@ -120,7 +131,7 @@ class ThenInput {
   }
 }
 
-const workflows = [Double, DoubleOnce, Parent, ParentFail, FanOut, Forever, Tree, FlakyChild, RetryParent, Counted, RetryFanOut, ThenInput];
+const workflows = [Double, DoubleOnce, Parent, ParentFail, FanOut, Forever, Tree, FlakyChild, RetryParent, Counted, RetryFanOut, ChangedFanOut, ThenInput];
 
 beforeEach(() => {
   log.length = 0;
@@ -251,6 +262,21 @@ describe('child runs', () => {
       'ch_flaky_child completed',
       'ch_flaky_child failed',
     ]);
+  });
+
+  it('retry of a parent whose call changed since (another workflow at a place) starts anew the children that do not match', async () => {
+    flaky.fail = true;
+    counted.runs = 0;
+    fanout.calls = [Counted, FlakyChild];
+    const { durable } = await createApp({ workflows });
+    const { runId } = await durable.start(ChangedFanOut);
+    expect((await durable.waitForRun(runId, { timeout: 10_000 })).status).toBe('failed');
+    flaky.fail = false;
+    fanout.calls = [FlakyChild, Counted];
+    await durable.retry(runId);
+    // the completed Counted child is not taken for the FlakyChild now first: results stay in place
+    expect(await durable.waitForRun(runId, { timeout: 10_000 })).toMatchObject({ status: 'completed', result: ['ready', 'ok'] });
+    expect(counted.runs).toBe(2);
   });
 
   it('retry of a parent whose failed child was pruned since starts a new child too', async () => {

@@ -195,7 +195,7 @@ describe('schedules', () => {
     expect(new Set(all.map((x) => new Date(x.tick_at).getTime())).size).toBe(all.length);
   });
 
-  it('where a clock goes back, a tick at a fixed hour fires once in the repeated hour, whichever instant a node names it by; a cron of every hour fires at both', async () => {
+  it('where a clock goes back, a cron of some hours fires once in the repeated hour, whichever instant a node names a tick by; a cron of every hour fires at both', async () => {
     const t = await createApp({ workflows: [Plain], options: { worker: false } });
     const s = schedulerOf(t);
     // 2027-10-31 in Paris: 03:00 CEST becomes 02:00 CET, so 02:30 happens at 00:30Z and again at 01:30Z
@@ -212,12 +212,25 @@ describe('schedules', () => {
     expect(await s.fireTick(late, second, null)).toMatchObject({ fired: true });
     expect(await s.fireTick(late, first, null)).toEqual({ fired: false });
     expect((await fires(t.schema, 'dst_late')).map((f) => new Date(f.tick_at).toISOString())).toEqual([first.toISOString()]);
-    // every 30 minutes: the two instants are ticks of their own
-    const every = { name: 'dst_every', cron: '*/30 * * * *', timezone: 'Europe/Paris' };
-    await t.durable.schedule('sched_plain', every.cron, { name: every.name, timezone: every.timezone });
-    expect(await s.fireTick(every, first, null)).toMatchObject({ fired: true });
-    expect(await s.fireTick(every, second, null)).toMatchObject({ fired: true });
-    expect(await runsOf(t.schema, 'sched_plain')).toHaveLength(4);
+    // every other hour is some hours too: once
+    const stepped = { name: 'dst_stepped', cron: '30 */2 * * *', timezone: 'Europe/Paris' };
+    await t.durable.schedule('sched_plain', stepped.cron, { name: stepped.name, timezone: stepped.timezone });
+    expect(await s.fireTick(stepped, first, null)).toMatchObject({ fired: true });
+    expect(await s.fireTick(stepped, second, null)).toEqual({ fired: false });
+    // every hour (however written): the two instants are ticks of their own
+    for (const cron of ['*/30 * * * *', '30 0-23 * * *']) {
+      const every = { name: `dst_every ${cron}`, cron, timezone: 'Europe/Paris' };
+      await t.durable.schedule('sched_plain', every.cron, { name: every.name, timezone: every.timezone });
+      expect(await s.fireTick(every, first, null)).toMatchObject({ fired: true });
+      expect(await s.fireTick(every, second, null)).toMatchObject({ fired: true });
+    }
+    // an instant whose local time is not of the cron's hours (the cron library names 01:30Z, 02:30
+    // CET, for a 03:30 tick that day) is no tick; 03:30 CET is
+    const three = { name: 'dst_three', cron: '30 3 * * *', timezone: 'Europe/Paris' };
+    await t.durable.schedule('sched_plain', three.cron, { name: three.name, timezone: three.timezone });
+    expect(await s.fireTick(three, second, null)).toEqual({ fired: false });
+    expect(await s.fireTick(three, new Date('2027-10-31T02:30:00Z'), null)).toMatchObject({ fired: true });
+    expect(await runsOf(t.schema, 'sched_plain')).toHaveLength(8);
   });
 
   it('two processes: a node paused (SIGSTOP) through several ticks does not fire them again when it resumes', async () => {
