@@ -87,14 +87,18 @@ const inField = (field: Record<number, boolean>, value: number): boolean => valu
  * of its ticks. When a clock goes back, the local times of the hour it repeats happen twice: a cron
  * of some hours ticks once there, at the first of the two instants (nodes that computed the tick
  * before and after the change would otherwise name it by two instants and both fire it); a cron of
- * every hour ticks at both. Around a clock change the cron library can also name an instant whose
- * local time is of another hour than the cron's: that is no tick.
+ * every hour ticks at both. In that hour the cron library can also name an instant whose local time
+ * is of another hour than the cron's: that is no tick. After a clock went forward, the first local
+ * time that exists stands for the skipped ones (02:30 → 03:00), as the library names it.
  */
 export function tickAt(cron: string, timezone: string, at: Date): Date | null {
   const time = new CronTime(cron, timezone) as unknown as Record<'hour' | 'minute' | 'second', Record<number, boolean>>;
-  const wall = wallClock(at.getTime(), timezone);
-  if (!inField(time.hour, wall.hour) || !inField(time.minute, wall.minute) || !inField(time.second, wall.second)) return null;
-  if (Object.keys(time.hour).length === 24) return at;
-  for (const shift of CLOCK_SHIFTS_MS) if (wallClock(at.getTime() - shift, timezone).text === wall.text) return new Date(at.getTime() - shift);
-  return at;
+  const ms = at.getTime();
+  const wall = wallClock(ms, timezone);
+  const sameWall = (shift: number) => wallClock(ms + shift, timezone).text === wall.text;
+  const earlier = CLOCK_SHIFTS_MS.find((shift) => sameWall(-shift));
+  const repeated = earlier !== undefined || CLOCK_SHIFTS_MS.some((shift) => sameWall(shift));
+  if (!inField(time.hour, wall.hour) || !inField(time.minute, wall.minute) || !inField(time.second, wall.second)) return repeated ? null : at;
+  if (earlier === undefined || Object.keys(time.hour).length === 24) return at;
+  return new Date(ms - earlier);
 }

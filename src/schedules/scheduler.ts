@@ -354,9 +354,9 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
   /** One tick on this node: take the (schedule, tick) guard and start the run, or find it taken. */
   async fireTick(local: Pick<LocalJob, 'name' | 'cron' | 'timezone'>, at: Date, next: Date | null): Promise<FireResult> {
     const stat = this.stat(local.name);
-    const tick = tickAt(local.cron, local.timezone, at);
-    if (!tick) return { fired: false }; // an instant the cron library named around a clock change, of no tick
     try {
+      const tick = tickAt(local.cron, local.timezone, at);
+      if (!tick) return { fired: false }; // an instant the cron library named in a repeated hour, of no tick
       const out = await this.connection.dataSource.transaction(async (manager) => {
         const q = managerQueryable(manager);
         await this.store.fireSession(q);
@@ -375,7 +375,7 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
     } catch (err) {
       // Nothing of this tick was written (its transaction rolled back): another node may still fire it.
       stat.failed++;
-      this.logger.warn(`schedule "${local.name}" tick ${tick.toISOString()} failed: ${(err as Error).message}`);
+      this.logger.warn(`schedule "${local.name}" tick ${at.toISOString()} failed: ${(err as Error).message}`);
       await this.store.recordFailure(this.connection.db, local.name, serializeError(err)).catch(() => undefined);
       return { fired: false, outcome: 'failed' };
     } finally {

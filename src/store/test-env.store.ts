@@ -30,9 +30,10 @@ export class TestEnvStore {
                                ELSE ${later('deadline_at')} END
           WHERE status IN ('pending', 'running', 'waiting', 'compensating')
             AND (run_at > now() OR debounce_until > now() OR wake_at > now() OR deadline_at > now() OR timeout_ms IS NOT NULL)
-         
+          RETURNING 1
         ), w AS (
-          UPDATE ${S}.waits SET until = until - ${by} WHERE until > now()
+          -- after the runs (it reads r): a run's lock is taken before its waits', as a send and a step do
+          UPDATE ${S}.waits SET until = until - ${by} WHERE (SELECT count(*) FROM r) >= 0 AND until > now()
         ), s AS (
           UPDATE ${S}.schedules SET next_fire_at = next_fire_at - ${by} WHERE next_fire_at > now()
         ), h AS (

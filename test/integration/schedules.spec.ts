@@ -195,7 +195,7 @@ describe('schedules', () => {
     expect(new Set(all.map((x) => new Date(x.tick_at).getTime())).size).toBe(all.length);
   });
 
-  it('where a clock goes back, a cron of some hours fires once in the repeated hour, whichever instant a node names a tick by; a cron of every hour fires at both', async () => {
+  it('where a clock goes back, a cron of some hours fires once in the repeated hour, whichever instant a node names a tick by, a cron of every hour at both; where it goes forward, a skipped tick fires when the hour ends', async () => {
     const t = await createApp({ workflows: [Plain], options: { worker: false } });
     const s = schedulerOf(t);
     // 2027-10-31 in Paris: 03:00 CEST becomes 02:00 CET, so 02:30 happens at 00:30Z and again at 01:30Z
@@ -230,7 +230,15 @@ describe('schedules', () => {
     await t.durable.schedule('sched_plain', three.cron, { name: three.name, timezone: three.timezone });
     expect(await s.fireTick(three, second, null)).toEqual({ fired: false });
     expect(await s.fireTick(three, new Date('2027-10-31T02:30:00Z'), null)).toMatchObject({ fired: true });
-    expect(await runsOf(t.schema, 'sched_plain')).toHaveLength(8);
+    // where a clock goes forward, a tick in the skipped hour fires at the first time that exists, as
+    // the cron library names it (Paris 2027-03-28: 02:30 → 03:00 CEST; New York 2027-03-14: 02:00 → 03:00 EDT)
+    const spring = { name: 'dst_spring', cron: '30 2 * * *', timezone: 'Europe/Paris' };
+    await t.durable.schedule('sched_plain', spring.cron, { name: spring.name, timezone: spring.timezone });
+    expect(await s.fireTick(spring, new Date('2027-03-28T01:00:00Z'), null)).toMatchObject({ fired: true });
+    const nightly = { name: 'dst_nightly', cron: '0 2 * * *', timezone: 'America/New_York' };
+    await t.durable.schedule('sched_plain', nightly.cron, { name: nightly.name, timezone: nightly.timezone });
+    expect(await s.fireTick(nightly, new Date('2027-03-14T07:00:00Z'), null)).toMatchObject({ fired: true });
+    expect(await runsOf(t.schema, 'sched_plain')).toHaveLength(10);
   });
 
   it('two processes: a node paused (SIGSTOP) through several ticks does not fire them again when it resumes', async () => {
