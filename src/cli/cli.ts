@@ -40,19 +40,27 @@ export function helpText(command?: Command): string {
   if (command) {
     return [`usage: ${usageOf(command)} [options]`, '', command.summary, '', 'options:', ...optionLines({ ...command.options, ...GLOBAL_OPTIONS })].join('\n');
   }
-  const width = Math.max(...COMMANDS.map((c) => usageOf(c).length));
+  const groups = [...new Set(COMMANDS.filter((c) => c.name.includes(' ')).map((c) => c.name.split(' ')[0]))];
+  return listHelp('<command>', COMMANDS, [
+    'nestjs-durable <command> --help shows the options of a command;',
+    `nestjs-durable <group> --help the commands of a group (${groups.join(', ')}).`,
+    'Exit status: 0 done, 1 refused or failed, 2 bad usage.',
+  ]);
+}
+
+/** A help listing `commands` (run as `nestjs-durable <what> …`) and the options they all take, then `footer`. */
+function listHelp(what: string, commands: Command[], footer: string[]): string {
+  const width = Math.max(...commands.map((c) => usageOf(c).length));
   return [
-    'usage: nestjs-durable <command> [options]',
+    `usage: nestjs-durable ${what} [options]`,
     '',
     'commands:',
-    ...COMMANDS.map((c) => `  ${usageOf(c).padEnd(width)}  ${c.summary}`),
+    ...commands.map((c) => `  ${usageOf(c).padEnd(width)}  ${c.summary}`),
     '',
     'options of every command:',
     ...optionLines(GLOBAL_OPTIONS),
     '',
-    'nestjs-durable <command> --help shows the options of a command;',
-    `nestjs-durable <group> --help the commands of a group (${[...new Set(COMMANDS.filter((c) => c.name.includes(' ')).map((c) => c.name.split(' ')[0]))].join(', ')}).`,
-    'Exit status: 0 done, 1 refused or failed, 2 bad usage.',
+    ...footer,
   ].join('\n');
 }
 
@@ -63,19 +71,7 @@ function commandsOf(group: string): Command[] {
 
 /** The help of a group of commands (`runs`, `keys`, …): its commands and the options they share. */
 function groupHelpText(group: string): string {
-  const commands = commandsOf(group);
-  const width = Math.max(...commands.map((c) => usageOf(c).length));
-  return [
-    `usage: nestjs-durable ${group} <command> [options]`,
-    '',
-    'commands:',
-    ...commands.map((c) => `  ${usageOf(c).padEnd(width)}  ${c.summary}`),
-    '',
-    'options of every command:',
-    ...optionLines(GLOBAL_OPTIONS),
-    '',
-    `nestjs-durable ${group} <command> --help shows the options of a command.`,
-  ].join('\n');
+  return listHelp(`${group} <command>`, commandsOf(group), [`nestjs-durable ${group} <command> --help shows the options of a command.`]);
 }
 
 /** A command line that names a group of commands but none of them: what to say about it. */

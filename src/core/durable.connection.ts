@@ -4,7 +4,7 @@ import { MAX_TIMER_MS } from '../domain/duration';
 import { WorkflowExplorer } from '../definition/workflow.explorer';
 import type { ResolvedOptions } from '../options/resolve-options';
 import { DurableValidationError, NotReadyError } from '../errors';
-import { problem } from '../domain/validation';
+import { assertValid, managerProblem, problem } from '../domain/validation';
 import { definitionRecord } from '../definition/definition-record';
 import { WorkflowRegistry } from '../definition/workflow.registry';
 import { databaseOf, Db, sqlState, transactionOf, UNDEFINED_TABLE, type DatabaseIdentity, type Queryable } from '../store/db';
@@ -90,13 +90,24 @@ export class DurableConnection implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * The open transaction of `manager` (a caller's, or the ambient one) as a {@link Queryable},
-   * undefined without one; a `DurableValidationError` when it is on another database than the
-   * module's (a run written there would never be seen by the module). What a DataSource's database
-   * is, is asked once on the caller's own transaction, then known; on a mismatch both are asked
-   * again before refusing (a server restarted or failed over since).
+   * The transaction a start or a send (`what`) joins, as a {@link Queryable}: the caller's
+   * `manager`, which must be the EntityManager of an open transaction, else the ambient one (module
+   * option `transactionManager`) when it is in a transaction, else none. A `DurableValidationError`
+   * for any other `manager`, or for a transaction on another database than the module's (a run
+   * written there would never be seen by the module).
    */
-  async transactionOf(manager: EntityManager | undefined): Promise<Queryable | undefined> {
+  async join(manager: EntityManager | undefined, what: string): Promise<Queryable | undefined> {
+    assertValid(what, [managerProblem(manager)]);
+    return this.transactionOf(manager ?? this.options.transactionManager?.());
+  }
+
+  /**
+   * The open transaction of `manager` as a {@link Queryable}, undefined without one; refused on
+   * another database than the module's. What a DataSource's database is, is asked once on the
+   * caller's own transaction, then known; on a mismatch both are asked again before refusing (a
+   * server restarted or failed over since).
+   */
+  private async transactionOf(manager: EntityManager | undefined): Promise<Queryable | undefined> {
     const joined = transactionOf(manager);
     const source = manager?.connection;
     if (!joined || !source || source === this.dataSource) return joined;

@@ -70,7 +70,7 @@ export class DashboardReads implements OnApplicationShutdown {
       runs: new RunReader(bounded, registry, runsStore, history),
       keys: new KeyInsights(bounded, registry, activity, runsStore, this.definitions),
       cluster: new ClusterReader(bounded, registry, runsStore, nodes, this.controls, this.options),
-      flows: new FlowsEngine(bounded, registry, this.flowsStore, runsStore, activity, this.options),
+      flows: new FlowsEngine(bounded, registry, this.flowsStore, runsStore, activity),
       backlog: () => runsStore.backlog(bounded.db),
     };
     return this.made;

@@ -31,6 +31,11 @@ export class WorkflowRegistry {
     return workflowNameOf(ref);
   }
 
+  /** The workflow a read filters by, or undefined for none (undefined or null); see {@link nameOf}. */
+  filterName(ref: WorkflowRef | null | undefined): string | undefined {
+    return ref === undefined || ref === null ? undefined : workflowNameOf(ref);
+  }
+
   /** The name of step `index` of `workflow`, or null (past the last step, or not registered here). */
   readonly stepName = (workflow: string, index: number): string | null => this.byName.get(workflow)?.steps[index]?.name ?? null;
 

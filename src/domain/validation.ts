@@ -38,8 +38,7 @@ export function textProblem(value: unknown, property: string, maxBytes: number, 
   if (typeof value !== 'string' || value.length === 0 || Buffer.byteLength(value, 'utf8') > maxBytes) {
     return problem(property, value, constraint, `${property} must be a string of 1 to ${maxBytes} bytes`);
   }
-  const unstorable = stringProblem(value, property);
-  return unstorable ? problem(property, value, 'isStorable', unstorable) : undefined;
+  return storableTextProblem(value, property);
 }
 
 /** Why `value` is not a text Postgres can store (a string, maybe empty, without NUL or a lone surrogate; absent: none), or undefined. */

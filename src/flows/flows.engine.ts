@@ -1,15 +1,13 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { FlowExistsError, KeyContendedError, RunNotFoundError } from '../errors';
 import { MAX_HANDOFFS } from '../domain/keys.policy';
 import { isFinished, type RunStatus } from '../domain/run-info';
 import { uuidv7 } from '../domain/uuid';
 import { callOptions } from '../domain/call-options';
-import { assertValid, managerProblem, nameProblem, optionNames, optionsProblems, problem, Problems } from '../domain/validation';
+import { assertValid, nameProblem, optionNames, optionsProblems, problem, Problems } from '../domain/validation';
 import { WorkflowRegistry } from '../definition/workflow.registry';
 import { DurableConnection } from '../core/durable.connection';
-import { RESOLVED_OPTIONS } from '../core/durable.constants';
-import { managerOf, type ResolvedOptions } from '../options/resolve-options';
 import { inSavepoint, type Queryable } from '../store/db';
 import { ActivityStore } from '../store/activity.store';
 import { FlowsStore } from '../store/flows.store';
@@ -55,7 +53,6 @@ export class FlowsEngine {
     private readonly store: FlowsStore,
     runs: RunsStore,
     activity: ActivityStore,
-    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedOptions,
   ) {
     this.keys = new FlowKeys(registry, runs, activity);
   }
@@ -89,9 +86,9 @@ export class FlowsEngine {
 
   /** Validates the whole graph, then inserts every node and edge in one transaction. */
   async start(builder: FlowBuilder, options: { manager?: EntityManager } = {}): Promise<StartFlowResult> {
-    assertValid('startFlow', [...optionsProblems(options, 'options', START_FLOW_OPTION_NAMES), managerProblem(options?.manager)]);
+    assertValid('startFlow', optionsProblems(options, 'options', START_FLOW_OPTION_NAMES));
     const planned = planFlow(builder, this.registry);
-    const joined = await this.connection.transactionOf(managerOf(this.options, options?.manager));
+    const joined = await this.connection.join(options?.manager, 'startFlow');
     // a savepoint in the caller's transaction where a refusal can follow writes or locks: keyed
     // nodes (an insert may conflict), an append (it locks the flow and its nodes, then checks them;
     // a refused one lets them go at once). A new flow without keys is refused before it writes.

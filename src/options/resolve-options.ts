@@ -103,8 +103,3 @@ export function resolveOptions(raw: DurableModuleOptions): ResolvedOptions {
     transactionManager,
   };
 }
-
-/** The caller's `manager`, else the ambient transaction's (module option `transactionManager`), if any. */
-export function managerOf(options: ResolvedOptions, given: EntityManager | undefined): EntityManager | undefined {
-  return given ?? options.transactionManager?.();
-}

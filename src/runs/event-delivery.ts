@@ -33,7 +33,7 @@ export async function deliverEvent(
   options: DeliverOptions = {},
 ): Promise<SendEventOutcome | undefined> {
   const kind = options.kind ?? 'event';
-  const run = await events.lockRun(q, runId, kind, name);
+  const run = await events.lockRun(q, runId);
   if (!run) return undefined;
   if (isFinished(run.status)) return 'dropped';
   const mark = inboxMark(kind, name);
@@ -42,7 +42,7 @@ export async function deliverEvent(
     await events.wake(q, runId, mark);
     return 'delivered';
   }
-  if (options.buffer || run.wait_open) {
+  if (options.buffer || (await events.waitOpen(q, runId, kind, name))) {
     await events.insert(q, runId, kind, name, payload, false);
     await events.mark(q, runId, mark);
     return 'kept';

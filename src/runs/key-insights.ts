@@ -169,7 +169,7 @@ export class KeyInsights {
     ]);
     const rows = await this.activity.list(this.connection.db, {
       kinds: o.kinds ?? undefined,
-      workflow: o.workflow === undefined || o.workflow === null ? undefined : this.registry.nameOf(o.workflow),
+      workflow: this.registry.filterName(o.workflow),
       key: o.key ?? undefined,
       runId: o.runId ?? undefined,
       since: o.since ?? undefined,
@@ -193,7 +193,7 @@ export class KeyInsights {
       // with a workflow, the cursor is a key; across workflows, a run id
       o.workflow === undefined || o.workflow === null ? uuidProblem(o.cursor, 'cursor') : keyProblem(o.cursor, 'cursor'),
     ]);
-    const workflow = o.workflow === undefined || o.workflow === null ? null : this.registry.nameOf(o.workflow);
+    const workflow = this.registry.filterName(o.workflow) ?? null;
     const rows = await this.activity.keys(this.connection.db, workflow, o.search ?? null, o.cursor ?? null, clampLimit(o.limit, 50));
     return rows.map((r) => ({
       workflow: workflow ?? r.workflow!,

@@ -1,11 +1,9 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { RunNotFoundError, SerializationError } from '../errors';
 import { isUuid } from '../domain/uuid';
 import { assertValid, jsonProblem, nameProblem, problem } from '../domain/validation';
 import { callOptions } from '../domain/call-options';
 import { DurableConnection } from '../core/durable.connection';
-import { RESOLVED_OPTIONS } from '../core/durable.constants';
-import { managerOf, type ResolvedOptions } from '../options/resolve-options';
 import type { Queryable } from '../store/db';
 import { EventsStore } from '../store/events.store';
 import { deliverEvent, type SendEventOutcome } from './event-delivery';
@@ -16,7 +14,6 @@ export class RunEvents {
   constructor(
     private readonly connection: DurableConnection,
     private readonly events: EventsStore,
-    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedOptions,
   ) {}
 
   /**
@@ -29,7 +26,7 @@ export class RunEvents {
   async send(runId: string, name: string, payload: unknown, options?: { buffer?: boolean } | null): Promise<SendEventOutcome> {
     const buffer = callOptions('sendEvent', options, ['buffer']).buffer ?? false;
     assertValid('sendEvent', [typeof buffer === 'boolean' ? undefined : problem('buffer', buffer, 'isBoolean', 'buffer must be a boolean')]);
-    return this.deliver(runId, name, payload, { buffer, kind: 'event' }, 'sendEvent', await this.connection.transactionOf(managerOf(this.options, undefined)));
+    return this.deliver(runId, name, payload, { buffer, kind: 'event' }, 'sendEvent', await this.connection.join(undefined, 'sendEvent'));
   }
 
   /** Provides the value a run waits for with `ctx.waitForInput(name)`; kept when it does not wait yet. */

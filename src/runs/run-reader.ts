@@ -191,7 +191,7 @@ export class RunReader {
   /** The store's filter of workflow, key, status and flow. */
   private filter(o: CountRunsFilter): Omit<RunFilter, 'limit'> {
     return {
-      workflow: o.workflow === undefined || o.workflow === null ? undefined : this.registry.nameOf(o.workflow),
+      workflow: this.registry.filterName(o.workflow),
       key: o.key ?? undefined,
       status: o.status === undefined || o.status === null ? undefined : ([] as RunStatus[]).concat(o.status),
       flowId: o.flowId ?? undefined,

@@ -12,7 +12,7 @@ import { LocalStarts, type LocalSlot } from '../core/local-starts';
 import { inBatches, writeBatches } from '../core/in-order-batches';
 import { RESOLVED_OPTIONS } from '../core/durable.constants';
 import { WorkflowRegistry } from '../definition/workflow.registry';
-import { managerOf, type ResolvedOptions } from '../options/resolve-options';
+import type { ResolvedOptions } from '../options/resolve-options';
 import { ActivityStore, type ActivityKind } from '../store/activity.store';
 import { EventsStore } from '../store/events.store';
 import { RunsStore } from '../store/runs.store';
@@ -22,7 +22,6 @@ import {
   assertValid,
   jsonProblem,
   keyProblem,
-  managerProblem,
   onDuplicateProblem,
   optionNames,
   optionsObjectProblem,
@@ -109,7 +108,7 @@ export class Starter {
   async start(ref: WorkflowRef, input: unknown, given?: StartOptions, rerun = false): Promise<StartResult> {
     const def = this.registry.get(ref);
     const options = given ?? {};
-    assertValid(`start ${def.name}`, [...optionsProblems(options, 'options', START_OPTION_NAMES), managerProblem(options.manager)]);
+    assertValid(`start ${def.name}`, optionsProblems(options, 'options', START_OPTION_NAMES));
     return startSpan(def.name, options.key, async (span) => {
       const plan = {
         ...this.plan(def, { input, key: options.key, runAt: options.runAt, priority: options.priority }, options.delay, options.onDuplicate),
@@ -125,7 +124,7 @@ export class Starter {
   async startMany(ref: WorkflowRef, items: StartManyItem[], given?: { manager?: EntityManager }): Promise<StartManyResult[]> {
     const def = this.registry.get(ref);
     const options = given ?? {};
-    assertValid('startMany', [arrayProblem(items, 'items'), ...optionsProblems(options, 'options', START_MANY_OPTION_NAMES), managerProblem(options.manager)]);
+    assertValid('startMany', [arrayProblem(items, 'items'), ...optionsProblems(options, 'options', START_MANY_OPTION_NAMES)]);
     return startSpan(def.name, undefined, async (span) => {
       // every index, holes of a sparse array included (map skips them)
       const plans = Array.from(items, (item, i) => this.plan(def, item, undefined, undefined, `items[${i}].`));
@@ -183,7 +182,7 @@ export class Starter {
     // Outside a caller's transaction the common case is one autocommit statement (shared with the
     // concurrent starts of this process); only a start the key policy cannot settle at once opens a
     // transaction of its own, to lock the holder and decide.
-    const joined = await this.connection.transactionOf(managerOf(this.options, manager));
+    const joined = await this.connection.join(manager, `start ${def.name}`);
     // telemetry is counted once what it counts committed: at once after an autocommit statement or
     // a start's own transaction; in a caller's transaction when the whole call returns (the
     // caller's commit being out of sight)

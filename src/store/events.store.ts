@@ -9,11 +9,6 @@ export interface EventTarget {
   status: RunStatus;
   wait_kind: string | null;
   wait_name: string | null;
-  /**
-   * The running step has reached `wait(kind, name)` and is suspending on it (its wait is recorded,
-   * nothing received for the name yet, not timed out): the run is waiting for it in all but status.
-   */
-  wait_open: boolean;
 }
 
 /** Statements on `events` (and the run-row changes that delivering one makes). */
@@ -65,12 +60,20 @@ export class EventsStore {
     };
   }
 
-  /** The run's status and what it waits for (about `kind`/`name`), row-locked for the caller's transaction. */
-  async lockRun(q: Queryable, runId: string, kind: EventKind, name: string): Promise<EventTarget | undefined> {
-    const [row] = await q.query<Omit<EventTarget, 'wait_open'>>(this.sql.lockRun, [runId]);
-    if (!row) return undefined;
-    const [{ wait_open }] = await q.query<Pick<EventTarget, 'wait_open'>>(this.sql.waitOpen, [runId, kind, name]);
-    return { ...row, wait_open };
+  /** The run's status and what it waits for, row-locked for the caller's transaction. */
+  async lockRun(q: Queryable, runId: string): Promise<EventTarget | undefined> {
+    const [row] = await q.query<EventTarget>(this.sql.lockRun, [runId]);
+    return row;
+  }
+
+  /**
+   * Whether the running step has reached `wait(kind, name)` and is suspending on it (its wait is
+   * recorded, nothing received for the name yet, not timed out): the run is waiting for it in all
+   * but status. Asked once the run's lock is taken (see `lockRun`).
+   */
+  async waitOpen(q: Queryable, runId: string, kind: EventKind, name: string): Promise<boolean> {
+    const [row] = await q.query<{ wait_open: boolean }>(this.sql.waitOpen, [runId, kind, name]);
+    return row.wait_open;
   }
 
   /** Stores an event; `received` when it is handed to the wait that is waiting for it. */

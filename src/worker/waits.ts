@@ -90,7 +90,7 @@ export async function waitFor<T>(scope: WaitScope, kind: EventKind, name: string
     // timed out, unless the event came in just now: under the run's lock, which a send takes too, an
     // event kept for this wait is its answer; a send after this sees the wait closed
     const late = await services.db.tx(async (q) => {
-      await services.events.lockRun(q, scope.runId, kind, name);
+      await services.events.lockRun(q, scope.runId);
       const event = await services.events.receive(q, scope.runId, kind, name);
       if (!event) await services.waits.markTimedOut(q, scope.runId, scope.step, scope.call, 'timeoutValue' in options);
       return event;
@@ -137,7 +137,6 @@ export async function callChildren(scope: WaitScope, calls: ChildCall[], options
   if (!had || had.includes(null)) {
     // a retry keeps a child that completed only where the call still starts that workflow there
     const kept = had ? await keptChildren(scope, had, defs) : [];
-    const starting = defs.map((_, i) => kept[i] === undefined);
     // ids in call order (uuidv7 of one millisecond are not ordered among themselves)
     const newIds = defs.map(() => uuidv7()).sort();
     const children: NewRun[] = defs.map((def, i) => ({
@@ -161,7 +160,7 @@ export async function callChildren(scope: WaitScope, calls: ChildCall[], options
       if (outcome === 'exists') return false;
       await services.runs.insert(
         q,
-        children.filter((_, i) => starting[i]),
+        children.filter((_, i) => kept[i] === undefined),
       );
       return true;
     });
