@@ -3,7 +3,7 @@ import { nodeMayClaim, notPaused } from './sql';
 
 /** The columns of a new run as a start sends them (a JSON recordset, see `recordset`). */
 export const INSERT_COLUMNS = `id uuid, workflow text, key text, holds_key boolean, input jsonb, run_at timestamptz, delay_ms bigint,
-  timeout_ms integer, parent_id uuid, runs_after_id uuid, trace jsonb, debounce_until timestamptz, debounce_ms bigint, priority integer,
+  timeout_ms integer, parent_id uuid, parent_wait integer, runs_after_id uuid, trace jsonb, debounce_until timestamptz, debounce_ms bigint, priority integer,
   group_key text`;
 
 /**

@@ -119,9 +119,9 @@ export function runsStatements(S: string): Record<string, string> {
   // Without keys there is nothing to conflict on: no ON CONFLICT, so no speculative insertion per row.
   const insertAndNotify = (keyed: boolean, source = `jsonb_to_recordset($1::jsonb) AS v(${INSERT_COLUMNS})`, guard = '') => `
       ins AS (
-        INSERT INTO ${S}.runs (id, workflow, key, holds_key, input, run_at, timeout_ms, parent_id, runs_after_id, trace,
+        INSERT INTO ${S}.runs (id, workflow, key, holds_key, input, run_at, timeout_ms, parent_id, parent_wait, runs_after_id, trace,
           debounce_until, priority, group_key)
-        SELECT id, workflow, key, holds_key, input, ${RUN_AT}, timeout_ms, parent_id, runs_after_id, trace,
+        SELECT id, workflow, key, holds_key, input, ${RUN_AT}, timeout_ms, parent_id, parent_wait, runs_after_id, trace,
           ${DEBOUNCE_UNTIL}, coalesce(priority, 0), group_key
         FROM ${source} ${guard}
         ${keyed ? ON_KEY_CONFLICT : ''}

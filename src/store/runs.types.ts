@@ -16,6 +16,8 @@ export interface NewRun {
   delay_ms?: number | null;
   timeout_ms: number | null;
   parent_id?: string | null;
+  /** A child: the count of its parent's children it is in (see `WaitsStore.recordChildren`). */
+  parent_wait?: number | null;
   runs_after_id?: string | null;
   trace?: Record<string, string> | null;
   /** Debounced runs: the latest time a restarted debounce wait may reach (null = no cap). */

@@ -44,10 +44,12 @@ export class WaitsStore {
       // only while the claim of epoch $5 owns the parent (on a node: a compensation given back keeps
       // its epoch), whose row stays locked until the children are inserted: a cancel of the parent
       // waits for them, then cascades to them
-      // $6: the children the call had (a retry's, with gaps to fill), or null for a call's first
+      // $6: the children the call had (a retry's, with gaps to fill), or null for a call's first;
+      // $7: how many of $4 are started now (the others completed before): the step's count of
+      // children going grows by them (a new count when the step is not the one counted)
       recordChildren: `
         WITH parent AS (
-          SELECT id, has_children FROM ${S}.runs WHERE id = $1 AND epoch = $5 AND status IN ('running', 'compensating') AND node_id IS NOT NULL
+          SELECT id FROM ${S}.runs WHERE id = $1 AND epoch = $5 AND status IN ('running', 'compensating') AND node_id IS NOT NULL
           FOR NO KEY UPDATE
         ), ins AS (
           INSERT INTO ${S}.waits (run_id, step, call, kind, children) SELECT $1, $2, $3, 'children', $4::uuid[] FROM parent WHERE $6::uuid[] IS NULL
@@ -60,15 +62,23 @@ export class WaitsStore {
         ), rec AS (
           SELECT 1 FROM ins UNION ALL SELECT 1 FROM filled
         ), mark AS (
-          UPDATE ${S}.runs SET has_children = true WHERE id = (SELECT id FROM parent WHERE NOT has_children) AND EXISTS (SELECT 1 FROM rec)
+          UPDATE ${S}.runs SET has_children = true, children_step = $2,
+            children_wait = children_wait + (children_step IS DISTINCT FROM $2)::int,
+            children_open = CASE WHEN children_step IS DISTINCT FROM $2 THEN 0 ELSE children_open END + $7
+          WHERE id = (SELECT id FROM parent) AND EXISTS (SELECT 1 FROM rec)
+          RETURNING children_wait
         )
-        SELECT EXISTS (SELECT 1 FROM parent) AS owned, EXISTS (SELECT 1 FROM rec) AS recorded`,
+        SELECT EXISTS (SELECT 1 FROM parent) AS owned, (SELECT children_wait FROM mark) AS wait`,
       // a wait whose timeout failed the step is forgotten; in a call's children, each that did not
-      // complete (or was deleted, pruned, since) leaves a gap the retried step fills with a new one
+      // complete (or was deleted, pruned, since) leaves a gap the retried step fills with a new one;
+      // the children the run had are counted no more (one an operator retried may go on: the run no
+      // longer waits for it), the gaps' new children in a new count
       resetForRetry: `
         WITH failed AS (
           DELETE FROM ${S}.waits w USING ${S}.runs r
           WHERE w.run_id = $1 AND r.id = $1 AND w.step = r.step AND w.timed_out AND w.timeout_value IS NOT TRUE
+        ), uncounted AS (
+          UPDATE ${S}.runs SET children_wait = children_wait + 1, children_open = 0 WHERE id = $1 AND has_children
         )
         UPDATE ${S}.waits w SET children = (
           SELECT array_agg(c.id ORDER BY x.n) FROM unnest(w.children) WITH ORDINALITY AS x(id, n)
@@ -96,9 +106,11 @@ export class WaitsStore {
   }
 
   /**
-   * Records the children of a call and flags the parent, while the claim of `epoch` owns it (its row
-   * locked until the transaction ends): `exists` when the call already had them (or, filling the
-   * gaps of `had`, when they were filled already), `notOwned` when the parent was cancelled or
+   * Records the children of a call, `started` of which are started now, and flags and counts them
+   * on the parent, while the claim of `epoch` owns it (its row locked until the transaction ends):
+   * the number of the count they are in (each is inserted with it as `parent_wait`; the parent wakes
+   * once its count of children going is 0), `exists` when the call already had them (or, filling
+   * the gaps of `had`, when they were filled already), `notOwned` when the parent was cancelled or
    * recovered meanwhile.
    */
   async recordChildren(
@@ -107,11 +119,12 @@ export class WaitsStore {
     step: number,
     call: number,
     children: string[],
+    started: number,
     epoch: number,
     had: (string | null)[] | null = null,
-  ): Promise<'recorded' | 'exists' | 'notOwned'> {
-    const [row] = await q.query<{ owned: boolean; recorded: boolean }>(this.sql.recordChildren, [runId, step, call, children, epoch, had]);
-    return !row.owned ? 'notOwned' : row.recorded ? 'recorded' : 'exists';
+  ): Promise<{ wait: number } | 'exists' | 'notOwned'> {
+    const [row] = await q.query<{ owned: boolean; wait: number | null }>(this.sql.recordChildren, [runId, step, call, children, epoch, had, started]);
+    return !row.owned ? 'notOwned' : row.wait === null ? 'exists' : { wait: row.wait };
   }
 
   /**

@@ -154,13 +154,14 @@ export async function callChildren(scope: WaitScope, calls: ChildCall[], options
       trace: traceCarrier(),
     }));
     const all = children.map((c, i) => kept[i] ?? c.id);
+    const started = children.filter((_, i) => kept[i] === undefined);
     const recorded = await services.db.tx(async (q) => {
-      const outcome = await services.waits.recordChildren(q, scope.runId, scope.step, scope.call, all, scope.epoch, had);
+      const outcome = await services.waits.recordChildren(q, scope.runId, scope.step, scope.call, all, started.length, scope.epoch, had);
       if (outcome === 'notOwned') throw new CancelledError(`run ${scope.runId} is no longer owned by this execution; its children were not started`);
       if (outcome === 'exists') return false;
       await services.runs.insert(
         q,
-        children.filter((_, i) => kept[i] === undefined),
+        started.map((c) => ({ ...c, parent_wait: outcome.wait })),
       );
       return true;
     });

@@ -1,0 +1,126 @@
+import type { QueryRunner } from 'typeorm';
+import { DurableMigration } from './durable-migration';
+
+const GOING = `('pending', 'running', 'waiting', 'compensating')`;
+const ENDED = `('completed', 'failed', 'cancelled', 'compensated', 'compensation_failed')`;
+
+/**
+ * What a parent waits for is the children of its step's calls, counted:
+ * - on a parent, `children_step` (the step whose children are counted), `children_wait` (the count's
+ *   number: a new step's calls or a retry start a new count) and `children_open` (its children
+ *   still going); on a child, `parent_wait` (the count it is in);
+ * - `runs_child_finished`: a counted child's end lowers its count, and the parent wakes when its
+ *   step's count reaches 0 (one row read and written per child end, however many children the
+ *   parent has). A child outside the count (one a retry of its parent replaced) does not wake it;
+ *   a child started before this migration (no `parent_wait`) wakes it when none is going;
+ * - `runs_child_reopened`: a counted child retried while its parent goes on is counted again;
+ * - `runs_cancel_children`: a parent that ends (whatever its end) or starts compensating cancels
+ *   its unfinished children, so a child a compensation started does not outlive its parent.
+ * Nullable columns and constant defaults: added without rewriting the table.
+ */
+export class DurableChildWaits1733040025000 extends DurableMigration {
+  name = 'DurableChildWaits1733040025000';
+
+  async up(q: QueryRunner): Promise<void> {
+    const { s, channel } = this;
+    await q.query(`
+      ALTER TABLE ${s}.runs
+        ADD COLUMN IF NOT EXISTS parent_wait integer,
+        ADD COLUMN IF NOT EXISTS children_step integer,
+        ADD COLUMN IF NOT EXISTS children_wait integer NOT NULL DEFAULT 0,
+        ADD COLUMN IF NOT EXISTS children_open integer NOT NULL DEFAULT 0`);
+    // only a parent that goes on keeps a count (a retry, its way back, starts a new one)
+    await q.query(`
+      CREATE OR REPLACE FUNCTION ${s}.durable_child_finished() RETURNS trigger LANGUAGE plpgsql AS $fn$
+      DECLARE
+        p record;
+        counted boolean;
+        done boolean;
+      BEGIN
+        SELECT id, status, wait_kind, step, children_step, children_wait, children_open INTO p
+        FROM ${s}.runs WHERE id = NEW.parent_id FOR UPDATE;
+        IF NOT FOUND OR p.status NOT IN ('pending', 'running', 'waiting') THEN
+          RETURN NULL;
+        END IF;
+        counted := coalesce(NEW.parent_wait = p.children_wait, false);
+        IF NEW.parent_wait IS NULL THEN
+          done := NOT EXISTS (SELECT 1 FROM ${s}.runs c WHERE c.parent_id = p.id AND c.status IN ${GOING});
+        ELSIF counted THEN
+          done := p.children_open <= 1 AND p.step = p.children_step;
+        ELSE
+          RETURN NULL;
+        END IF;
+        IF done AND p.status = 'waiting' AND p.wait_kind = 'children' THEN
+          UPDATE ${s}.runs SET status = 'pending', run_at = now(), wake_at = NULL, wait_kind = NULL, wait_name = NULL,
+            children_open = children_open - counted::int
+          WHERE id = p.id;
+          PERFORM pg_notify('${channel}', '');
+        ELSIF done AND p.status IN ('running', 'pending') THEN
+          -- the step still runs: its suspension resumes at once
+          UPDATE ${s}.runs SET inbox = array_append(array_remove(inbox, 'children:'), 'children:'),
+            children_open = children_open - counted::int
+          WHERE id = p.id;
+        ELSIF counted THEN
+          UPDATE ${s}.runs SET children_open = children_open - 1 WHERE id = p.id;
+        END IF;
+        RETURN NULL;
+      END
+      $fn$`);
+    await q.query(`
+      CREATE OR REPLACE FUNCTION ${s}.durable_child_reopened() RETURNS trigger LANGUAGE plpgsql AS $fn$
+      BEGIN
+        UPDATE ${s}.runs SET children_open = children_open + 1
+        WHERE id = NEW.parent_id AND children_wait = NEW.parent_wait AND status IN ('pending', 'running', 'waiting');
+        RETURN NULL;
+      END
+      $fn$`);
+    await q.query(`DROP TRIGGER IF EXISTS runs_child_reopened ON ${s}.runs`);
+    await q.query(`
+      CREATE TRIGGER runs_child_reopened AFTER UPDATE OF status ON ${s}.runs
+      FOR EACH ROW WHEN (NEW.parent_wait IS NOT NULL AND OLD.status IN ${ENDED} AND NEW.status IN ${GOING})
+      EXECUTE FUNCTION ${s}.durable_child_reopened()`);
+    await this.cancelChildrenWhen(q, `('cancelled', 'failed', 'compensating', 'completed', 'compensated', 'compensation_failed')`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    const { s } = this;
+    await this.cancelChildrenWhen(q, `('cancelled', 'failed', 'compensating')`);
+    await q.query(`DROP TRIGGER IF EXISTS runs_child_reopened ON ${s}.runs`);
+    await q.query(`DROP FUNCTION IF EXISTS ${s}.durable_child_reopened()`);
+    // the count-free wake: the parent wakes when none of its children is going
+    await q.query(`
+      CREATE OR REPLACE FUNCTION ${s}.durable_child_finished() RETURNS trigger LANGUAGE plpgsql AS $fn$
+      DECLARE
+        p record;
+      BEGIN
+        SELECT id, status, wait_kind INTO p FROM ${s}.runs WHERE id = NEW.parent_id FOR UPDATE;
+        IF NOT FOUND THEN
+          RETURN NULL;
+        END IF;
+        IF p.status = 'waiting' AND p.wait_kind = 'children' THEN
+          IF NOT EXISTS (SELECT 1 FROM ${s}.runs c WHERE c.parent_id = NEW.parent_id AND c.status IN ${GOING}) THEN
+            UPDATE ${s}.runs SET status = 'pending', run_at = now(), wake_at = NULL, wait_kind = NULL, wait_name = NULL
+            WHERE id = NEW.parent_id;
+            PERFORM pg_notify('${this.channel}', '');
+          END IF;
+        ELSIF p.status IN ('running', 'pending') THEN
+          UPDATE ${s}.runs SET inbox = array_append(array_remove(inbox, 'children:'), 'children:') WHERE id = NEW.parent_id;
+        END IF;
+        RETURN NULL;
+      END
+      $fn$`);
+    await q.query(`
+      ALTER TABLE ${s}.runs DROP COLUMN IF EXISTS children_open, DROP COLUMN IF EXISTS children_wait,
+        DROP COLUMN IF EXISTS children_step, DROP COLUMN IF EXISTS parent_wait`);
+  }
+
+  /** `runs_cancel_children`, fired by a parent's move to one of `statuses`. */
+  private async cancelChildrenWhen(q: QueryRunner, statuses: string): Promise<void> {
+    const { s } = this;
+    await q.query(`DROP TRIGGER IF EXISTS runs_cancel_children ON ${s}.runs`);
+    await q.query(`
+      CREATE TRIGGER runs_cancel_children AFTER UPDATE OF status ON ${s}.runs
+      FOR EACH ROW WHEN (NEW.has_children AND OLD.status IS DISTINCT FROM NEW.status AND NEW.status IN ${statuses})
+      EXECUTE FUNCTION ${s}.durable_cancel_children()`);
+  }
+}
