@@ -1,4 +1,5 @@
 import { UnknownWorkflowError } from '../errors';
+import { GOING_STATUSES } from '../domain/run-info';
 import { concurrentIndexStatements, migrateConcurrently, pendingMigrations, runMigrations } from '../store/migrator';
 import type { StatusCount } from '../store/overview.store';
 import { countOption, stringOption } from './args';
@@ -8,7 +9,6 @@ import { table } from './table';
 
 /** The window of "finished lately" in `status` and `workflows list`. */
 const RECENT_MS = 3_600_000;
-const GOING = ['pending', 'running', 'waiting', 'compensating'];
 
 /** Counts as `{ workflow: { status: count } }`. */
 function byWorkflow(...lists: StatusCount[][]): Map<string, Record<string, number>> {
@@ -34,9 +34,14 @@ function countsTable(
   extra: { column: string; of: (workflow: string) => unknown }[] = [],
 ): string {
   const finals = [...new Set(finished.map((c) => c.status))].sort();
-  const statuses = [...GOING, ...finals];
+  const statuses = [...GOING_STATUSES, ...finals];
   const rows = [...counts].map(([workflow, n]) => [workflow, ...statuses.map((st) => n[st] ?? 0), ...extra.map((e) => e.of(workflow))]);
-  const columns = ['WORKFLOW', ...GOING.map((st) => st.toUpperCase()), ...finals.map((st) => `${st.toUpperCase()} (1H)`), ...extra.map((e) => e.column)];
+  const columns = [
+    'WORKFLOW',
+    ...GOING_STATUSES.map((st) => st.toUpperCase()),
+    ...finals.map((st) => `${st.toUpperCase()} (1H)`),
+    ...extra.map((e) => e.column),
+  ];
   return table(columns, rows, 'no runs going or finished in the last hour');
 }
 

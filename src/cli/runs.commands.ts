@@ -1,12 +1,10 @@
 import { userInfo } from 'os';
 import { RunNotFoundError, UsageError } from '../errors';
-import { FINISHED_STATUSES, GOING_STATUSES, type RunInfo, type RunStatus } from '../domain/run-info';
+import { RUN_STATUSES, type RunInfo, type RunStatus } from '../domain/run-info';
 import { countOption, jsonArgument, stringOption } from './args';
 import type { Command, CommandContext, Output } from './command';
 import { fields, table } from './table';
 import { attemptLabel } from '../runs/run-reader';
-
-const STATUSES: readonly RunStatus[] = [...GOING_STATUSES, ...FINISHED_STATUSES];
 
 /**
  * The step the run is at: its name, or its position when the definition is not registered here
@@ -43,15 +41,15 @@ export const runsCommands: Command[] = [
     args: [],
     options: {
       '--workflow <name>': 'only runs of this workflow',
-      '--status <status>': `only runs in this status (${STATUSES.join(', ')})`,
+      '--status <status>': `only runs in this status (${RUN_STATUSES.join(', ')})`,
       '--key <key>': 'only runs with this key',
       '--limit <n>': 'at most this many, newest first (default 50, at most 1000)',
     },
     summary: 'runs, newest first',
     async run(ctx) {
       const status = stringOption(ctx.parsed, 'status');
-      if (status !== undefined && !STATUSES.includes(status as RunStatus)) {
-        throw new UsageError(`--status must be one of ${STATUSES.join(', ')}, got ${JSON.stringify(status)}`);
+      if (status !== undefined && !RUN_STATUSES.includes(status as RunStatus)) {
+        throw new UsageError(`--status must be one of ${RUN_STATUSES.join(', ')}, got ${JSON.stringify(status)}`);
       }
       const limit = countOption(ctx.parsed, 'limit', 1000);
       const runs = await (

@@ -1,4 +1,4 @@
-import { assertValid, optionsProblems, UNSTORABLE_RE } from './validation';
+import { assertValid, optionsProblems, storableTextProblem } from './validation';
 
 /**
  * The options of call `what` (`known`: their names): `{}` when undefined or null (no options);
@@ -11,9 +11,9 @@ export function callOptions<T extends object>(what: string, options: T | null | 
 }
 
 /**
- * Whether `name` cannot be the name of a stored row (not a string, or holding a NUL or a lone
- * surrogate, which Postgres cannot store): a lookup by it finds nothing without asking.
+ * Whether `name` cannot be the name of a stored row (absent, or not a text Postgres can store: see
+ * `storableTextProblem`): a lookup by it finds nothing without asking.
  */
 export function unstorableName(name: unknown): boolean {
-  return typeof name !== 'string' || UNSTORABLE_RE.test(name);
+  return name === undefined || name === null || storableTextProblem(name, 'name') !== undefined;
 }

@@ -1,4 +1,6 @@
+import type { ValidationError } from 'class-validator';
 import { DurableValidationError } from '../errors';
+import { LATEST_TIME_MS } from './time-bounds';
 import { problem } from './validation';
 
 /** Milliseconds, or a string such as `'500ms'`, `'30s'`, `'5m'`, `'2h'`, `'7d'`. */
@@ -31,20 +33,26 @@ export const MAX_TIMER_MS = 2_147_483_647;
  */
 export const MAX_SPAN_MS = 36_500 * 86_400_000;
 
+/** A {@link Duration} parsed to milliseconds, or the problem that keeps it from being one. */
+export type ParsedMs = { ms: number; problem?: undefined } | { ms?: undefined; problem: ValidationError };
+
+/** Parses a {@link Duration} to milliseconds, or the problem naming `what` when invalid or longer than `maxMs`. */
+export function parseMs(value: unknown, what = 'duration', maxMs = Infinity): ParsedMs {
+  const ms = tryParseDuration(value);
+  if (ms !== undefined && ms <= maxMs) return { ms };
+  const message =
+    ms === undefined
+      ? `${what} must be milliseconds or a string like '30s', got ${String(value)}`
+      : `${what} must be at most ${maxMs}ms (about ${Math.floor(maxMs / UNIT_MS.d)} days), got ${String(value)}`;
+  return { problem: problem(what, value, 'isDuration', message) };
+}
+
 /**
  * Parses a {@link Duration} to milliseconds, throwing a `DurableValidationError` naming `what` when
  * invalid or longer than `maxMs`.
  */
 export function toMs(value: Duration, what = 'duration', maxMs = Infinity): number {
-  const ms = tryParseDuration(value);
-  if (ms === undefined || ms > maxMs) {
-    const message =
-      ms === undefined
-        ? `${what} must be milliseconds or a string like '30s', got ${String(value)}`
-        : `${what} must be at most ${maxMs}ms (about ${Math.floor(maxMs / UNIT_MS.d)} days), got ${String(value)}`;
-    throw new DurableValidationError(message, [problem(what, value, 'isDuration', message)]);
-  }
-  return ms;
+  return msOrThrow(parseMs(value, what, maxMs));
 }
 
 /** `n` seconds in milliseconds. */
@@ -56,17 +64,23 @@ export const hours = (n: number): number => n * UNIT_MS.h;
 /** `n` days in milliseconds. */
 export const days = (n: number): number => n * UNIT_MS.d;
 
-/** The latest time PostgreSQL reads from an ISO string: the end of the year 9999. */
-export const LATEST_TIME_MS = Date.parse('9999-12-31T23:59:59.999Z');
-
 /**
  * Parses a {@link Duration} that ends a stored time counted from now (a delay, a sleep, a wait's
- * timeout), throwing a `DurableValidationError` naming `what` when invalid or when it would end
- * after the year 9999.
+ * timeout), or the problem naming `what` when invalid or when it would end after the year 9999.
  */
+export function parseStoredMs(value: unknown, what: string): ParsedMs {
+  const parsed = parseMs(value, what);
+  if (parsed.problem || Date.now() + parsed.ms <= LATEST_TIME_MS) return parsed;
+  return { problem: problem(what, value, 'isDuration', `${what} must end before the year 10000, got ${String(value)}`) };
+}
+
+/** {@link parseStoredMs}, throwing its problem as a `DurableValidationError`. */
 export function toStoredMs(value: Duration, what: string): number {
-  const ms = toMs(value, what);
-  if (Date.now() + ms <= LATEST_TIME_MS) return ms;
-  const message = `${what} must end before the year 10000, got ${String(value)}`;
-  throw new DurableValidationError(message, [problem(what, value, 'isDuration', message)]);
+  return msOrThrow(parseStoredMs(value, what));
+}
+
+/** The milliseconds of `parsed`, or its problem thrown as a `DurableValidationError`. */
+function msOrThrow(parsed: ParsedMs): number {
+  if (parsed.problem) throw new DurableValidationError(Object.values(parsed.problem.constraints ?? {}).join('; '), [parsed.problem]);
+  return parsed.ms;
 }

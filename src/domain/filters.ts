@@ -1,5 +1,6 @@
 import type { ValidationError } from 'class-validator';
-import { FINISHED_STATUSES, GOING_STATUSES, type RunStatus } from './run-info';
+import { RUN_STATUSES } from './run-info';
+import { EARLIEST_TIMESTAMPTZ_MS } from './time-bounds';
 import { nameProblem, problem, storableTextProblem } from './validation';
 
 /**
@@ -9,9 +10,6 @@ import { nameProblem, problem, storableTextProblem } from './validation';
  */
 
 const absent = (value: unknown): value is undefined | null => value === undefined || value === null;
-
-/** Every run status. */
-const RUN_STATUSES: readonly RunStatus[] = [...GOING_STATUSES, ...FINISHED_STATUSES];
 
 /** What `waitingFor` accepts. */
 const WAIT_FILTERS = ['sleep', 'event', 'input', 'children', 'deps'] as const;
@@ -62,11 +60,8 @@ export function kindsProblem(value: unknown, property = 'kinds'): ValidationErro
   return undefined;
 }
 
-/** The earliest time a Postgres `timestamptz` holds, rounded up to a year (4713 BC); every later `Date` fits. */
-const EARLIEST_TIME = Date.UTC(-4712, 0, 1);
-
 /** Why `value` is not a valid `Date` Postgres can hold, or undefined. */
 export function dateProblem(value: unknown, property: string): ValidationError | undefined {
-  if (absent(value) || (value instanceof Date && value.getTime() >= EARLIEST_TIME)) return undefined;
+  if (absent(value) || (value instanceof Date && value.getTime() >= EARLIEST_TIMESTAMPTZ_MS)) return undefined;
   return problem(property, value, 'isDate', `${property} must be a valid Date (from 4713 BC on)`);
 }

@@ -7,6 +7,9 @@ export const GOING_STATUSES: readonly RunStatus[] = ['pending', 'running', 'wait
 /** Statuses of a finished run. */
 export const FINISHED_STATUSES: readonly RunStatus[] = ['completed', 'failed', 'cancelled', 'compensated', 'compensation_failed'];
 
+/** Every run status: the going ones, then the finished ones. */
+export const RUN_STATUSES: readonly RunStatus[] = [...GOING_STATUSES, ...FINISHED_STATUSES];
+
 /** True when the run has finished (for good, until a retry). */
 export const isFinished = (status: RunStatus): boolean => FINISHED_STATUSES.includes(status);
 

@@ -1,9 +1,7 @@
 import type { ValidationError } from 'class-validator';
-import { LATEST_TIME_MS, toStoredMs, type Duration } from '../domain/duration';
+import { parseStoredMs } from '../domain/duration';
+import { EARLIEST_ISO_TIME_MS, LATEST_TIME_MS } from '../domain/time-bounds';
 import { problem } from '../domain/validation';
-
-/** The due times a run can have: Postgres reads ISO times of the years 1 to 9999 only. */
-const EARLIEST_DUE_MS = Date.parse('0001-01-01T00:00:00.000Z');
 
 /** A start's due time as the start statement takes it. */
 export interface DueAt {
@@ -32,18 +30,17 @@ export function dueAt(what: string, runAt: unknown, delay: unknown, debounced: b
   }
   if (runAt !== undefined && runAt !== null) {
     const ms = runAt instanceof Date ? runAt.getTime() : NaN;
-    if (!(ms >= EARLIEST_DUE_MS && ms <= LATEST_TIME_MS)) {
+    // sent as an ISO time: Postgres reads those of the years 1 to 9999 only
+    if (!(ms >= EARLIEST_ISO_TIME_MS && ms <= LATEST_TIME_MS)) {
       problems.push(problem('runAt', runAt, 'isDate', `${what}: runAt must be a valid Date of the years 1 to 9999`));
       return none;
     }
     return { run_at: (runAt as Date).toISOString(), delay_ms: null };
   }
   if (delay !== undefined && delay !== null) {
-    try {
-      return { run_at: null, delay_ms: toStoredMs(delay as Duration, 'delay') };
-    } catch (err) {
-      problems.push(problem('delay', delay, 'isDuration', (err as Error).message));
-    }
+    const parsed = parseStoredMs(delay, 'delay');
+    if (!parsed.problem) return { run_at: null, delay_ms: parsed.ms };
+    problems.push(parsed.problem);
   }
   return none;
 }

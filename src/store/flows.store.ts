@@ -1,9 +1,11 @@
 import type { Queryable } from './db';
 import { runColumns, type RunRow } from './run-row';
-import type { RunStatus } from '../domain/run-info';
+import { statusLiterals } from './sql';
+import { FINISHED_STATUSES, type RunStatus } from '../domain/run-info';
 import { depOutcome, type DepOutcome, type FlowNodeRow, type FlowRow, type NewFlowEdge, type NewFlowNode, type RerunNodeRow } from './flows.types';
 
-const FINAL = `('completed', 'failed', 'cancelled', 'compensated', 'compensation_failed')`;
+/** The finished statuses as an SQL list. */
+const FINAL = `(${statusLiterals(FINISHED_STATUSES)})`;
 
 /**
  * Every statement of DAG flows: the `flows` and `flow_deps` tables (hooks: `HooksStore`) and the flow

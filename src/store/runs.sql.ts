@@ -1,7 +1,7 @@
-import { FINISHED_STATUSES, GOING_STATUSES, type RunStatus } from '../domain/run-info';
+import { RUN_STATUSES, type RunStatus } from '../domain/run-info';
 import { runColumns } from './run-row';
 import type { ClaimedRow } from './runs.types';
-import { distinctWorkflows, holdsKey, indexedWorkflows, lastAttemptFields, nodeMayClaim, notPaused } from './sql';
+import { distinctWorkflows, holdsKey, indexedWorkflows, lastAttemptFields, nodeMayClaim, notPaused, statusLiterals } from './sql';
 import { CLAIMED_COLUMNS, DEBOUNCE_UNTIL, INSERT_COLUMNS, insertClaimed, RUN_AT } from './runs.insert.sql';
 import { transitionFields } from './transition.fields';
 
@@ -19,9 +19,9 @@ const CHILD_PRUNABLE = (S: string, c: string) => `(${c}.parent_id IS NULL OR NOT
 const ON_KEY_CONFLICT = 'ON CONFLICT (workflow, key, (holds_key OR NULL)) WHERE key IS NOT NULL DO NOTHING';
 
 /** Every status, each a bit of the masks `insertOrAnswer` sends per start (a few bytes, not arrays). */
-export const STATUS_BITS: readonly RunStatus[] = [...GOING_STATUSES, ...FINISHED_STATUSES];
+export const STATUS_BITS: readonly RunStatus[] = RUN_STATUSES;
 /** `statuses` (the module's own constants) as a text[] literal. */
-const statusArray = (statuses: readonly RunStatus[]): string => `ARRAY[${statuses.map((st) => `'${st}'`).join(', ')}]::text[]`;
+const statusArray = (statuses: readonly RunStatus[]): string => `ARRAY[${statusLiterals(statuses)}]::text[]`;
 const STATUS_BITS_SQL = statusArray(STATUS_BITS);
 
 /**

@@ -1,4 +1,9 @@
+import type { RunStatus } from '../domain/run-info';
+
 /** SQL fragments shared by the statements of several tables. */
+
+/** `statuses` (the module's own constants) as SQL literals: `'a', 'b'`. */
+export const statusLiterals = (statuses: readonly RunStatus[]): string => statuses.map((st) => `'${st}'`).join(', ');
 
 /**
  * A key's holder, as the `runs_key` index (workflow, key, (holds_key OR NULL)) answers it: its third
