@@ -26,7 +26,7 @@ export class RunEvents {
   async send(runId: string, name: string, payload: unknown, options?: { buffer?: boolean } | null): Promise<SendEventOutcome> {
     const buffer = callOptions('sendEvent', options, ['buffer']).buffer ?? false;
     assertValid('sendEvent', [typeof buffer === 'boolean' ? undefined : problem('buffer', buffer, 'isBoolean', 'buffer must be a boolean')]);
-    return this.deliver(runId, name, payload, { buffer, kind: 'event' }, 'sendEvent', await this.connection.join(undefined, 'sendEvent'));
+    return this.deliver(runId, name, payload, { buffer, kind: 'event' }, 'sendEvent', () => this.connection.join(undefined, 'sendEvent'));
   }
 
   /** Provides the value a run waits for with `ctx.waitForInput(name)`; kept when it does not wait yet. */
@@ -34,10 +34,21 @@ export class RunEvents {
     await this.deliver(runId, name, value, { buffer: true, kind: 'input' }, 'provideInput');
   }
 
-  /** Delivers on `joined` (a caller's transaction) when given, else in a transaction of its own. */
-  private async deliver(runId: string, name: string, payload: unknown, opts: { buffer: boolean; kind: 'event' | 'input' }, what: string, joined?: Queryable) {
+  /**
+   * Delivers on the caller's transaction `join` finds, else in a transaction of its own; the name
+   * and payload are checked first, so a refused one costs no statement on the caller's transaction.
+   */
+  private async deliver(
+    runId: string,
+    name: string,
+    payload: unknown,
+    opts: { buffer: boolean; kind: 'event' | 'input' },
+    what: string,
+    join?: () => Promise<Queryable | undefined>,
+  ) {
     assertValid(what, [nameProblem(name), jsonProblem(payload, 'payload')]);
     if (!isUuid(runId)) throw new RunNotFoundError(runId);
+    const joined = await join?.();
     const deliver = (q: Queryable) => deliverEvent(this.events, q, runId, name, payload, opts);
     // in a caller's REPEATABLE READ or SERIALIZABLE transaction, a race with the run's holder is a
     // serialization failure: the caller retries its transaction
