@@ -9,7 +9,7 @@ import { promisify } from 'util';
 import { DurableValidationError, RunContext, Schedule, ScheduleNotFoundError, Step, Workflow } from '../../src';
 import { Client } from 'pg';
 import { DurableTestEnv, stopSharedTestDatabase, testDatabaseUrl } from '../../src/testing';
-import { waitFor } from '../support';
+import { waitFor, waitForLockWait } from '../support';
 
 @Workflow('kit_plain')
 class Plain {
@@ -43,6 +43,15 @@ class Deadline {
   }
 }
 
+@Workflow('kit_go_then_sleep')
+class GoThenSleep {
+  @Step()
+  async run(ctx: RunContext) {
+    await ctx.waitForEvent('go', { timeout: '1h' });
+    await ctx.sleep('1h');
+  }
+}
+
 @Schedule('0 3 * * *', { name: 'nightly', input: { n: 3 } })
 @Workflow('kit_nightly')
 class Nightly {
@@ -72,7 +81,7 @@ class Hourly {
 
 let env: DurableTestEnv;
 beforeAll(async () => {
-  env = await DurableTestEnv.create({ providers: [Plain, Debounced, Approval, Deadline, Nightly] });
+  env = await DurableTestEnv.create({ providers: [Plain, Debounced, Approval, Deadline, GoThenSleep, Nightly] });
 });
 afterAll(() => env.close());
 
@@ -118,6 +127,37 @@ describe('DurableTestEnv.skipTime', () => {
     await env.skipTime('1h');
     await env.runUntilIdle();
     expect(await env.durable.getRun(runId)).toMatchObject({ status: 'failed', error: expect.objectContaining({ code: 'timeout' }) });
+  });
+
+  it("takes a run's lock before its waits', as a send does: the two do not deadlock", async () => {
+    const { runId } = await env.durable.start(GoThenSleep);
+    await env.runUntilIdle();
+    expect(await env.durable.sendEvent(runId, 'go', 1)).toBe('delivered');
+    await env.runUntilIdle();
+    // asleep in the step whose wait for "go" (timing out in an hour) is recorded: another "go" locks
+    // the run, then that wait; skipTime moves both
+    expect(await env.durable.getRun(runId)).toMatchObject({ status: 'waiting', waitingFor: { kind: 'sleep' } });
+    const locker = new Client({ connectionString: await testDatabaseUrl() });
+    await locker.connect();
+    try {
+      // the send's look at the wait (it reads the events too) waits, the send holding the run
+      await locker.query('BEGIN');
+      await locker.query(`LOCK TABLE "${env.schema}".events IN ACCESS EXCLUSIVE MODE`);
+      const sent = env.durable.sendEvent(runId, 'go', 2).catch((err: unknown) => err);
+      await waitForLockWait(['AS wait_open', env.schema], 'the send holds the run and waits to look at its wait');
+      const skipped = env.skipTime('1m').then(
+        () => 'skipped',
+        (err: unknown) => err,
+      );
+      // skipTime waits for the run the send holds; had it taken the wait first, the send, let go
+      // now, would wait for skipTime as skipTime waits for it: a deadlock, one of them failing
+      await waitForLockWait(['WITH r AS', `"${env.schema}".runs SET`], 'skipTime waits for a lock');
+      await locker.query('COMMIT');
+      expect([await sent, await skipped]).toEqual(['dropped', 'skipped']);
+    } finally {
+      await locker.query('ROLLBACK').catch(() => undefined);
+      await locker.end();
+    }
   });
 
   it('fires a schedule whose tick falls in the skipped time, once', async () => {
