@@ -20,6 +20,7 @@ import { DurableClaimSeq1733040020000 } from './1733040020000-durable-claim-seq'
 import { DurableGroupBusyIndex1733040021000 } from './1733040021000-durable-group-busy-index';
 import { DurableNodeProcess1733040022000 } from './1733040022000-durable-node-process';
 import { DurableWaitTimeoutValue1733040023000 } from './1733040023000-durable-wait-timeout-value';
+import { DurableScheduleFiresKept1733040024000 } from './1733040024000-durable-schedule-fires-kept';
 import { DurableChildWaits1733040025000 } from './1733040025000-durable-child-waits';
 
 export { DurableInit1733040000000, DurableKeys1733040001000, DurableWaits1733040002000 };
@@ -41,6 +42,7 @@ export { DurableClaimSeq1733040020000 };
 export { DurableGroupBusyIndex1733040021000 };
 export { DurableNodeProcess1733040022000 };
 export { DurableWaitTimeoutValue1733040023000 };
+export { DurableScheduleFiresKept1733040024000 };
 export { DurableChildWaits1733040025000 };
 
 /** The module's migration classes in order, for schema `durable` (TypeORM `migrations: [...]`). */
@@ -66,6 +68,7 @@ export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[]
   DurableGroupBusyIndex1733040021000,
   DurableNodeProcess1733040022000,
   DurableWaitTimeoutValue1733040023000,
+  DurableScheduleFiresKept1733040024000,
   DurableChildWaits1733040025000,
 ];
 

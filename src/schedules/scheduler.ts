@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { DiscoveryService, ModuleRef } from '@nestjs/core';
-import { CronJob, CronTime } from 'cron';
+import { CronTime } from 'cron';
 import type { EntityManager } from 'typeorm';
 import { KeyTakenError, ScheduleNotFoundError } from '../errors';
 import { SCHEDULE_OPTION_NAMES, type ScheduleMetadata, type ScheduleOptions } from '../definition/schedule.decorator';
@@ -8,7 +8,7 @@ import { schedulesMetadataOf, workflowNameOf } from '../definition/workflow-meta
 import { WorkflowRegistry } from '../definition/workflow.registry';
 import type { WorkflowRef } from '../definition/workflow-metadata';
 import { managerQueryable } from '../store/db';
-import { SchedulesStore, type ClaimedTick, type ScheduleRow } from '../store/schedules.store';
+import { SchedulesStore, type ClaimedTick, type ScheduleCopy, type ScheduleRow } from '../store/schedules.store';
 import { DurableConnection } from '../core/durable.connection';
 import { LOG_CONTEXT, RESOLVED_OPTIONS } from '../core/durable.constants';
 import type { ResolvedOptions } from '../options/resolve-options';
@@ -18,7 +18,8 @@ import { unstorableName } from '../domain/call-options';
 import type { StartResult } from '../domain/run-info';
 import { Starter } from '../runs/starter';
 import { nextOf, parseCron, tickAt } from './cron';
-import { cronJobsOf, type CronJobs } from './cron-jobs';
+import { cronJobsOf } from './cron-jobs';
+import { ScheduleJobs } from './schedule-jobs';
 
 /** A stored schedule as `listSchedules` returns it. */
 export interface ScheduleInfo {
@@ -55,16 +56,6 @@ export interface FireResult {
   outcome?: string;
 }
 
-interface LocalJob {
-  name: string;
-  cron: string;
-  timezone: string;
-  job: CronJob;
-  /** The tick the job fires next: the identity of a tick across nodes. */
-  nextTick: Date;
-  registryName: string;
-}
-
 /** Longest schedule name. */
 const MAX_NAME = 200;
 /** Fire records deleted per prune statement. */
@@ -83,15 +74,12 @@ const PRUNE_EVERY_MS = 60_000;
 @Injectable()
 export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger(LOG_CONTEXT);
-  /** Nest's SchedulerRegistry or the module's own (looked up when first needed). */
-  private cronJobsFound?: CronJobs;
-  private readonly jobs = new Map<string, LocalJob>();
+  /** This node's cron jobs, in Nest's SchedulerRegistry or the module's own (looked up when first needed). */
+  private readonly jobs: ScheduleJobs;
   private readonly inFlight = new Set<Promise<unknown>>();
   private syncTimer?: NodeJS.Timeout;
   private syncing?: Promise<void>;
   private stopped = false;
-  /** False once {@link holdTicks} was called: jobs are kept but do not tick on the wall clock. */
-  private ticking = true;
   private lastPruneAt = 0;
   /** Per schedule: ticks this node saw and what came of them (tests, debugging). */
   readonly stats = new Map<string, { ticks: number; fired: number; lost: number; failed: number }>();
@@ -102,9 +90,14 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly registry: WorkflowRegistry,
     readonly store: SchedulesStore,
     private readonly starter: Starter,
-    private readonly moduleRef: ModuleRef,
+    moduleRef: ModuleRef,
     discovery: DiscoveryService,
   ) {
+    this.jobs = new ScheduleJobs(
+      () => cronJobsOf(moduleRef),
+      (local, tick, next) => this.track(this.fireTick(local, tick, next)),
+      this.logger,
+    );
     this.checkDeclared(discovery);
   }
 
@@ -114,12 +107,7 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
    * starts: an env's schedules fire when its time is skipped past a tick, never by the real clock.
    */
   holdTicks(): void {
-    this.ticking = false;
-    for (const local of this.jobs.values()) local.job.stop();
-  }
-
-  private get cronJobs(): CronJobs {
-    return (this.cronJobsFound ??= cronJobsOf(this.moduleRef));
+    this.jobs.hold();
   }
 
   /**
@@ -148,7 +136,7 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
   async onModuleDestroy(): Promise<void> {
     this.stopped = true;
     if (this.syncTimer) clearInterval(this.syncTimer);
-    for (const name of [...this.jobs.keys()]) this.unmount(name);
+    for (const name of this.jobs.names()) this.jobs.unmount(name);
     await this.syncing?.catch(() => undefined);
     await Promise.allSettled([...this.inFlight]);
   }
@@ -204,6 +192,7 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
   async schedule(ref: WorkflowRef, cron: string, options: ScheduleOptions = {}): Promise<ScheduleInfo> {
     const def = this.registry.get(ref);
     const row = await this.store.upsert(this.connection.db, { ...this.validate(`schedule ${def.name}`, def.name, cron, options ?? {}), source: 'api' });
+    await this.synced();
     this.mount(row);
     return this.info(row);
   }
@@ -214,8 +203,15 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
    */
   async unschedule(name: string): Promise<boolean> {
     if (unstorableName(name)) return false;
-    this.unmount(name);
-    return this.store.remove(this.connection.db, name);
+    const removed = await this.store.remove(this.connection.db, name);
+    await this.synced();
+    this.jobs.unmount(name);
+    return removed;
+  }
+
+  /** Waits for a sync under way, which may have read the rows before a change this node just made (it would mount what it read). */
+  private async synced(): Promise<void> {
+    await this.syncing?.catch(() => undefined);
   }
 
   /**
@@ -240,7 +236,7 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
 
   /** Names of the schedules this node ticks. */
   mounted(): string[] {
-    return [...this.jobs.keys()].sort();
+    return this.jobs.names();
   }
 
   /** Every stored schedule, by name. */
@@ -294,7 +290,7 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
       stored.add(row.name);
       this.mount(row);
     }
-    for (const name of [...this.jobs.keys()]) if (!stored.has(name)) this.unmount(name);
+    for (const name of this.jobs.names()) if (!stored.has(name)) this.jobs.unmount(name);
     const every = Math.min(PRUNE_EVERY_MS, this.options.retention.activityMs);
     if (Date.now() - this.lastPruneAt >= every) {
       this.lastPruneAt = Date.now();
@@ -302,42 +298,11 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
     }
   }
 
-  /** Ticks `row` on this node (re-creating the job when its cron or time zone changed). */
-  private mount(row: Pick<ScheduleRow, 'name' | 'workflow' | 'cron' | 'timezone'>): void {
+  /** Ticks `row` on this node when it has the row's workflow (another node ticks it otherwise). */
+  private mount(row: ScheduleCopy): void {
     if (this.stopped) return;
-    const existing = this.jobs.get(row.name);
-    if (existing && existing.cron === row.cron && existing.timezone === row.timezone) return;
-    if (existing) this.unmount(row.name);
-    if (!this.registry.find(row.workflow)) return; // not registered on this node: another node ticks it
-    let job: CronJob;
-    try {
-      job = new CronJob(row.cron, () => undefined, null, false, row.timezone);
-    } catch (err) {
-      this.logger.warn(`schedule "${row.name}": cannot tick ${JSON.stringify(row.cron)} (${row.timezone}): ${(err as Error).message}`);
-      return;
-    }
-    const local: LocalJob = { name: row.name, cron: row.cron, timezone: row.timezone, job, nextTick: new Date(0), registryName: `durable:${row.name}` };
-    // `cron` computes the next date before it calls back, so the tick being fired is the one
-    // remembered before; a job that wakes late (paused process) fires that stale tick once, which
-    // the guard refuses when another node fired it.
-    job.addCallback(() => {
-      const tick = local.nextTick;
-      local.nextTick = job.nextDate().toJSDate();
-      this.track(this.fireTick(local, tick, local.nextTick));
-    });
-    if (this.cronJobs.doesExist('cron', local.registryName)) this.cronJobs.deleteCronJob(local.registryName);
-    this.cronJobs.addCronJob(local.registryName, job);
-    if (this.ticking) job.start();
-    local.nextTick = job.nextDate().toJSDate();
-    this.jobs.set(row.name, local);
-  }
-
-  private unmount(name: string): void {
-    const local = this.jobs.get(name);
-    if (!local) return;
-    this.jobs.delete(name);
-    local.job.stop();
-    if (this.cronJobs.doesExist('cron', local.registryName)) this.cronJobs.deleteCronJob(local.registryName);
+    if (this.registry.find(row.workflow)) this.jobs.mount(row);
+    else this.jobs.unmount(row.name);
   }
 
   private track<T>(p: Promise<T>): void {
@@ -352,7 +317,7 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   /** One tick on this node: take the (schedule, tick) guard and start the run, or find it taken. */
-  async fireTick(local: Pick<LocalJob, 'name' | 'cron' | 'timezone'>, at: Date, next: Date | null): Promise<FireResult> {
+  async fireTick(local: ScheduleCopy, at: Date, next: Date | null): Promise<FireResult> {
     const stat = this.stat(local.name);
     try {
       const tick = tickAt(local.cron, local.timezone, at);
@@ -360,7 +325,7 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
       const out = await this.connection.dataSource.transaction(async (manager) => {
         const q = managerQueryable(manager);
         await this.store.fireSession(q);
-        const claimed = await this.store.claimTick(q, local.name, tick, this.options.nodeId, local.cron, local.timezone, next);
+        const claimed = await this.store.claimTick(q, local, tick, this.options.nodeId, next);
         if (!claimed) return undefined;
         const started = await this.startFor(manager, claimed);
         await this.store.recordFire(q, local.name, tick, started.runId, started.outcome);

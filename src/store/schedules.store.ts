@@ -26,6 +26,9 @@ export type NewSchedule = Pick<ScheduleRow, 'name' | 'workflow' | 'cron' | 'time
   next_fire_at: string | null;
 };
 
+/** What of a stored schedule a node ticks on: a node whose copy differs from the row fires nothing. */
+export type ScheduleCopy = Pick<ScheduleRow, 'name' | 'workflow' | 'cron' | 'timezone'>;
+
 /** What a won tick needs to start its run. */
 export type ClaimedTick = Pick<ScheduleRow, 'name' | 'workflow' | 'key' | 'input'>;
 
@@ -60,13 +63,16 @@ export class SchedulesStore {
       fireSession: `SET LOCAL idle_in_transaction_session_timeout = 5000`,
       // The once-per-tick guard. The UPDATE locks the schedule row, so a second node running the
       // same tick waits for the first one's transaction and then finds last_tick_at >= its tick
-      // (a stale tick of a node that was paused or down is refused the same way); the primary key
-      // of schedule_fires refuses a tick that was fired already, whatever happened to last_tick_at.
-      // A node whose copy of the cron is out of date fires nothing.
+      // (a stale tick of a node that was paused or down is refused the same way); a schedule fires
+      // no tick from before it was stored (one removed and added again catches up nothing); the
+      // primary key of schedule_fires, whose rows outlive their schedule until pruned, refuses a
+      // tick that was fired already under that name, whatever happened to the row. A node whose
+      // copy of the workflow, cron or time zone is out of date fires nothing.
       claimTick: `
         WITH s AS (
           UPDATE ${S}.schedules SET last_tick_at = $2, next_fire_at = $6
-          WHERE name = $1 AND cron = $4 AND timezone = $5 AND (last_tick_at IS NULL OR last_tick_at < $2)
+          WHERE name = $1 AND workflow = $7 AND cron = $4 AND timezone = $5 AND created_at < $2
+            AND (last_tick_at IS NULL OR last_tick_at < $2)
           RETURNING name, workflow, key, input
         ), f AS (
           INSERT INTO ${S}.schedule_fires (schedule, tick_at, node_id)
@@ -114,7 +120,7 @@ export class SchedulesStore {
     return (await q.query<{ name: string }>(this.sql.dropStaleDecorated, [workflows, keep])).map((r) => r.name);
   }
 
-  /** Deletes a schedule (and its fire history); false when there was none. */
+  /** Deletes a schedule (its fire records stay until pruned); false when there was none. */
   async remove(q: Queryable, name: string): Promise<boolean> {
     return (await q.query(this.sql.remove, [name])).length > 0;
   }
@@ -134,19 +140,14 @@ export class SchedulesStore {
   }
 
   /**
-   * Takes tick `tickAt` of schedule `name` for this node, if no node has and the stored cron and
-   * timezone are still the ones this node ticks on; returns what the run needs, or undefined.
+   * Takes tick `tickAt` of schedule `copy.name` for this node, if no node has and the stored
+   * workflow, cron and timezone are still the ones of this node's copy; returns what the run
+   * needs, or undefined.
    */
-  async claimTick(
-    q: Queryable,
-    name: string,
-    tickAt: Date,
-    nodeId: string,
-    cron: string,
-    timezone: string,
-    nextFireAt: Date | null,
-  ): Promise<ClaimedTick | undefined> {
-    const [row] = await q.query<ClaimedTick>(this.sql.claimTick, [name, tickAt.toISOString(), nodeId, cron, timezone, nextFireAt?.toISOString() ?? null]);
+  async claimTick(q: Queryable, copy: ScheduleCopy, tickAt: Date, nodeId: string, nextFireAt: Date | null): Promise<ClaimedTick | undefined> {
+    const { name, workflow, cron, timezone } = copy;
+    const values = [name, tickAt.toISOString(), nodeId, cron, timezone, nextFireAt?.toISOString() ?? null, workflow];
+    const [row] = await q.query<ClaimedTick>(this.sql.claimTick, values);
     return row;
   }
 

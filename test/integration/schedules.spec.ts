@@ -24,6 +24,15 @@ class Plain {
   }
 }
 
+/** Another undecorated workflow, that only some nodes have (a schedule moved to it). */
+@Workflow('sched_other')
+class Other {
+  @Step()
+  async run(ctx: RunContext) {
+    return { input: ctx.input ?? null };
+  }
+}
+
 let cleanupGate = new Gate();
 
 /** A slow keyed cleanup: fires while it runs find the key held (default onDuplicate useExisting). */
@@ -179,20 +188,122 @@ describe('schedules', () => {
     await waitFor(async () => (await fires(schema, 'resume')).length >= 5, { message: 'five fires' });
     const f = await fires(schema, 'resume');
     // a node that wakes late fires the tick it was waiting for — already fired: refused
-    const stale = await schedulerOf(b).fireTick({ name: 'resume', cron: '* * * * * *', timezone: 'UTC' }, new Date(f[0].tick_at), null);
+    const stale = await schedulerOf(b).fireTick(
+      { name: 'resume', cron: '* * * * * *', timezone: 'UTC', workflow: 'sched_plain' },
+      new Date(f[0].tick_at),
+      null,
+    );
     expect(stale).toEqual({ fired: false });
     // a tick older than the last one fired, that nobody fired (all nodes down then): refused too
     const never = new Date(new Date(f[0].tick_at).getTime() - 30_000);
-    expect(await schedulerOf(b).fireTick({ name: 'resume', cron: '* * * * * *', timezone: 'UTC' }, never, null)).toEqual({ fired: false });
+    expect(await schedulerOf(b).fireTick({ name: 'resume', cron: '* * * * * *', timezone: 'UTC', workflow: 'sched_plain' }, never, null)).toEqual({
+      fired: false,
+    });
     // a node whose copy of the cron is out of date fires nothing
     const future = new Date(Date.now() + 3_600_000);
-    expect(await schedulerOf(b).fireTick({ name: 'resume', cron: '0 * * * * *', timezone: 'UTC' }, future, null)).toEqual({ fired: false });
+    expect(await schedulerOf(b).fireTick({ name: 'resume', cron: '0 * * * * *', timezone: 'UTC', workflow: 'sched_plain' }, future, null)).toEqual({
+      fired: false,
+    });
     await a.close();
     await b.close();
     const all = await fires(schema, 'resume');
     const runs = await runsOf(schema, 'sched_plain');
     expect(runs).toHaveLength(all.length);
     expect(new Set(all.map((x) => new Date(x.tick_at).getTime())).size).toBe(all.length);
+  });
+
+  it('a schedule removed and added again under its name fires none of the ticks it fired before, nor one from before it was added again', async () => {
+    const schema = freshSchema();
+    const a = await createApp({ schema, workflows: [Plain], options: { nodeId: 'node-a' } });
+    const b = await createApp({ schema, workflows: [Plain], options: { nodeId: 'node-b' } });
+    const every = { name: 'again', cron: '* * * * * *', timezone: 'UTC', workflow: 'sched_plain' };
+    await a.durable.schedule('sched_plain', every.cron, { name: every.name });
+    await waitFor(async () => (await fires(schema, 'again')).length >= 2, { message: 'two fires' });
+    // a node fires a tick ahead of the database's clock (its clock runs fast), then the schedule is replaced
+    const ahead = new Date(Math.ceil(Date.now() / 1000) * 1000 + 3_600_000);
+    expect(await schedulerOf(b).fireTick(every, ahead, null)).toMatchObject({ fired: true });
+    const [first] = await fires(schema, 'again');
+    expect(await a.durable.unschedule('again')).toBe(true);
+    // added again after a tick of its own went by
+    const gone = new Date(Math.ceil(Date.now() / 1000) * 1000);
+    await waitFor(() => Date.now() > gone.getTime() + 100, { message: 'a tick goes by' });
+    await a.durable.schedule('sched_plain', every.cron, { name: every.name });
+    // a node that was paused through all that wakes with the tick it was waiting for: fired already
+    expect(await schedulerOf(b).fireTick(every, new Date(first.tick_at), null)).toEqual({ fired: false });
+    // a tick of the time the schedule was gone, that no node fired: not caught up
+    expect(await schedulerOf(b).fireTick(every, gone, null)).toEqual({ fired: false });
+    expect(await schedulerOf(b).fireTick(every, ahead, null)).toEqual({ fired: false });
+    await a.close();
+    await b.close();
+    const all = await fires(schema, 'again');
+    expect(new Set(all.map((x) => new Date(x.tick_at).getTime())).size).toBe(all.length);
+    expect(await runsOf(schema, 'sched_plain')).toHaveLength(all.length);
+  });
+
+  it('a schedule moved to another workflow ticks only on the nodes that have that workflow', async () => {
+    const schema = freshSchema();
+    const a = await createApp({ schema, workflows: [Plain], options: { nodeId: 'node-a' } });
+    const b = await createApp({ schema, workflows: [Plain, Other], options: { nodeId: 'node-b' } });
+    const c = await createApp({ schema, workflows: [Other], options: { nodeId: 'node-c' } });
+    await a.durable.schedule('sched_plain', '* * * * * *', { name: 'moved' });
+    await waitFor(() => schedulerOf(b).mounted().includes('moved'), { message: 'node b ticks moved' });
+    expect(schedulerOf(c).mounted()).toEqual([]);
+    await b.durable.schedule('sched_other', '* * * * * *', { name: 'moved', input: { to: 'other' } });
+    // a, without the workflow, stops ticking it; c, with only that workflow, starts
+    await waitFor(() => !schedulerOf(a).mounted().includes('moved') && schedulerOf(c).mounted().includes('moved'), {
+      message: 'node a unmounts moved, node c mounts it',
+    });
+    // a node whose copy names the workflow the schedule had fires nothing (and fails nothing)
+    const future = new Date(Math.ceil(Date.now() / 1000) * 1000 + 3_600_000);
+    const stale = { name: 'moved', cron: '* * * * * *', timezone: 'UTC', workflow: 'sched_plain' };
+    expect(await schedulerOf(a).fireTick(stale, future, null)).toEqual({ fired: false });
+    const movedAt = Date.now();
+    await waitFor(async () => (await fires(schema, 'moved')).some((f) => new Date(f.tick_at).getTime() > movedAt + 1000), { message: 'a fire after the move' });
+    const [info] = await c.durable.listSchedules();
+    expect(info).toMatchObject({ name: 'moved', workflow: 'sched_other', failures: 0 });
+    expect(schedulerOf(a).stats.get('moved')?.failed ?? 0).toBe(0);
+    expect((await runsOf(schema, 'sched_other')).every((r) => (r.input as { to: string }).to === 'other')).toBe(true);
+  });
+
+  it("a sync that read the schedules before this node's schedule or unschedule call does not undo it", async () => {
+    const schema = freshSchema();
+    const a = await createApp({ schema, workflows: [Plain], options: { nodeId: 'node-a' } });
+    const b = await createApp({ schema, workflows: [Other], options: { nodeId: 'node-b' } });
+    const s = schedulerOf(a);
+    /** Holds node a's next read of the schedules after it read them; resolves when it has. */
+    const holdNextRead = async () => {
+      const all = s.store.all;
+      const read = new Gate();
+      const release = new Gate();
+      s.store.all = async (q) => {
+        s.store.all = all;
+        const rows = await all.call(s.store, q);
+        read.open();
+        await release.wait();
+        return rows;
+      };
+      await waitFor(() => read.isOpen, { message: 'node a reads the schedules' });
+      return { syncing: s.sync(), release: () => release.open() };
+    };
+    const stored = async (name: string) => (await sql(`select workflow from ${ident(schema)}.schedules where name = $1`, [name]))[0]?.workflow;
+    // unschedule while a sync that read the schedule is under way
+    await a.durable.schedule('sched_plain', '0 0 1 1 *', { name: 'raced' });
+    let held = await holdNextRead();
+    const removed = a.durable.unschedule('raced');
+    await waitFor(async () => (await stored('raced')) === undefined, { message: 'the schedule is deleted' });
+    held.release();
+    expect(await removed).toBe(true);
+    await held.syncing;
+    expect(s.mounted()).toEqual([]);
+    // schedule, on this node, a schedule a sync read as another workflow's (which node a does not have)
+    await b.durable.schedule('sched_other', '0 0 1 1 *', { name: 'raced' });
+    held = await holdNextRead();
+    const scheduled = a.durable.schedule('sched_plain', '0 0 1 1 *', { name: 'raced' });
+    await waitFor(async () => (await stored('raced')) === 'sched_plain', { message: 'the schedule is replaced' });
+    held.release();
+    await scheduled;
+    await held.syncing;
+    expect(s.mounted()).toEqual(['raced']);
   });
 
   it('where a clock goes back, a cron of some hours fires once in the repeated hour, whichever instant a node names a tick by, a cron of every hour at both; where it goes forward, a skipped tick fires when the hour ends', async () => {
@@ -202,7 +313,7 @@ describe('schedules', () => {
     // (a node computes the one or the other, by the offset in force when it computes)
     const first = new Date('2027-10-31T00:30:00Z');
     const second = new Date('2027-10-31T01:30:00Z');
-    const fixed = { name: 'dst_fixed', cron: '30 2 * * *', timezone: 'Europe/Paris' };
+    const fixed = { name: 'dst_fixed', cron: '30 2 * * *', timezone: 'Europe/Paris', workflow: 'sched_plain' };
     await t.durable.schedule('sched_plain', fixed.cron, { name: fixed.name, timezone: fixed.timezone });
     expect(await s.fireTick(fixed, first, null)).toMatchObject({ fired: true });
     expect(await s.fireTick(fixed, second, null)).toEqual({ fired: false });
@@ -213,29 +324,29 @@ describe('schedules', () => {
     expect(await s.fireTick(late, first, null)).toEqual({ fired: false });
     expect((await fires(t.schema, 'dst_late')).map((f) => new Date(f.tick_at).toISOString())).toEqual([first.toISOString()]);
     // every other hour is some hours too: once
-    const stepped = { name: 'dst_stepped', cron: '30 */2 * * *', timezone: 'Europe/Paris' };
+    const stepped = { name: 'dst_stepped', cron: '30 */2 * * *', timezone: 'Europe/Paris', workflow: 'sched_plain' };
     await t.durable.schedule('sched_plain', stepped.cron, { name: stepped.name, timezone: stepped.timezone });
     expect(await s.fireTick(stepped, first, null)).toMatchObject({ fired: true });
     expect(await s.fireTick(stepped, second, null)).toEqual({ fired: false });
     // every hour (however written): the two instants are ticks of their own
     for (const cron of ['*/30 * * * *', '30 0-23 * * *']) {
-      const every = { name: `dst_every ${cron}`, cron, timezone: 'Europe/Paris' };
+      const every = { name: `dst_every ${cron}`, cron, timezone: 'Europe/Paris', workflow: 'sched_plain' };
       await t.durable.schedule('sched_plain', every.cron, { name: every.name, timezone: every.timezone });
       expect(await s.fireTick(every, first, null)).toMatchObject({ fired: true });
       expect(await s.fireTick(every, second, null)).toMatchObject({ fired: true });
     }
     // an instant whose local time is not of the cron's hours (the cron library names 01:30Z, 02:30
     // CET, for a 03:30 tick that day) is no tick; 03:30 CET is
-    const three = { name: 'dst_three', cron: '30 3 * * *', timezone: 'Europe/Paris' };
+    const three = { name: 'dst_three', cron: '30 3 * * *', timezone: 'Europe/Paris', workflow: 'sched_plain' };
     await t.durable.schedule('sched_plain', three.cron, { name: three.name, timezone: three.timezone });
     expect(await s.fireTick(three, second, null)).toEqual({ fired: false });
     expect(await s.fireTick(three, new Date('2027-10-31T02:30:00Z'), null)).toMatchObject({ fired: true });
     // where a clock goes forward, a tick in the skipped hour fires at the first time that exists, as
     // the cron library names it (Paris 2027-03-28: 02:30 → 03:00 CEST; New York 2027-03-14: 02:00 → 03:00 EDT)
-    const spring = { name: 'dst_spring', cron: '30 2 * * *', timezone: 'Europe/Paris' };
+    const spring = { name: 'dst_spring', cron: '30 2 * * *', timezone: 'Europe/Paris', workflow: 'sched_plain' };
     await t.durable.schedule('sched_plain', spring.cron, { name: spring.name, timezone: spring.timezone });
     expect(await s.fireTick(spring, new Date('2027-03-28T01:00:00Z'), null)).toMatchObject({ fired: true });
-    const nightly = { name: 'dst_nightly', cron: '0 2 * * *', timezone: 'America/New_York' };
+    const nightly = { name: 'dst_nightly', cron: '0 2 * * *', timezone: 'America/New_York', workflow: 'sched_plain' };
     await t.durable.schedule('sched_plain', nightly.cron, { name: nightly.name, timezone: nightly.timezone });
     expect(await s.fireTick(nightly, new Date('2027-03-14T07:00:00Z'), null)).toMatchObject({ fired: true });
     expect(await runsOf(t.schema, 'sched_plain')).toHaveLength(10);
@@ -297,7 +408,9 @@ describe('schedules', () => {
     await client.query('BEGIN');
     await store.fireSession(q);
     const future = new Date(Math.ceil(Date.now() / 1000) * 1000 + 3_600_000);
-    expect(await store.claimTick(q, 'stuck', future, 'node-b', '* * * * * *', 'UTC', null)).toMatchObject({ name: 'stuck' });
+    expect(await store.claimTick(q, { name: 'stuck', workflow: 'sched_plain', cron: '* * * * * *', timezone: 'UTC' }, future, 'node-b', null)).toMatchObject({
+      name: 'stuck',
+    });
     const stalledAt = Date.now();
     // node a's ticks wait on the row lock until Postgres ends b's idle transaction (5 s)
     await waitFor(async () => (await fires(schema, 'stuck')).some((f) => new Date(f.tick_at).getTime() > stalledAt + 1000), {
