@@ -63,22 +63,20 @@ export class WaitsStore {
           SELECT 1 FROM ins UNION ALL SELECT 1 FROM filled
         ), mark AS (
           UPDATE ${S}.runs SET has_children = true, children_step = $2,
-            children_wait = children_wait + (children_step IS DISTINCT FROM $2)::int,
-            children_open = CASE WHEN children_step IS DISTINCT FROM $2 THEN 0 ELSE children_open END + $7
+            children_wait = coalesce(children_wait, 0) + (children_step IS DISTINCT FROM $2)::int,
+            children_open = CASE WHEN children_step IS DISTINCT FROM $2 THEN 0 ELSE coalesce(children_open, 0) END + $7
           WHERE id = (SELECT id FROM parent) AND EXISTS (SELECT 1 FROM rec)
           RETURNING children_wait
         )
         SELECT EXISTS (SELECT 1 FROM parent) AS owned, (SELECT children_wait FROM mark) AS wait`,
       // a wait whose timeout failed the step is forgotten; in a call's children, each that did not
-      // complete (or was deleted, pruned, since) leaves a gap the retried step fills with a new one;
-      // the children the run had are counted no more (one an operator retried may go on: the run no
-      // longer waits for it), the gaps' new children in a new count
+      // complete (or was deleted, pruned, since) leaves a gap the retried step fills with a new one
+      // (the retry's move of the run starts a new count of its children, runs_children_recount: the
+      // children it had are counted no more, one an operator retried may go on)
       resetForRetry: `
         WITH failed AS (
           DELETE FROM ${S}.waits w USING ${S}.runs r
           WHERE w.run_id = $1 AND r.id = $1 AND w.step = r.step AND w.timed_out AND w.timeout_value IS NOT TRUE
-        ), uncounted AS (
-          UPDATE ${S}.runs SET children_wait = children_wait + 1, children_open = 0 WHERE id = $1 AND has_children
         )
         UPDATE ${S}.waits w SET children = (
           SELECT array_agg(c.id ORDER BY x.n) FROM unnest(w.children) WITH ORDINALITY AS x(id, n)

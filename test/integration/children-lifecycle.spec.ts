@@ -2,11 +2,12 @@
  * Child runs over their parent's whole life: a child a compensation started is cancelled when its
  * parent ends (compensated or compensation_failed); a parent's children wait wakes once the children
  * of its call have finished, whatever other children of it are still going (one that an operator
- * retried, replaced by the parent's own retry), and the parent's end cancels those; a child retried
- * while its parent still waits is waited for again.
+ * retried, replaced by the parent's own retry, which outlives the completed parent); a child retried
+ * while its parent still waits is waited for again; a retry by a plain status update (an older
+ * version's) starts a new count; a going child deleted counts as failed.
  */
-import { NotCancellableError, RunContext, Step, Workflow } from '../../src';
-import { createApp, waitFor } from '../support';
+import { DurableService, NotCancellableError, RunContext, Step, Workflow } from '../../src';
+import { createApp, sql, waitFor } from '../support';
 
 @Workflow('cl_forever')
 class Forever {
@@ -63,7 +64,36 @@ class Pair {
   }
 }
 
-const workflows = [Forever, Child, Saga, Parent, Pair];
+@Workflow('cl_twins', { retry: { attempts: 1 } })
+class Twins {
+  @Step()
+  async call(ctx: RunContext) {
+    return ctx.parallel([{ workflow: Child }, { workflow: Child }]);
+  }
+}
+
+@Workflow('cl_timed_twins', { timeout: '1500ms', retry: { attempts: 1 } })
+class TimedTwins {
+  @Step()
+  async call(ctx: RunContext) {
+    return ctx.parallel([{ workflow: Child }, { workflow: Child }]);
+  }
+}
+
+const workflows = [Forever, Child, Saga, Parent, Pair, Twins, TimedTwins];
+
+/** The parent `runId` waits for its `n` children, each of which waits for input: their ids. */
+async function holdingChildren(durable: DurableService, runId: string, n: number): Promise<string[]> {
+  return waitFor(
+    async () => {
+      const run = await durable.getRun(runId);
+      if (run?.status !== 'waiting' || run.children.length !== n) return null;
+      const kids = await Promise.all(run.children.map((id) => durable.getRun(id)));
+      return kids.every((k) => k?.waitingFor?.kind === 'input') ? run.children : null;
+    },
+    { message: `${n} children of ${runId} wait for input` },
+  );
+}
 
 describe('child runs over their parent’s life', () => {
   it.each([
@@ -99,8 +129,8 @@ describe('child runs over their parent’s life', () => {
     child.mode = 'complete';
     await durable.retry(runId);
     expect(await durable.waitForRun(runId, { timeout: 10_000 })).toMatchObject({ status: 'completed', result: 'ok' });
-    // the replaced child waited meanwhile; the parent's end cancelled it
-    expect((await durable.getRun(first))!.error).toMatchObject({ code: 'cancelled', parentId: runId, message: `its parent run ${runId} was completed` });
+    // the replaced child, retried on purpose, outlives its completed parent
+    expect(await durable.getRun(first)).toMatchObject({ status: 'waiting', waitingFor: { kind: 'input' } });
   });
 
   it('a child retried while its parent waits is waited for again', async () => {
@@ -127,5 +157,37 @@ describe('child runs over their parent’s life', () => {
     });
     await durable.provideInput(failing, 'go', 1);
     expect(await durable.waitForRun(runId, { timeout: 10_000 })).toMatchObject({ status: 'completed', result: ['ok', null] });
+  });
+
+  it('a parent retried by a plain status update (an older version of the module) wakes when its refilled children end', async () => {
+    child.mode = 'hold';
+    const { durable, schema } = await createApp({ workflows });
+    const { runId } = await durable.start(TimedTwins);
+    await holdingChildren(durable, runId, 2);
+    // the parent times out: its end cancels its children, which it no longer counts
+    expect(await durable.waitForRun(runId, { timeout: 10_000 })).toMatchObject({ status: 'failed', error: { code: 'timeout' } });
+    // an older version's retry: the call's children that did not complete become gaps, then the run
+    // goes back to pending, its count of children untouched
+    child.mode = 'complete';
+    await sql(`UPDATE "${schema}".waits SET children = array_fill(NULL::uuid, ARRAY[cardinality(children)]) WHERE run_id = $1 AND kind = 'children'`, [runId]);
+    await sql(
+      `UPDATE "${schema}".runs SET status = 'pending', run_at = now(), attempt = 0, error = NULL, finished_at = NULL,
+         deadline_at = NULL, node_id = NULL, last_status = NULL WHERE id = $1 AND status = 'failed'`,
+      [runId],
+    );
+    const done = await durable.waitForRun(runId, { timeout: 10_000 });
+    expect(done).toMatchObject({ status: 'completed', result: ['ok', 'ok'] });
+    expect(done.children).toHaveLength(4);
+  });
+
+  it('a going child deleted counts as failed: the parent wakes when its other child ends', async () => {
+    child.mode = 'hold';
+    const { durable, schema } = await createApp({ workflows });
+    const { runId } = await durable.start(Twins);
+    const [gone, kept] = await holdingChildren(durable, runId, 2);
+    await sql(`DELETE FROM "${schema}".runs WHERE id = $1`, [gone]);
+    await durable.provideInput(kept, 'go', 1);
+    const failed = await durable.waitForRun(runId, { timeout: 5_000 });
+    expect(failed).toMatchObject({ status: 'failed', error: { code: 'child_failed', childId: gone, childStatus: 'deleted' } });
   });
 });
