@@ -227,7 +227,8 @@ describe('crashes and fencing (multi-process)', () => {
     expect(last.linesMatching(new RegExp(`^IN_STEP effect ${runId} `))).toEqual([]);
     last.signal('SIGKILL');
     await last.exited;
-  });
+    // six node processes boot one after the other, each awaited with its own deadline above
+  }, 180_000);
 
   it('a paused (SIGSTOP) worker resumed after its run was recovered writes nothing (fencing)', async () => {
     const schema = await prepareSchema();
