@@ -1,4 +1,5 @@
 import type { QueryRunner } from 'typeorm';
+import { cancelChildrenWhen, childFinishedByScan } from './child-triggers';
 import { DurableMigration } from './durable-migration';
 
 /**
@@ -54,30 +55,7 @@ export class DurableWaits1733040002000 extends DurableMigration {
         created_at timestamptz NOT NULL DEFAULT now(),
         PRIMARY KEY (run_id, step, call)
       )`);
-    // A child's end wakes its parent when it waits for its children and none is still going; a
-    // parent still mid-step gets a mark in its inbox instead (its suspension then resumes at once).
-    await q.query(`
-      CREATE OR REPLACE FUNCTION ${s}.durable_child_finished() RETURNS trigger LANGUAGE plpgsql AS $fn$
-      DECLARE
-        p record;
-      BEGIN
-        SELECT id, status, wait_kind INTO p FROM ${s}.runs WHERE id = NEW.parent_id FOR UPDATE;
-        IF NOT FOUND THEN
-          RETURN NULL;
-        END IF;
-        IF p.status = 'waiting' AND p.wait_kind = 'children' THEN
-          IF NOT EXISTS (SELECT 1 FROM ${s}.runs c WHERE c.parent_id = NEW.parent_id
-                         AND c.status IN ('pending', 'running', 'waiting', 'compensating')) THEN
-            UPDATE ${s}.runs SET status = 'pending', run_at = now(), wake_at = NULL, wait_kind = NULL, wait_name = NULL
-            WHERE id = NEW.parent_id;
-            PERFORM pg_notify('${channel}', '');
-          END IF;
-        ELSIF p.status IN ('running', 'pending') THEN
-          UPDATE ${s}.runs SET inbox = array_append(array_remove(inbox, 'children:'), 'children:') WHERE id = NEW.parent_id;
-        END IF;
-        RETURN NULL;
-      END
-      $fn$`);
+    await q.query(childFinishedByScan(s, channel));
     await q.query(`DROP TRIGGER IF EXISTS runs_child_finished ON ${s}.runs`);
     await q.query(`
       CREATE TRIGGER runs_child_finished AFTER UPDATE OF status ON ${s}.runs
@@ -95,12 +73,7 @@ export class DurableWaits1733040002000 extends DurableMigration {
         RETURN NULL;
       END
       $fn$`);
-    await q.query(`DROP TRIGGER IF EXISTS runs_cancel_children ON ${s}.runs`);
-    await q.query(`
-      CREATE TRIGGER runs_cancel_children AFTER UPDATE OF status ON ${s}.runs
-      FOR EACH ROW WHEN (NEW.has_children AND OLD.status IS DISTINCT FROM NEW.status
-        AND NEW.status IN ('cancelled', 'failed', 'compensating'))
-      EXECUTE FUNCTION ${s}.durable_cancel_children()`);
+    await cancelChildrenWhen(q, s, `('cancelled', 'failed', 'compensating')`);
   }
 
   async down(q: QueryRunner): Promise<void> {

@@ -1,4 +1,5 @@
 import type { QueryRunner } from 'typeorm';
+import { cancelChildrenWhen, childFinishedByScan } from './child-triggers';
 import { DurableMigration } from './durable-migration';
 
 const GOING = `('pending', 'running', 'waiting', 'compensating')`;
@@ -111,51 +112,21 @@ export class DurableChildWaits1733040025000 extends DurableMigration {
       CREATE TRIGGER runs_children_recount BEFORE UPDATE OF status ON ${s}.runs
       FOR EACH ROW WHEN (NEW.has_children AND OLD.status IN ${ENDED} AND NEW.status IN ('pending', 'running', 'waiting'))
       EXECUTE FUNCTION ${s}.durable_children_recount()`);
-    await this.cancelChildrenWhen(q, `('cancelled', 'failed', 'compensating', 'compensated', 'compensation_failed')`);
+    await cancelChildrenWhen(q, s, `('cancelled', 'failed', 'compensating', 'compensated', 'compensation_failed')`);
   }
 
   async down(q: QueryRunner): Promise<void> {
     const { s } = this;
-    await this.cancelChildrenWhen(q, `('cancelled', 'failed', 'compensating')`);
+    await cancelChildrenWhen(q, s, `('cancelled', 'failed', 'compensating')`);
     await q.query(`DROP TRIGGER IF EXISTS runs_children_recount ON ${s}.runs`);
     await q.query(`DROP FUNCTION IF EXISTS ${s}.durable_children_recount()`);
     await q.query(`DROP TRIGGER IF EXISTS runs_child_deleted ON ${s}.runs`);
     await q.query(`DROP TRIGGER IF EXISTS runs_child_reopened ON ${s}.runs`);
     await q.query(`DROP FUNCTION IF EXISTS ${s}.durable_child_reopened()`);
     // the count-free wake: the parent wakes when none of its children is going
-    await q.query(`
-      CREATE OR REPLACE FUNCTION ${s}.durable_child_finished() RETURNS trigger LANGUAGE plpgsql AS $fn$
-      DECLARE
-        p record;
-      BEGIN
-        SELECT id, status, wait_kind INTO p FROM ${s}.runs WHERE id = NEW.parent_id FOR UPDATE;
-        IF NOT FOUND THEN
-          RETURN NULL;
-        END IF;
-        IF p.status = 'waiting' AND p.wait_kind = 'children' THEN
-          IF NOT EXISTS (SELECT 1 FROM ${s}.runs c WHERE c.parent_id = NEW.parent_id AND c.status IN ${GOING}) THEN
-            UPDATE ${s}.runs SET status = 'pending', run_at = now(), wake_at = NULL, wait_kind = NULL, wait_name = NULL
-            WHERE id = NEW.parent_id;
-            PERFORM pg_notify('${this.channel}', '');
-          END IF;
-        ELSIF p.status IN ('running', 'pending') THEN
-          UPDATE ${s}.runs SET inbox = array_append(array_remove(inbox, 'children:'), 'children:') WHERE id = NEW.parent_id;
-        END IF;
-        RETURN NULL;
-      END
-      $fn$`);
+    await q.query(childFinishedByScan(s, this.channel));
     await q.query(`
       ALTER TABLE ${s}.runs DROP COLUMN IF EXISTS children_open, DROP COLUMN IF EXISTS children_wait,
         DROP COLUMN IF EXISTS children_step, DROP COLUMN IF EXISTS parent_wait`);
-  }
-
-  /** `runs_cancel_children`, fired by a parent's move to one of `statuses`. */
-  private async cancelChildrenWhen(q: QueryRunner, statuses: string): Promise<void> {
-    const { s } = this;
-    await q.query(`DROP TRIGGER IF EXISTS runs_cancel_children ON ${s}.runs`);
-    await q.query(`
-      CREATE TRIGGER runs_cancel_children AFTER UPDATE OF status ON ${s}.runs
-      FOR EACH ROW WHEN (NEW.has_children AND OLD.status IS DISTINCT FROM NEW.status AND NEW.status IN ${statuses})
-      EXECUTE FUNCTION ${s}.durable_cancel_children()`);
   }
 }
