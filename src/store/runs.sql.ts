@@ -18,11 +18,10 @@ const CHILD_PRUNABLE = (S: string, c: string) => `(${c}.parent_id IS NULL OR NOT
 /** The insert's arbiter: the unique `runs_key` index (a second holder of a key conflicts). */
 const ON_KEY_CONFLICT = 'ON CONFLICT (workflow, key, (holds_key OR NULL)) WHERE key IS NOT NULL DO NOTHING';
 
-/** Every status, each a bit of the masks `insertOrAnswer` sends per start (a few bytes, not arrays). */
-export const STATUS_BITS: readonly RunStatus[] = RUN_STATUSES;
 /** `statuses` (the module's own constants) as a text[] literal. */
 const statusArray = (statuses: readonly RunStatus[]): string => `ARRAY[${statusLiterals(statuses)}]::text[]`;
-const STATUS_BITS_SQL = statusArray(STATUS_BITS);
+/** Every status in {@link RUN_STATUSES}' order: status i is bit i of the masks `insertOrAnswer` sends per start. */
+const STATUS_BITS_SQL = statusArray(RUN_STATUSES);
 
 /**
  * The statuses in groups, each read through its own partial index: pending (runs_pending), running
@@ -34,7 +33,7 @@ const STATUS_GROUPS: { where: (alias: string) => string; statuses: readonly RunS
   { where: (a) => `${a}.status = 'pending'`, statuses: ['pending'], byWorkflow: true },
   // running runs are few (the workers' slots): read whole, whatever the filter
   { where: (a) => `${a}.status = 'running'`, statuses: ['running'], byWorkflow: false },
-  { where: (a) => `${a}.status NOT IN ('pending', 'running')`, statuses: STATUS_BITS.filter((st) => st !== 'pending' && st !== 'running'), byWorkflow: true },
+  { where: (a) => `${a}.status NOT IN ('pending', 'running')`, statuses: RUN_STATUSES.filter((st) => st !== 'pending' && st !== 'running'), byWorkflow: true },
 ];
 /** The group of status `st`. */
 const groupOf = (st: RunStatus) => STATUS_GROUPS.find((g) => g.statuses.includes(st))!;
@@ -140,7 +139,7 @@ export function runsStatements(S: string): Record<string, string> {
     insertClaimed: insertClaimed(S, ''),
     insertClaimedKeyed: insertClaimed(S, ON_KEY_CONFLICT),
     // A keyed start whose holder's status is one the policy settles (v.ok: useExisting, v.reject:
-    // KeyTakenError; status bit masks, see STATUS_BITS) is answered from the statement's snapshot,
+    // KeyTakenError; status bit masks over RUN_STATUSES) is answered from the statement's snapshot,
     // with no insert attempted and no lock on the holder: it writes only its `key_duplicate`
     // record (from which RunInfo.readds is counted), so concurrent duplicates of one key never
     // queue on the holder row. A holder in another status (or a row of the same key earlier in $1)
@@ -208,7 +207,7 @@ export function runsStatements(S: string): Record<string, string> {
     count: `SELECT count(*)::int AS n FROM (${byStatusGroup(S, '1')} LIMIT $8) x`,
     // runs per (workflow, status) of $1 × every status, each at most $2, through the status' index
     countByStatus: `
-      SELECT w.workflow, s.status, s.n FROM unnest($1::text[]) w (workflow) CROSS JOIN LATERAL (${STATUS_BITS.map(
+      SELECT w.workflow, s.status, s.n FROM unnest($1::text[]) w (workflow) CROSS JOIN LATERAL (${RUN_STATUSES.map(
         (st) => `
         SELECT '${st}' AS status, (SELECT count(*)::int FROM (
           SELECT 1 FROM ${S}.runs r WHERE r.workflow = w.workflow AND ${groupOf(st).where('r')} AND r.status = '${st}' LIMIT $2) x) AS n`,

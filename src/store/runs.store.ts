@@ -1,8 +1,8 @@
-import type { RunStatus } from '../domain/run-info';
+import { RUN_STATUSES, type RunStatus } from '../domain/run-info';
 import type { TxMark } from './activity.store';
 import { sqlState, type Queryable } from './db';
 import type { RunRow } from './run-row';
-import { ANALYZED_TABLES, inClaimOrder, runsStatements, STATUS_BITS, type AnalyzedTable } from './runs.sql';
+import { ANALYZED_TABLES, inClaimOrder, runsStatements, type AnalyzedTable } from './runs.sql';
 import type { ClaimBy, ClaimedRow, EndedRuns, HolderRow, NewRun, RunFilter, StartAnswer, StartRow, Transition } from './runs.types';
 import { encodeTransitions } from './transition.fields';
 
@@ -44,12 +44,12 @@ function compareKeys(a: NewRun, b: NewRun): number {
 /** Bit masks already computed, by (memoized) status list. */
 const MASKS = new WeakMap<readonly RunStatus[], number>();
 
-/** The bit mask of `statuses` over {@link STATUS_BITS}, computed once per (memoized) list. */
+/** The bit mask of `statuses` over {@link RUN_STATUSES} (status i is bit i), computed once per (memoized) list. */
 function statusBits(statuses: readonly RunStatus[]): number {
   let mask = MASKS.get(statuses);
   if (mask === undefined) {
     mask = 0;
-    for (const st of statuses) mask |= 1 << STATUS_BITS.indexOf(st);
+    for (const st of statuses) mask |= 1 << RUN_STATUSES.indexOf(st);
     MASKS.set(statuses, mask);
   }
   return mask;
