@@ -4,10 +4,9 @@
  * a REPEATABLE READ transaction racing a wait that times out fails with SerializationError rather
  * than keep an event no wait will read.
  */
-import { Client } from 'pg';
 import { DataSource, type EntityManager } from 'typeorm';
 import { DurableValidationError, RunContext, SerializationError, Step, Workflow } from '../../src';
-import { createApp, databaseUrl, sql, waitFor, waitForLockWait } from '../support';
+import { createApp, databaseUrl, raceWaitTimeout, sql, waitForLockWait } from '../support';
 
 @Workflow('ea_timeout')
 class TimeoutLate {
@@ -66,17 +65,7 @@ describe('sendEvent in an ambient transaction', () => {
 
   it('from a REPEATABLE READ transaction, a send racing the timeout of its wait fails with SerializationError, keeping nothing', async () => {
     const { durable, schema } = await createApp({ workflows: [TimeoutLate], options: { transactionManager } });
-    const waits = `"${schema}".waits`;
-    const locker = new Client({ connectionString: databaseUrl() });
-    await locker.connect();
-    try {
-      const { runId } = await durable.start(TimeoutLate);
-      await waitFor(async () => (await durable.getRun(runId))?.status === 'waiting', { message: 'the run waits for its event' });
-      // writes to waits wait: the step, run again once its wait's timer ended, holds the run's lock
-      // and is marking its wait timed out
-      await locker.query('BEGIN');
-      await locker.query(`LOCK TABLE ${waits} IN SHARE MODE`);
-      await waitForLockWait([waits, 'timed_out = true'], 'the step marks its wait timed out');
+    await raceWaitTimeout(durable, schema, TimeoutLate, async ({ runId, unblock }) => {
       const sent = inAmbient(async (manager) => {
         // the caller's snapshot: the wait not yet timed out in it
         await manager.query('SELECT 1');
@@ -84,16 +73,13 @@ describe('sendEvent in an ambient transaction', () => {
       }, 'REPEATABLE READ').catch((err: unknown) => err);
       await waitForLockWait(['SELECT status, wait_kind, wait_name', schema], 'the send waits for the run the step holds');
       // the step marks its wait timed out and lets the run go; the send, next in line, takes it
-      await locker.query('COMMIT');
+      await unblock();
       const err = await sent;
       expect(err).toBeInstanceOf(SerializationError);
       expect(err).toMatchObject({ code: 'serialization_failure' });
       const run = await durable.waitForRun(runId, { timeout: 10_000 });
       expect(run).toMatchObject({ status: 'completed', result: { none: true } });
       expect(await sql(`SELECT 1 FROM "${schema}".events WHERE run_id = $1`, [runId])).toEqual([]);
-    } finally {
-      await locker.query('ROLLBACK').catch(() => undefined);
-      await locker.end();
-    }
+    });
   });
 });

@@ -8,7 +8,7 @@ import { RunContext, Step, TimeoutError, Workflow } from '../../src';
 import { deliverEvent } from '../../src/runs/event-delivery';
 import { EventsStore } from '../../src/store/events.store';
 import { clientQueryable } from '../../src/store/db';
-import { createApp, databaseUrl, Gate, sql, waitFor, waitForLockWait } from '../support';
+import { createApp, databaseUrl, Gate, raceWaitTimeout, sql, waitFor, waitForLockWait } from '../support';
 
 const got: Record<string, unknown[]> = {};
 let gate = new Gate();
@@ -232,17 +232,7 @@ describe('sendEvent / waitForEvent', () => {
 
   it('an event sent as its wait times out is either its answer or dropped, never kept for nothing', async () => {
     const { durable, schema } = await createApp({ workflows: [TimeoutLate] });
-    const waits = `"${schema}".waits`;
-    const locker = new Client({ connectionString: databaseUrl() });
-    await locker.connect();
-    try {
-      // writes to waits wait: the step, run again once its wait's timer ended, has found no event and
-      // is marking the wait timed out when the event is sent
-      const { runId } = await durable.start(TimeoutLate);
-      await waitFor(async () => (await durable.getRun(runId))?.status === 'waiting', { message: 'the run waits for its event' });
-      await locker.query('BEGIN');
-      await locker.query(`LOCK TABLE ${waits} IN SHARE MODE`);
-      await waitForLockWait([waits, 'timed_out = true'], 'the step marks its wait timed out');
+    await raceWaitTimeout(durable, schema, TimeoutLate, async ({ runId, unblock }) => {
       const sent = durable.sendEvent(runId, 'go', { late: true });
       // the send either waits for the run the step holds, or stores its event before the lock ends
       await waitFor(
@@ -251,14 +241,11 @@ describe('sendEvent / waitForEvent', () => {
           (await sql(`SELECT 1 FROM "${schema}".events`)).length > 0,
         { message: 'the send is under way' },
       );
-      await locker.query('COMMIT');
+      await unblock();
       const outcome = await sent;
       const run = await durable.waitForRun(runId, { timeout: 10_000 });
       expect([outcome, run.result]).toEqual(outcome === 'kept' ? ['kept', { late: true }] : ['dropped', { none: true }]);
-    } finally {
-      await locker.query('ROLLBACK').catch(() => undefined);
-      await locker.end();
-    }
+    });
   });
 
   it('retry replays a wait that returned its timeoutValue, and waits anew where the timeout failed the step', async () => {

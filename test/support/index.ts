@@ -4,3 +4,4 @@ export * from './db';
 export * from './wait';
 export * from './phase';
 export * from './pg-proxy';
+export * from './wait-timeout-race';
