@@ -151,7 +151,7 @@ export function runsStatements(S: string): Record<string, string> {
         SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(${INSERT_COLUMNS}, ok integer, reject integer)
       ), dup AS (
         SELECT v.id AS start_id, r.id, v.workflow, v.key, v.reject & r.bit <> 0 AS rejected,
-          r.input IS DISTINCT FROM v.input AS input_changed, v.input
+          coalesce(r.input, 'null') IS DISTINCT FROM coalesce(v.input, 'null') AS input_changed, v.input -- null: SQL NULL or JSON null
         FROM v CROSS JOIN LATERAL (
           -- one probe of the key index per start, whatever the planner guesses of $1's size
           SELECT r.id, r.status, r.input, 1 << (array_position(${STATUS_BITS_SQL}, r.status) - 1) AS bit

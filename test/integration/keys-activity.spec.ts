@@ -134,6 +134,20 @@ describe('watching keys', () => {
       expect(typeof ev[0].id).toBe('string');
     });
 
+    it('key_duplicate useExisting: a null input is unchanged against a holder that took a null input as a debounce re-add', async () => {
+      const h = await t.durable.start('a_debounce', null, { key: 'ue-null' });
+      // in its debounce wait: the holder takes the re-add's (null) input
+      expect(await t.durable.start('a_debounce', null, { key: 'ue-null' })).toEqual({ runId: h.runId, outcome: 'debounced' });
+      await forceStatus(t.schema, h.runId, 'running');
+      expect(await t.durable.start('a_debounce', null, { key: 'ue-null' })).toEqual({ runId: h.runId, outcome: 'useExisting' });
+      const ev = await t.durable.listActivity({ kinds: ['key_duplicate'], key: 'ue-null' });
+      expect(ev.map((e) => [e.details.outcome, e.details.inputChanged])).toEqual([
+        ['useExisting', false],
+        ['debounced', false],
+      ]);
+      expect((await t.durable.keyStats({ workflow: 'a_debounce' })).droppedInputs).toBe(0);
+    });
+
     it('key_duplicate error, cancelExisting, sendEvent, debounced, and runAgain with and without runsAfter', async () => {
       const e = await t.durable.start('a_wf', { n: 1 }, { key: 'er' });
       await expect(t.durable.start('a_wf', { n: 2 }, { key: 'er', onDuplicate: 'error' })).rejects.toBeInstanceOf(KeyTakenError);
