@@ -171,6 +171,17 @@ describe('the documentation', () => {
     expect(problems).toEqual([]);
   }, 300_000);
 
+  it('every relative import of a TypeScript block names a .js file, as an ES module app (what `nest new` makes) needs', () => {
+    const bare = blocks
+      .filter((b) => b.kind !== 'other')
+      .flatMap((b) =>
+        [...b.code.matchAll(/^(?:import|export)\b[^;]*?\bfrom\s+'(\.{1,2}\/[^']*)'/gm)]
+          .filter(([, spec]) => !spec.endsWith('.js'))
+          .map(([, spec]) => `${b.doc}:${b.line}: '${spec}'`),
+      );
+    expect(bare).toEqual([]);
+  });
+
   it('the README tutorial, compiled and run as a fresh app on a database of its own, completes as the README says', async () => {
     expect(runs.map((r) => `${r.block.doc} ${r.block.fileName}`)).toEqual(['README.md tutorial.ts']);
     const [{ dir }] = runs;
