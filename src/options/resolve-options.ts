@@ -41,6 +41,16 @@ export function describeValidation(errors: ValidationError[], prefix = ''): stri
   });
 }
 
+/** What is wrong with the module's connection options (`dataSource` or `url`, exactly one), if anything. */
+function connectionOptionProblem(raw: DurableModuleOptions, dataSource: unknown, url: unknown): string | undefined {
+  if (dataSource && url) return 'dataSource/url: give one of `dataSource` and `url`, not both';
+  if (dataSource || url) return undefined;
+  if (url === '') return undefined; // the option's own check says it is empty
+  // `url: process.env.DATABASE_URL` with the variable unset is the usual way to get here
+  if ('url' in raw) return `url: is ${String(url)} (an environment variable that is not set?): give a PostgreSQL connection string, or \`dataSource\``;
+  return 'dataSource/url: give `url` (a PostgreSQL connection string) or `dataSource` (your TypeORM DataSource)';
+}
+
 /** Validates the module options (naming each bad option) and applies the defaults (docs/configuration.md). */
 export function resolveOptions(raw: DurableModuleOptions): ResolvedOptions {
   const { dataSource, transactionManager, ...plain } = raw ?? {};
@@ -53,7 +63,8 @@ export function resolveOptions(raw: DurableModuleOptions): ResolvedOptions {
   ];
   const errors = [...unknown, ...validateSync(dto, { forbidUnknownValues: false, whitelist: true, validationError: { target: false } })];
   const problems = unknown.map((e) => Object.values(e.constraints ?? {}).join('; ')).concat(describeValidation(errors.slice(unknown.length)));
-  if (!!dataSource === !!plain.url) problems.push('dataSource/url: give exactly one of `dataSource` and `url`');
+  const connectionProblem = connectionOptionProblem(raw ?? {}, dataSource, plain.url);
+  if (connectionProblem) problems.push(connectionProblem);
   if (dataSource && !(dataSource instanceof DataSource) && typeof (dataSource as DataSource).query !== 'function') {
     problems.push('dataSource: must be a TypeORM DataSource');
   }
