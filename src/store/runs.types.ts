@@ -78,6 +78,8 @@ export type ClaimedRow = Partial<Pick<RunRow, 'flow_id' | 'flow_name' | 'name' |
   > & {
     /** The wait calls recorded for the claimed step, by call number (so a resumed step needs no round trip to find them). */
     waits?: Record<string, WaitRow> | null;
+    /** The database's clock at the claim (epoch ms): the run's times (its deadline, its timers) are on that clock, not the node's. */
+    db_now_ms: number;
   };
 
 /** One state change of a claimed run, applied only while this execution still owns it. */

@@ -36,8 +36,10 @@ export class Execution implements ExecutionHandle {
   private timedOut = false;
   /** When it was claimed (local time), and whether a step of it has taken a slot yet. */
   readonly claimedAt = Date.now();
+  /** The database's clock less this node's, as of the claim: the run's times are the database's. */
+  private readonly clockOffset: number;
   private started = false;
-  /** When the step attempt in progress began (epoch ms, local time), for its `getRunHistory` record. */
+  /** When the step attempt in progress began (epoch ms, on the database's clock), for its `getRunHistory` record. */
   private attemptFrom = 0;
   /** Aborted when the run is lost: a wait for a slot ends. */
   private readonly losing = new AbortScope();
@@ -67,6 +69,7 @@ export class Execution implements ExecutionHandle {
     this.key = row.key;
     this.input = row.input;
     this.epoch = row.epoch;
+    this.clockOffset = row.db_now_ms - this.claimedAt;
     if (row.flow_id) this.flowNode = { flowId: row.flow_id, flowName: row.flow_name ?? null, name: row.name ?? '', deps: row.deps ?? [] };
   }
 
@@ -142,7 +145,7 @@ export class Execution implements ExecutionHandle {
     }
     const deadline = this.row.deadline_at ? new Date(this.row.deadline_at).getTime() : undefined;
     if (deadline !== undefined) {
-      const left = deadline - Date.now();
+      const left = deadline - this.dbNow();
       if (left <= 0) return this.finishFailed(new TimeoutError(`workflow "${this.workflow}" timed out`), this.row.step);
       this.deadlineTimer = setTimeout(() => {
         this.timedOut = true;
@@ -218,7 +221,7 @@ export class Execution implements ExecutionHandle {
   /** One attempt of a step, bounded by the step timeout; rejects on failure, abort or timeout. */
   private async attempt(step: StepDefinition, attempt: number, working: Record<string, unknown>): Promise<unknown> {
     const scope = this.scope; // the attempt's, whatever replaces it later
-    this.attemptFrom = Date.now();
+    this.attemptFrom = this.dbNow();
     if (scope.reason) throw scope.reason;
     // a step with a timeout gets a signal of its own that also follows the run's; others share the run's
     const own = step.timeoutMs === undefined ? undefined : new AbortController();
@@ -300,7 +303,7 @@ export class Execution implements ExecutionHandle {
     const deadline = this.row.deadline_at ? new Date(this.row.deadline_at).getTime() : Infinity;
     const wake = Math.min(s.until ? s.until.getTime() : Infinity, deadline);
     // a local timer for the wake-up (any node's claim also picks it up once due)
-    if (wake !== Infinity) this.onRetryScheduled(Math.max(0, wake - Date.now()));
+    if (wake !== Infinity) this.onRetryScheduled(Math.max(0, wake - this.dbNow()));
     // what it waits for may have arrived while the step ran: then it is pending already
     if (s.kind !== 'sleep') this.onRetryScheduled(0);
   }
@@ -368,7 +371,12 @@ export class Execution implements ExecutionHandle {
 
   /** The fields that record step `index`'s attempt `attempt` (a compensation's index is `-(step + 1)`), which ends now with `status`. */
   private tried(index: number, attempt: number, status: StepAttemptStatus): Partial<Transition> {
-    return { tried_step: index, tried_attempt: attempt, tried_status: status, tried_from_ms: this.attemptFrom, tried_to_ms: Date.now() };
+    return { tried_step: index, tried_attempt: attempt, tried_status: status, tried_from_ms: this.attemptFrom, tried_to_ms: this.dbNow() };
+  }
+
+  /** Now on the database's clock (epoch ms), however far this node's clock is off it. */
+  private dbNow(): number {
+    return Date.now() + this.clockOffset;
   }
 
   /** `run <id> (<workflow>) step "<step>"`: how a log line names what failed. */

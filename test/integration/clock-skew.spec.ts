@@ -1,0 +1,65 @@
+/**
+ * A node whose clock differs from the database's: the times the engine keeps (a run's deadline,
+ * its timers) are the database's, so a node's clock ahead or behind changes none of them.
+ */
+import { RunContext, Step, Workflow } from '../../src';
+import { createApp, freshSchema } from '../support';
+
+/** How far the node's clock is off in these tests: an hour. */
+const SKEW_MS = 3_600_000;
+
+@Workflow('skew_quick', { timeout: '1m', retry: { attempts: 1 } })
+class Quick {
+  @Step()
+  async only() {
+    return 'done';
+  }
+}
+
+@Workflow('skew_slow', { timeout: '1s', retry: { attempts: 1 } })
+class Slow {
+  /** Returns when its signal aborts (the run's deadline), or after 8 s. */
+  @Step()
+  async only(ctx: RunContext) {
+    await new Promise((r) => {
+      const timer = setTimeout(r, 8_000);
+      ctx.signal.addEventListener('abort', () => r(clearTimeout(timer)));
+    });
+    return ctx.signal.aborted ? 'aborted' : 'ran out';
+  }
+}
+
+/** Runs `fn` with this process's `Date.now()` off the database's clock by `offsetMs`. */
+async function withClockOff<T>(offsetMs: number, fn: () => Promise<T>): Promise<T> {
+  const realNow = Date.now.bind(Date);
+  const spy = jest.spyOn(Date, 'now').mockImplementation(() => realNow() + offsetMs);
+  try {
+    return await fn();
+  } finally {
+    spy.mockRestore();
+  }
+}
+
+describe('a node clock off the database clock', () => {
+  it('a node whose clock is an hour ahead runs a run with a one-minute timeout to the end, not failing it at once; its attempt is timed on the database clock', async () => {
+    const app = await createApp({ schema: freshSchema(), workflows: [Quick] });
+    const run = await withClockOff(SKEW_MS, async () => {
+      const { runId } = await app.durable.start(Quick, {});
+      return app.durable.waitForRun(runId, { timeout: 10_000 });
+    });
+    expect(run).toMatchObject({ status: 'completed', result: 'done' });
+    const [attempt] = await app.durable.getRunHistory(run.id);
+    expect(Math.abs(attempt.startedAt.getTime() - run.startedAt!.getTime())).toBeLessThan(60_000);
+  });
+
+  it('a node whose clock is an hour behind aborts a running step at the run deadline of one second', async () => {
+    const app = await createApp({ schema: freshSchema(), workflows: [Slow] });
+    const started = Date.now();
+    const run = await withClockOff(-SKEW_MS, async () => {
+      const { runId } = await app.durable.start(Slow, {});
+      return app.durable.waitForRun(runId, { timeout: 15_000 });
+    });
+    expect(run).toMatchObject({ status: 'failed', error: { name: 'TimeoutError' } });
+    expect(Date.now() - started).toBeLessThan(6_000);
+  });
+});
