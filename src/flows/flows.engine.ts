@@ -185,8 +185,11 @@ export class FlowsEngine {
         if (inBatch.has(r.name)) p.add('name', r.name, 'uniqueName', `node "${r.name}" already exists in flow ${flowId}`);
         else existing.set(r.name, r.status);
       }
-      // nor may it close a cycle through the flow's nodes: the batch with every node upstream of it
-      if (external.length) {
+      // nor may it close a cycle through the flow's nodes: the batch with every node upstream of it.
+      // A cycle through them needs a node of the flow that waits for a name of the batch (a missing
+      // dep): without one there is none, and the walk upstream (the whole flow, for a dep on a
+      // fan-in) is not made
+      if (external.length && (await store.dependedOn(q, flowId, [...inBatch]))) {
         const graph = [...planned, ...(await store.upstream(q, flowId, external))];
         const cycle = findCycle(graph, new Set(graph.map((n) => n.name)));
         if (cycle) p.add('deps', cycle, 'noCycle', `appending would close a cycle through the flow's nodes: ${cycle.join(' → ')}`);

@@ -35,6 +35,8 @@ export class FlowsStore {
           SELECT r.name, r.deps FROM up JOIN ${S}.runs r ON r.flow_id = $1 AND r.name = ANY(up.deps)
         )
         SELECT name, coalesce(deps, '{}') AS deps FROM up`,
+      // whether a node of the flow depends on one of the names (through an edge: every dep has one)
+      dependedOn: `SELECT EXISTS (SELECT 1 FROM ${S}.flow_deps WHERE flow_id = $1 AND dep_name = ANY($2::text[])) AS yes`,
       lockNodes: `
         SELECT id, name, status FROM ${S}.runs WHERE flow_id = $1 AND name = ANY($2::text[])
         ORDER BY id FOR SHARE`,
@@ -207,6 +209,12 @@ export class FlowsStore {
   /** The nodes of flow `flowId` named `names` and every node they depend on, directly or not. */
   upstream(q: Queryable, flowId: string, names: string[]) {
     return q.query<{ name: string; deps: string[] }>(this.sql.upstream, [flowId, names]);
+  }
+
+  /** Whether a node of flow `flowId` depends on a node named in `names` (existing or not: a missing dep counts). */
+  async dependedOn(q: Queryable, flowId: string, names: string[]): Promise<boolean> {
+    const [row] = await q.query<{ yes: boolean }>(this.sql.dependedOn, [flowId, names]);
+    return row.yes;
   }
 
   /** Inserts flow nodes (notifying the workers when one is pending); returns how many. */
