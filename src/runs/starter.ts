@@ -5,6 +5,7 @@ import type { DuplicateMode, OnDuplicate } from '../domain/keys.policy';
 import { groupOf, type WorkflowDefinition } from '../definition/workflow-definition';
 import type { WorkflowRef } from '../definition/workflow-metadata';
 import { inSavepoint, retryDeadlocks, type Queryable } from '../store/db';
+import { inTurn } from '../store/tx-turns';
 import type { ClaimedRow, HolderRow, NewRun, StartAnswer, StartRow } from '../store/runs.types';
 import { isDeepStrictEqual } from 'node:util';
 import { DurableConnection } from '../core/durable.connection';
@@ -178,11 +179,17 @@ export class Starter {
   }
 
   private async insertOrResolve(def: WorkflowDefinition, plans: Planned[], manager?: EntityManager): Promise<StartManyResult[]> {
+    const joined = await this.connection.join(manager, `start ${def.name}`);
+    // starts made at once on one caller's transaction take turns (its savepoints are its connection's)
+    return joined ? inTurn(joined, () => this.write(def, plans, joined)) : this.write(def, plans);
+  }
+
+  /** Writes the starts: in the caller's transaction `joined`, else autocommit or a transaction of their own. */
+  private async write(def: WorkflowDefinition, plans: Planned[], joined?: Queryable): Promise<StartManyResult[]> {
     const { db } = this.connection;
     // Outside a caller's transaction the common case is one autocommit statement (shared with the
     // concurrent starts of this process); only a start the key policy cannot settle at once opens a
     // transaction of its own, to lock the holder and decide.
-    const joined = await this.connection.join(manager, `start ${def.name}`);
     // telemetry is counted once what it counts committed: at once after an autocommit statement or
     // a start's own transaction; in a caller's transaction when the whole call returns (the
     // caller's commit being out of sight)

@@ -98,9 +98,13 @@ export function isReadTimeout(err: unknown): boolean {
   return err instanceof Error && err.message === 'Query read timeout';
 }
 
-/** A TypeORM EntityManager (inside a transaction) as a {@link Queryable}. */
-export function managerQueryable(manager: EntityManager): Queryable {
+/**
+ * A TypeORM EntityManager (inside a transaction) as a {@link Queryable}; `owner`, its query runner,
+ * tells one caller's transaction from another (see `inTurn`).
+ */
+export function managerQueryable(manager: EntityManager): Queryable & { owner: object } {
   return {
+    owner: manager.queryRunner!,
     async query<R extends QueryResultRow>(text: string, values?: unknown[]) {
       const runner = manager.queryRunner!;
       const res = await runner.query(text, values as unknown[], true);

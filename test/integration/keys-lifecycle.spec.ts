@@ -115,6 +115,31 @@ describe('keys across the lifecycle', () => {
       expect(await articles(key)).toBe(1);
     });
 
+    it('starts made at once on one transaction (Promise.all), each decided under its holder’s lock, all land and the transaction goes on', async () => {
+      const keys = ['tx-all-1', 'tx-all-2', 'tx-all-3'];
+      const old = await Promise.all(keys.map((key) => t.durable.start('l_close', {}, { key })));
+      for (const o of old) await forceStatus(t.schema, o.runId, 'completed');
+      const waiting = await Promise.all(keys.map((key) => t.durable.start('l_debounce', {}, { key })));
+      let handed: { runId: string; outcome: string }[] = [];
+      let debounced: { runId: string; outcome: string }[] = [];
+      await ds.transaction(async (manager) => {
+        // each in a savepoint of this transaction: a finished holder handed over, a debounce re-add
+        [handed, debounced] = await Promise.all([
+          Promise.all(keys.map((key, n) => t.durable.start('l_close', { n }, { key, manager }))),
+          Promise.all(keys.map((key, n) => t.durable.start('l_debounce', { n }, { key, manager }))),
+        ]);
+        await manager.query(`INSERT INTO ${ident(t.schema)}.articles (title) VALUES ('all-after')`);
+      });
+      expect(handed.map((r) => r.outcome)).toEqual(keys.map(() => 'created'));
+      expect(debounced).toEqual(waiting.map((w) => ({ runId: w.runId, outcome: 'debounced' })));
+      expect(await articles('all-after')).toBe(1);
+      for (const [n, key] of keys.entries()) {
+        expect(await holdersOf(t.schema, 'l_close', key)).toEqual([handed[n].runId]);
+        expect((await t.durable.getRun(handed[n].runId))?.input).toEqual({ n });
+        expect((await t.durable.getRun(waiting[n].runId))?.input).toEqual({ n });
+      }
+    });
+
     it('a rollback removes the new run and its key', async () => {
       let runId = '';
       await rejection(
