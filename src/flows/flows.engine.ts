@@ -9,6 +9,7 @@ import { assertValid, nameProblem, optionNames, optionsProblems, problem, Proble
 import { WorkflowRegistry } from '../definition/workflow.registry';
 import { DurableConnection } from '../core/durable.connection';
 import { inSavepoint, type Queryable } from '../store/db';
+import { inTurn } from '../store/tx-turns';
 import { ActivityStore } from '../store/activity.store';
 import { FlowsStore } from '../store/flows.store';
 import { depOutcome, type NewFlowEdge, type NewFlowNode } from '../store/flows.types';
@@ -93,7 +94,9 @@ export class FlowsEngine {
     // nodes (an insert may conflict), an append (it locks the flow and its nodes, then checks them;
     // a refused one lets them go at once). A new flow without keys is refused before it writes.
     const savepoint = builder.appendTo !== undefined || planned.some((n) => n.key !== null);
-    return this.keyedTransaction(joined, (q, handedOff) => this.insert(q, builder, planned, handedOff), savepoint);
+    const write = () => this.keyedTransaction(joined, (q, handedOff) => this.insert(q, builder, planned, handedOff), savepoint);
+    // calls made at once on one caller's transaction take turns (its savepoints are its connection's)
+    return joined ? inTurn(joined, write) : write();
   }
 
   /**

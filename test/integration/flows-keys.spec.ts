@@ -214,6 +214,32 @@ describe('DAG flows: keyed nodes', () => {
     }
   });
 
+  it('keyed flows and starts made at once on one caller transaction (Promise.all) all land, and the transaction goes on and commits', async () => {
+    const ds = new DataSource({ type: 'postgres', url: databaseUrl() });
+    await ds.initialize();
+    try {
+      const { durable, schema } = await createApp({ workflows, options: { dataSource: ds, worker: false } });
+      const old = await durable.start(FkClose, {}, { key: 'at-once-3' });
+      await sql(`UPDATE ${ident(schema)}.runs SET status = 'completed', finished_at = now() WHERE id = $1`, [old.runId]);
+      let got: unknown[] = [];
+      await ds.transaction(async (manager) => {
+        // each in a savepoint of this transaction: two keyed flows, and a start handed the key of a finished holder
+        got = await Promise.all([
+          durable.startFlow(durable.flow({ id: 'f-at-once-1' }).add('x', FkClose, {}, { key: 'at-once-1' }), { manager }),
+          durable.startFlow(durable.flow({ id: 'f-at-once-2' }).add('x', FkClose, {}, { key: 'at-once-2' }), { manager }),
+          durable.start(FkClose, {}, { key: 'at-once-3', manager }),
+        ]);
+        await manager.query(`INSERT INTO ${ident(schema)}.flows (id) VALUES ('f-at-once-caller')`);
+      });
+      expect(got[2]).toMatchObject({ outcome: 'created' });
+      for (const key of ['at-once-1', 'at-once-2', 'at-once-3']) expect(await holdersOf(schema, 'fk_close', key)).toHaveLength(1);
+      expect(await countRuns(schema, 'flow_id IN ($1, $2)', ['f-at-once-1', 'f-at-once-2'])).toBe(2);
+      expect(await sql(`SELECT id FROM ${ident(schema)}.flows WHERE id = 'f-at-once-caller'`)).toEqual([{ id: 'f-at-once-caller' }]);
+    } finally {
+      await ds.destroy();
+    }
+  });
+
   it("…inside the caller's transaction: the flow is decided again and refused, and the caller's transaction goes on and commits", async () => {
     const ds = new DataSource({ type: 'postgres', url: databaseUrl() });
     await ds.initialize();
