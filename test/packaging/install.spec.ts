@@ -151,6 +151,7 @@ interface Pair {
   versions: Record<string, string | null>;
 }
 
+const NEST_NEW_TOOLS: Record<string, string[]> = { '12': ['typescript@6', '@nestjs/schematics@12'], '11': ['typescript@5', '@nestjs/schematics@11'] }; // what `nest new` has beside the app's packages
 const compilerOptions = {
   target: 'ES2022',
   strict: true,
@@ -347,11 +348,11 @@ describe('packaging: the packed module in a fresh app', () => {
       // cached packages are not fetched again (the other apps installed most of them)
       const npmInstall = ['install', '--no-audit', '--no-fund', '--prefer-offline'];
       const nest = pair.base.find((p) => p.startsWith('@nestjs/core@'))!.split('@')[2];
-      await step('jest app: base install', () => run('npm', [...npmInstall, ...pair.base, `@nestjs/testing@${nest}`], { cwd: app }));
+      await step('jest app: base install', () => run('npm', [...npmInstall, ...pair.base, `@nestjs/testing@${nest}`, ...NEST_NEW_TOOLS[nest]], { cwd: app }));
       const [, , ...rest] = docsInstallLine(pair.name).split(/\s+/);
       await step('jest app: install line', () => run('npm', [...npmInstall, tarball, ...rest], { cwd: app }));
       await step('jest app: jest install line', () => run('npm', [...npmInstall, ...setup.install], { cwd: app }));
-
+      await step('jest app: npm ls', () => run('npm', ['ls', '--all'], { cwd: app, timeout: 180_000 })); // the app's TypeScript kept, no invalid peer
       const manifest = JSON.parse(readFileSync(path.join(app, 'package.json'), 'utf8'));
       writeFileSync(path.join(app, 'package.json'), JSON.stringify({ ...manifest, jest: setup.jest }, null, 2));
       const files = docsTestFiles();
