@@ -6,6 +6,7 @@ import { callOptions } from '../domain/call-options';
 import { DurableConnection } from '../core/durable.connection';
 import type { Queryable } from '../store/db';
 import { EventsStore } from '../store/events.store';
+import { inTurn } from '../store/tx-turns';
 import { deliverEvent, type SendEventOutcome } from './event-delivery';
 
 /** Events and human input sent to runs: `sendEvent`, `provideInput`. */
@@ -52,7 +53,10 @@ export class RunEvents {
     const deliver = (q: Queryable) => deliverEvent(this.events, q, runId, name, payload, opts);
     // in a caller's REPEATABLE READ or SERIALIZABLE transaction, a race with the run's holder is a
     // serialization failure: the caller retries its transaction
-    const outcome = await (joined ? deliver(joined) : this.connection.db.tx(deliver)).catch((err) => Promise.reject(SerializationError.wrap(err)));
+    // (calls made at once on one caller's transaction take turns: see inTurn)
+    const outcome = await (joined ? inTurn(joined, () => deliver(joined)) : this.connection.db.tx(deliver)).catch((err) =>
+      Promise.reject(SerializationError.wrap(err)),
+    );
     if (!outcome) throw new RunNotFoundError(runId);
     return outcome;
   }

@@ -4,7 +4,7 @@
  * child, then the holder): decided again like `cancel`, not refused with SerializationError.
  */
 import { Client } from 'pg';
-import { DataSource } from 'typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
 import { RunContext, Step, Workflow } from '../../src';
 import { createApp, databaseUrl, Gate, ident, sql, waitFor, waitForLockWait, type TestApp } from '../support';
 
@@ -81,6 +81,32 @@ describe('cancelExisting meeting a child that ends', () => {
       expect(await t.durable.getRun(holder)).toMatchObject({ status: 'cancelled', holdsKey: false });
       expect((await t.durable.getRun(result.runId))!.holdsKey).toBe(true);
     } finally {
+      await ds.destroy();
+    }
+  });
+
+  it('a sendEvent made at once on the same (ambient) transaction waits for the start decided again, and is kept', async () => {
+    const ds = new DataSource({ type: 'postgres', url: databaseUrl() });
+    await ds.initialize();
+    let ambient: EntityManager | undefined;
+    try {
+      const t = await createApp({ workflows: [Parent, Child], options: { dataSource: ds, transactionManager: () => ambient } });
+      const target = (await t.durable.start(Child, {})).runId;
+      const { result } = await meetEndingChild(t, 'k-ambient', () =>
+        ds.transaction(async (manager) => {
+          ambient = manager;
+          // the event is sent while the start waits for the child's lock, which then deadlocks
+          return Promise.all([
+            t.durable.start(Parent, {}, { key: 'k-ambient' }),
+            waitForLockWait([`${ident(t.schema)}.runs`], 'the start waits').then(() => t.durable.sendEvent(target, 'ping', { n: 1 }, { buffer: true })),
+          ]);
+        }),
+      );
+      ambient = undefined;
+      expect(result).toEqual([expect.objectContaining({ outcome: 'cancelExisting' }), 'kept']);
+      expect(await sql(`SELECT name FROM ${ident(t.schema)}.events WHERE run_id = $1`, [target])).toEqual([{ name: 'ping' }]);
+    } finally {
+      ambient = undefined;
       await ds.destroy();
     }
   });
