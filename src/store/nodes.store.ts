@@ -32,6 +32,11 @@ export interface NodeBeat {
    * (no other mark seen) for a whole `nodeTimeout` (the worker's heartbeat decides).
    */
   giveBack: boolean;
+  /**
+   * Runs whose step (or compensation) this process cut short when it fenced itself, with the lease
+   * epoch of their claim: given back as strays, their interrupted attempt counts.
+   */
+  cutShort?: { id: string; epoch: number }[];
 }
 
 /** A run's progress value, written by the heartbeat while the claim of `epoch` still owns the run. */
@@ -59,6 +64,8 @@ export interface BeatResult {
   maxSeq: number | null;
   /** The node's row was last beaten by another process (or one without a mark): see {@link NodeBeat.process}. */
   otherProcess: boolean;
+  /** Runs among `cutShort` the node still holds under that epoch after this beat (not given back yet). */
+  cutShortHeld: string[];
 }
 
 /** A `nodes` row as `list` reads it. */
@@ -87,7 +94,8 @@ export function nodesStatements(S: string): Record<string, string> {
     // never waits for a run's row: a row another transaction holds is given back, or has its
     // progress ($7) written, at a later beat (progressHeld). Strays are given back only when this
     // process ($9) beat last (prev): another process of the same node id may run the runs this one
-    // does not know; the lease is renewed only by the process that took it.
+    // does not know; the lease is renewed only by the process that took it. A stray among $11/$12
+    // (id, epoch: its step was cut short when this process fenced itself) keeps its attempt too.
     beat: `
         WITH prev AS (
           SELECT process FROM ${S}.nodes WHERE id = $1
@@ -108,12 +116,15 @@ export function nodesStatements(S: string): Record<string, string> {
         ), mine AS (
           -- the runs the database says this node holds, read once for strays and maxSeq; each status
           -- in its own term: the partial indexes runs_running and runs_compensating answer them
-          SELECT r.id, r.claim_seq FROM ${S}.runs r
+          SELECT r.id, r.epoch, r.claim_seq FROM ${S}.runs r
           WHERE (r.status = 'running' AND r.node_id = $1) OR (r.status = 'compensating' AND r.node_id = $1)
+        ), cut AS (
+          SELECT c.id, c.epoch FROM unnest($11::uuid[], $12::int[]) AS c (id, epoch)
         ), strays AS (
           UPDATE ${S}.runs r SET status = CASE WHEN r.status = 'compensating' THEN 'compensating' ELSE 'pending' END,
             node_id = NULL, run_at = now(),
-            attempt = CASE WHEN coalesce(r.claim_seq, 0) >= $8::bigint THEN greatest(r.attempt - 1, 0) ELSE r.attempt END
+            attempt = CASE WHEN coalesce(r.claim_seq, 0) >= $8::bigint AND (r.id, r.epoch) NOT IN (SELECT * FROM cut)
+              THEN greatest(r.attempt - 1, 0) ELSE r.attempt END
           -- the ids as an array: each stray (usually none) is one primary-key probe
           WHERE r.id = ANY (ARRAY(
               SELECT s.id FROM ${S}.runs s
@@ -121,7 +132,7 @@ export function nodesStatements(S: string): Record<string, string> {
                 AND s.id = ANY (ARRAY(SELECT id FROM mine WHERE coalesce(claim_seq, 0) < $6::bigint AND id <> ALL ($3::uuid[])))
                 AND s.status IN ('running', 'compensating') AND s.node_id = $1
               FOR NO KEY UPDATE SKIP LOCKED))
-          RETURNING coalesce(r.claim_seq, 0) < $8::bigint AS interrupted
+          RETURNING r.id, coalesce(r.claim_seq, 0) < $8::bigint AS interrupted
         ), free AS (
           -- the rows of the runs with progress to write ($7) that no other transaction holds; the ids
           -- as an array: one primary-key probe each, whatever the statistics say
@@ -138,7 +149,8 @@ export function nodesStatements(S: string): Record<string, string> {
           (SELECT count(*) FROM strays WHERE interrupted)::int AS interrupted,
           ARRAY(SELECT v.id FROM jsonb_to_recordset($7::jsonb) AS v (id uuid) WHERE v.id NOT IN (SELECT id FROM free)) AS "progressHeld",
           (SELECT max(claim_seq) FROM mine)::float8 AS "maxSeq",
-          EXISTS (SELECT 1 FROM prev WHERE process IS DISTINCT FROM $9::uuid) AS "otherProcess"`,
+          EXISTS (SELECT 1 FROM prev WHERE process IS DISTINCT FROM $9::uuid) AS "otherProcess",
+          ARRAY(SELECT id FROM cut WHERE (id, epoch) IN (SELECT id, epoch FROM mine) AND id NOT IN (SELECT id FROM strays)) AS "cutShortHeld"`,
     recover: `
         WITH dead AS (
           DELETE FROM ${S}.nodes WHERE heartbeat_at < now() - $1 * interval '1 millisecond' RETURNING id
@@ -201,6 +213,8 @@ export class NodesStore {
       beat.firstClaim,
       beat.process,
       beat.giveBack,
+      (beat.cutShort ?? []).map((r) => r.id),
+      (beat.cutShort ?? []).map((r) => r.epoch),
     ]);
     return row;
   }

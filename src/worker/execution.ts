@@ -14,6 +14,7 @@ import { runSpan, runTransition, stepSpan } from '../observe/telemetry';
 import { AbortScope } from './abort.scope';
 import type { Slots } from './slots';
 import { ProgressSlot } from './progress-slot';
+import { DbClock } from './db-clock';
 
 /** What {@link Execution.done} is until the worker launches it. */
 const NOT_LAUNCHED: Promise<void> = Promise.resolve();
@@ -36,9 +37,11 @@ export class Execution implements ExecutionHandle {
   private timedOut = false;
   /** When it was claimed (local time), and whether a step of it has taken a slot yet. */
   readonly claimedAt = Date.now();
-  /** The database's clock less this node's, as of the claim: the run's times are the database's. */
-  private readonly clockOffset: number;
+  /** The database's clock (the run's times are on it), as of the claim. */
+  private readonly clock: DbClock;
   private started = false;
+  /** True while a step's (or compensation's) body runs: losing the run then cuts that attempt short. */
+  stepping = false;
   /** When the step attempt in progress began (epoch ms, on the database's clock), for its `getRunHistory` record. */
   private attemptFrom = 0;
   /** Aborted when the run is lost: a wait for a slot ends. */
@@ -69,7 +72,7 @@ export class Execution implements ExecutionHandle {
     this.key = row.key;
     this.input = row.input;
     this.epoch = row.epoch;
-    this.clockOffset = row.db_now_ms - this.claimedAt;
+    this.clock = new DbClock(row.db_now_ms, this.claimedAt);
     if (row.flow_id) this.flowNode = { flowId: row.flow_id, flowName: row.flow_name ?? null, name: row.name ?? '', deps: row.deps ?? [] };
   }
 
@@ -145,7 +148,7 @@ export class Execution implements ExecutionHandle {
     }
     const deadline = this.row.deadline_at ? new Date(this.row.deadline_at).getTime() : undefined;
     if (deadline !== undefined) {
-      const left = deadline - this.dbNow();
+      const left = deadline - this.clock.now();
       if (left <= 0) return this.finishFailed(new TimeoutError(`workflow "${this.workflow}" timed out`), this.row.step);
       this.deadlineTimer = setTimeout(() => {
         this.timedOut = true;
@@ -212,8 +215,10 @@ export class Execution implements ExecutionHandle {
     }
     try {
       if (this.lostReason) throw this.lostReason;
+      this.stepping = true;
       return await fn();
     } finally {
+      this.stepping = false;
       this.slots.release();
     }
   }
@@ -221,7 +226,7 @@ export class Execution implements ExecutionHandle {
   /** One attempt of a step, bounded by the step timeout; rejects on failure, abort or timeout. */
   private async attempt(step: StepDefinition, attempt: number, working: Record<string, unknown>): Promise<unknown> {
     const scope = this.scope; // the attempt's, whatever replaces it later
-    this.attemptFrom = this.dbNow();
+    this.attemptFrom = this.clock.now();
     if (scope.reason) throw scope.reason;
     // a step with a timeout gets a signal of its own that also follows the run's; others share the run's
     const own = step.timeoutMs === undefined ? undefined : new AbortController();
@@ -303,7 +308,7 @@ export class Execution implements ExecutionHandle {
     const deadline = this.row.deadline_at ? new Date(this.row.deadline_at).getTime() : Infinity;
     const wake = Math.min(s.until ? s.until.getTime() : Infinity, deadline);
     // a local timer for the wake-up (any node's claim also picks it up once due)
-    if (wake !== Infinity) this.onRetryScheduled(Math.max(0, wake - this.dbNow()));
+    if (wake !== Infinity) this.onRetryScheduled(Math.max(0, wake - this.clock.now()));
     // what it waits for may have arrived while the step ran: then it is pending already
     if (s.kind !== 'sleep') this.onRetryScheduled(0);
   }
@@ -371,12 +376,7 @@ export class Execution implements ExecutionHandle {
 
   /** The fields that record step `index`'s attempt `attempt` (a compensation's index is `-(step + 1)`), which ends now with `status`. */
   private tried(index: number, attempt: number, status: StepAttemptStatus): Partial<Transition> {
-    return { tried_step: index, tried_attempt: attempt, tried_status: status, tried_from_ms: this.attemptFrom, tried_to_ms: this.dbNow() };
-  }
-
-  /** Now on the database's clock (epoch ms), however far this node's clock is off it. */
-  private dbNow(): number {
-    return Date.now() + this.clockOffset;
+    return { tried_step: index, tried_attempt: attempt, tried_status: status, tried_from_ms: this.attemptFrom, tried_to_ms: this.clock.now() };
   }
 
   /** `run <id> (<workflow>) step "<step>"`: how a log line names what failed. */
@@ -388,10 +388,7 @@ export class Execution implements ExecutionHandle {
   private write(t: Omit<Transition, 'id' | 'epoch'>): Promise<boolean> {
     if (this.lost) return NOT_WRITTEN;
     const progress = this.unsentProgress();
-    const full = t as Transition;
-    full.id = this.runId;
-    full.epoch = this.epoch;
-    if (progress) full.progress = progress.value;
+    const full = Object.assign(t as Transition, { id: this.runId, epoch: this.epoch }, progress && { progress: progress.value });
     return this.batcher.submit(full).then((owned) => {
       if (owned) progress?.taken();
       runTransition(this.row, t, owned);

@@ -2,6 +2,7 @@ import type { Logger } from '@nestjs/common';
 import type { Queryable } from '../store/db';
 import type { BeatResult, NodesStore, ProgressReport } from '../store/nodes.store';
 import { SELF_FENCE_SHARE } from '../store/sql';
+import type { CutShortRuns } from './cut-short';
 import { DedicatedConnection } from './dedicated-connection';
 import { monotonicMs, NodeMark } from './node-mark';
 
@@ -17,6 +18,8 @@ export interface HeartbeatHost {
   firstClaim(): number;
   /** The highest claim number the database holds for the node's runs: later claims are numbered above it. */
   numberAbove(seq: number): void;
+  /** Runs whose step the node cut short when it fenced itself, until a beat finds them given back. */
+  cutShort: CutShortRuns;
   /** Runs among the owned ones (as given, with their epochs) that were cancelled, finished or recovered elsewhere. */
   lost(runs: { id: string; epoch: number }[]): void;
   /** The node could not heartbeat for most of `nodeTimeout`: its runs are about to be recovered elsewhere. */
@@ -131,6 +134,7 @@ export class Heartbeat {
       const running = this.host.owned();
       const answeredBelow = this.host.answeredBelow();
       const progress = this.host.progress();
+      const cutShort = this.host.cutShort.list();
       const sentAt = monotonicMs();
       const result = await this.store.beat(this.connection.queryable ?? this.options.fallback, {
         nodeId: this.options.nodeId,
@@ -142,7 +146,9 @@ export class Heartbeat {
         firstClaim: this.host.firstClaim(),
         process: this.mark.id,
         giveBack: this.mark.mayGiveBack(sentAt),
+        cutShort,
       });
+      this.host.cutShort.settled(cutShort, result.cutShortHeld);
       const held = new Set(result.progressHeld);
       for (const p of progress) if (!held.has(p.id)) p.taken();
       const lost = new Set(result.lost);

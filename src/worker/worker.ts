@@ -24,6 +24,7 @@ import { Slots } from './slots';
 import { WakeTimer } from './wake-timer';
 import { Heartbeat, type HeartbeatHost } from './heartbeat';
 import { ClaimSequence } from './claim-sequence';
+import { CutShortRuns } from './cut-short';
 import { LocalStarts, type LocalSlot } from '../core/local-starts';
 import { AsyncResource } from 'node:async_hooks';
 
@@ -54,6 +55,8 @@ const leaseOf = (e: Execution) => ({ id: e.runId, epoch: e.epoch });
 export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown {
   /** Executions on this node, by run id. */
   readonly running = new Map<string, Execution>();
+  /** Runs whose step was cut short when the node fenced itself, until given back: their attempt counts. */
+  private readonly cutShort = new CutShortRuns();
   /** Runs whose every end PostgreSQL refused (lease epoch by id): held, so that their steps never run again here. */
   private readonly unstorable = new Map<string, number>();
   /** When the claim loop last ran (health: a stalled loop is unhealthy). */
@@ -369,6 +372,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
           return p ? [{ id: e.runId, epoch: e.epoch, ...p }] : [];
         }),
       answeredBelow: () => this.claims.answeredBelow(),
+      cutShort: this.cutShort,
       firstClaim: () => this.claims.firstClaim(),
       numberAbove: (seq) => this.claims.numberAbove(seq),
       lost: (runs) => {
@@ -380,7 +384,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
         }
       },
       fenced: (reason) => {
-        for (const e of this.running.values()) e.lose(reason);
+        this.cutShort.fence(this.running.values(), reason);
         this.unstorable.clear();
       },
       beaten: (unfenced) => {

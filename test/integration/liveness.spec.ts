@@ -73,6 +73,17 @@ class Deaf {
   }
 }
 
+/** Its first body waits for its signal (the abort of its lost run); the next one returns its attempt. */
+@Workflow('live_cut_short')
+class CutShort {
+  @Step({ retry: { attempts: 2 } })
+  async only(ctx: RunContext) {
+    attempts.push({ runId: ctx.runId, attempt: ctx.attempt });
+    if (attempts.length === 1) await new Promise((r) => ctx.signal.addEventListener('abort', r));
+    return { attempt: ctx.attempt };
+  }
+}
+
 const workflows = [Once, Long];
 
 async function heartbeatAgeMs(schema: string, nodeId: string): Promise<number> {
@@ -376,6 +387,17 @@ describe('liveness', () => {
     });
     expect(await node.durable.waitForRun(runId, { timeout: 10_000 })).toMatchObject({ status: 'completed' });
     expect(attempts).toEqual([{ runId, attempt: 1 }]);
+  });
+
+  it('a step cut short by its node fencing itself counts its attempt: the node gives the run back and the next attempt runs', async () => {
+    const schema = freshSchema();
+    const logger = new RecordingLogger();
+    const node = await createApp({ schema, workflows: [CutShort], logger, options: { nodeId: 'cut-1', nodeTimeout: '4s' } });
+    const { runId } = await node.durable.start(CutShort, {});
+    await waitFor(() => attempts.length === 1, { message: 'the first attempt runs' });
+    await whileFenced(schema, 'cut-1', logger);
+    expect(await node.durable.waitForRun(runId, { timeout: 20_000 })).toMatchObject({ status: 'completed', result: { attempt: 2 } });
+    expect(attempts.map((a) => a.attempt)).toEqual([1, 2]);
   });
 
   it('a beat whose reply comes back late counts from when it was sent: the node fences itself three quarters of nodeTimeout after that, not after the reply', async () => {
