@@ -22,7 +22,7 @@ import { DurableNodeProcess1733040022000 } from './1733040022000-durable-node-pr
 import { DurableWaitTimeoutValue1733040023000 } from './1733040023000-durable-wait-timeout-value';
 import { DurableScheduleFiresKept1733040024000 } from './1733040024000-durable-schedule-fires-kept';
 import { DurableChildWaits1733040025000 } from './1733040025000-durable-child-waits';
-import { DurableTimeoutReadyIndex1733040027000 } from './1733040027000-durable-timeout-ready-index';
+import { DurableFlowScanIndexes1733040027000 } from './1733040027000-durable-flow-scan-indexes';
 
 export { DurableInit1733040000000, DurableKeys1733040001000, DurableWaits1733040002000 };
 export { DurableFlows1733040003000 };
@@ -45,7 +45,7 @@ export { DurableNodeProcess1733040022000 };
 export { DurableWaitTimeoutValue1733040023000 };
 export { DurableScheduleFiresKept1733040024000 };
 export { DurableChildWaits1733040025000 };
-export { DurableTimeoutReadyIndex1733040027000 };
+export { DurableFlowScanIndexes1733040027000 };
 
 /** The module's migration classes in order, for schema `durable` (TypeORM `migrations: [...]`). */
 export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[] = [
@@ -72,7 +72,7 @@ export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[]
   DurableWaitTimeoutValue1733040023000,
   DurableScheduleFiresKept1733040024000,
   DurableChildWaits1733040025000,
-  DurableTimeoutReadyIndex1733040027000,
+  DurableFlowScanIndexes1733040027000,
 ];
 
 /**

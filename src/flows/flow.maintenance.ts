@@ -5,6 +5,7 @@ import { LOG_CONTEXT, RESOLVED_OPTIONS } from '../core/durable.constants';
 import type { ResolvedOptions } from '../options/resolve-options';
 import { sqlState, type Queryable } from '../store/db';
 import { FlowsStore } from '../store/flows.store';
+import type { FlowPruneCursor } from '../store/flows.types';
 import { HooksStore, type HookRow } from '../store/hooks.store';
 import { toRunInfo } from '../store/run-row';
 import { RunsStore } from '../store/runs.store';
@@ -40,6 +41,8 @@ export class FlowMaintenance implements BeforeApplicationShutdown {
   private hooking?: Promise<void>;
   private stopping = false;
   private lastDeepRepairAt = 0;
+  /** Where the last pruning of flow rows stopped (each pass reads a page; a new leader starts from the oldest). */
+  private pruneAfter: FlowPruneCursor | null = null;
 
   constructor(
     private readonly connection: DurableConnection,
@@ -69,7 +72,9 @@ export class FlowMaintenance implements BeforeApplicationShutdown {
       const woke = (await this.store.repairMissedEdges(q, 100)) + (await this.store.repairStalled(q, 1000));
       if (woke > 0) this.logger.warn(`flow repair: woke ${woke} node(s) whose deps had finished unnoticed`);
       await this.store.repairMissing(q, this.tx, grace, 100, true);
-      if (options.retention.runsMs !== false) await this.store.pruneFlows(q, options.retention.runsMs, 1000);
+      if (options.retention.runsMs !== false) {
+        this.pruneAfter = (await this.store.pruneFlows(q, options.retention.runsMs, 1000, this.pruneAfter)).next;
+      }
     }
   }
 

@@ -2,7 +2,7 @@ import type { Queryable } from './db';
 import { runColumns, type RunRow } from './run-row';
 import { statusLiterals } from './sql';
 import { FINISHED_STATUSES, type RunStatus } from '../domain/run-info';
-import { depOutcome, type DepOutcome, type FlowNodeRow, type FlowRow, type NewFlowEdge, type NewFlowNode, type RerunNodeRow } from './flows.types';
+import { depOutcome, type DepOutcome, type FlowNodeRow, type FlowPruneCursor, type FlowRow, type NewFlowEdge, type NewFlowNode, type RerunNodeRow } from './flows.types';
 
 /** The finished statuses as an SQL list. */
 const FINAL = `(${statusLiterals(FINISHED_STATUSES)})`;
@@ -143,15 +143,24 @@ export class FlowsStore {
         )
         SELECT m.flow_id, array_agg(DISTINCT m.dep_name) AS names FROM m JOIN quiet USING (flow_id) GROUP BY m.flow_id`,
       lockFlow: `SELECT id FROM ${S}.flows WHERE id = $1 FOR UPDATE SKIP LOCKED`,
+      // one page of the flows untouched for $1 ms, in (updated_at, id) order after the cursor ($3, $4):
+      // those left without runs are deleted (a flow whose runs are kept, e.g. key tombstones, is read
+      // once a round, not once a pass); the last one read is the next cursor
       pruneFlows: `
-        WITH d AS (
-          DELETE FROM ${S}.flows WHERE id IN (
-            SELECT f.id FROM ${S}.flows f
-            WHERE f.updated_at < now() - $1 * interval '1 millisecond'
-              AND NOT EXISTS (SELECT 1 FROM ${S}.runs r WHERE r.flow_id = f.id)
-            LIMIT $2)
+        WITH c AS MATERIALIZED (
+          SELECT f.id, f.updated_at FROM ${S}.flows f
+          WHERE f.updated_at < now() - $1 * interval '1 millisecond'
+            AND ($3::timestamptz IS NULL OR (f.updated_at >= $3::timestamptz AND (f.updated_at, f.id) > ($3::timestamptz, $4::text)))
+          ORDER BY f.updated_at, f.id LIMIT $2
+        ), d AS (
+          -- the ids as an array: read by primary key, never a join that scans the flows
+          DELETE FROM ${S}.flows f
+          WHERE f.id = ANY (ARRAY(SELECT id FROM c)) AND f.updated_at < now() - $1 * interval '1 millisecond'
+            AND NOT EXISTS (SELECT 1 FROM ${S}.runs r WHERE r.flow_id = f.id)
           RETURNING 1
-        ) SELECT count(*)::int AS n FROM d`,
+        ), last AS (SELECT updated_at, id FROM c ORDER BY updated_at DESC, id DESC LIMIT 1)
+        SELECT (SELECT count(*) FROM d)::int AS n, (SELECT count(*) FROM c)::int AS seen,
+          (SELECT updated_at::text FROM last) AS at, (SELECT id FROM last) AS id`,
     };
   }
 
@@ -321,9 +330,18 @@ export class FlowsStore {
     return repaired;
   }
 
-  /** Deletes up to `batch` flow rows with no runs left, untouched for `olderThanMs`. */
-  async pruneFlows(q: Queryable, olderThanMs: number, batch: number): Promise<number> {
-    const [row] = await q.query<{ n: number }>(this.sql.pruneFlows, [olderThanMs, batch]);
-    return row.n;
+  /**
+   * Deletes the flow rows with no runs left among the next `batch` rows untouched for `olderThanMs`
+   * after cursor `after` (null: from the oldest). Returns how many it deleted and the cursor of the
+   * next call (null once it reached the last: the next round starts again from the oldest).
+   */
+  async pruneFlows(q: Queryable, olderThanMs: number, batch: number, after: FlowPruneCursor | null = null): Promise<{ n: number; next: FlowPruneCursor | null }> {
+    const [row] = await q.query<{ n: number; seen: number; at: string | null; id: string | null }>(this.sql.pruneFlows, [
+      olderThanMs,
+      batch,
+      after?.at ?? null,
+      after?.id ?? null,
+    ]);
+    return { n: row.n, next: row.seen < batch || row.at === null || row.id === null ? null : { at: row.at, id: row.id } };
   }
 }

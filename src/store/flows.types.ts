@@ -11,6 +11,12 @@ export interface FlowRow {
   updated_at: Date;
 }
 
+/** Where a pass of flow-row pruning stopped: the last flow it read (its `updated_at` as text, full precision). */
+export interface FlowPruneCursor {
+  at: string;
+  id: string;
+}
+
 /** A flow node to insert (a run of `workflow`). */
 export interface NewFlowNode {
   id: string;

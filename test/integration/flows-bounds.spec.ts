@@ -130,3 +130,59 @@ describe('DAG flows: what an append costs', () => {
   });
 });
 
+
+describe('DAG flows: what pruning flow rows costs', () => {
+  it('a pass reads a page of the old flow rows, not every old flow whose runs are kept: each is read about once a round', async () => {
+    const { schema } = await createApp({ workflows, options: { worker: false } });
+    const S = ident(schema);
+    // 15,000 flows untouched for 40 days whose runs are kept (key tombstones, long waits), then 10 without runs
+    await sql(`
+      INSERT INTO ${S}.flows (id, updated_at, created_at)
+      SELECT 'kept-' || i, now() - interval '40 days' - (20000 - i) * interval '1 second', now() - interval '40 days' FROM generate_series(1, 15000) i`);
+    await sql(`
+      INSERT INTO ${S}.runs (id, workflow, status, flow_id, name, finished_at)
+      SELECT gen_random_uuid(), 'bounds_noop', 'completed', 'kept-' || i, 'n', now() FROM generate_series(1, 15000) i`);
+    await sql(`
+      INSERT INTO ${S}.flows (id, updated_at, created_at)
+      SELECT 'gone-' || i, now() - interval '35 days' - i * interval '1 second', now() - interval '40 days' FROM generate_series(1, 10) i`);
+    await sql(`ANALYZE ${S}.flows`);
+    await sql(`ANALYZE ${S}.runs`);
+    const store = new FlowsStore(schema, `durable_${schema}`);
+    const pool = new Client({ connectionString: databaseUrl() });
+    await pool.connect();
+    try {
+      let read = 0;
+      // runs each statement twice: explained (rolled back), then for real
+      const q = {
+        query: async (text: string, values: unknown[] = []) => {
+          await pool.query('BEGIN');
+          const plan = (await pool.query(`EXPLAIN (ANALYZE, COSTS false, TIMING false) ${text}`, values)).rows.map((r) => r['QUERY PLAN']).join('\n');
+          await pool.query('ROLLBACK');
+          for (const m of plan.matchAll(/Scan[^\n]* on flows\b[^\n]*\(actual rows=(\d+) loops=(\d+)\)/g)) read = Math.max(read, Number(m[1]) * Number(m[2]));
+          return (await pool.query(text, values)).rows;
+        },
+      };
+      let pruned = 0;
+      let after: Awaited<ReturnType<FlowsStore['pruneFlows']>>['next'] = null;
+      let passes = 0;
+      let total = 0;
+      do {
+        read = 0;
+        const out = await store.pruneFlows(q as never, 30 * 86_400_000, 1000, after);
+        pruned += out.n;
+        after = out.next;
+        passes++;
+        total += read;
+        expect(read).toBeLessThanOrEqual(5000); // a page, or the few left at the end of a round
+      } while (after !== null && passes < 30);
+      // one round: 16 pages of 1,000, each flow read about once
+      expect(passes).toBeLessThanOrEqual(17);
+      expect(total).toBeLessThanOrEqual(1.5 * 15_010);
+      expect(pruned).toBe(10);
+      const left = await sql(`select count(*)::int n, count(*) filter (where id like 'gone-%')::int gone from ${S}.flows`);
+      expect(left[0]).toEqual({ n: 15_000, gone: 0 });
+    } finally {
+      await pool.end();
+    }
+  });
+});
