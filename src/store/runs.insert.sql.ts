@@ -16,11 +16,12 @@ export const RUN_AT = `least(coalesce(run_at, now() + coalesce(delay_ms, 0) * in
 
 /**
  * What an execution needs of a claimed run (`ClaimedRow`, without its recorded waits), on alias `r`;
- * `db_now_ms`: the database's clock at the claim, against which the node reads the run's times.
+ * `db_now_ms`: the database's clock as the claim returns, against which the node reads the run's
+ * times (not `now()`: a claim's transaction may have begun long before, waiting for a lock).
  */
 export const CLAIMED_COLUMNS = `r.flow_id, r.flow_name, r.name, r.deps, r.id, r.workflow, r.key, r.input, r.context, r.step, r.attempt,
         r.epoch, r.deadline_at, r.parent_id, r.trace, r.run_at, r.status, r.comp_step, r.error, r.priority,
-        floor(extract(epoch FROM now()) * 1000)::float8 AS db_now_ms`;
+        floor(extract(epoch FROM clock_timestamp()) * 1000)::float8 AS db_now_ms`;
 
 /**
  * One new run, due now, inserted already claimed by the node that starts it ($3, with its first
