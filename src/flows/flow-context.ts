@@ -1,4 +1,5 @@
 import type { RunInfo } from '../domain/run-info';
+import { assertValid, problem } from '../domain/validation';
 import type { Queryable } from '../store/db';
 import type { FlowsStore } from '../store/flows.store';
 import { toRunInfo, type RunRow } from '../store/run-row';
@@ -35,12 +36,17 @@ export interface FlowContext {
   getJob(name: string): Promise<RunInfo | null>;
   /** Every node of this flow (or only this node's deps), by name. */
   allJobs(options?: FlowReadOptions): Promise<RunInfo[]>;
-  /** The nodes of this flow by name, loaded a page at a time (keyset), for flows of any size. */
+  /**
+   * The nodes of this flow by name, loaded a page at a time (keyset), for flows of any size;
+   * `pageSize` (default 500) is held to 1..10,000, and one that is no number is refused with
+   * `DurableValidationError`.
+   */
   streamJobs(options?: FlowReadOptions & { pageSize?: number }): AsyncIterable<RunInfo>;
 }
 
-/** Default page size of `streamJobs`. */
+/** Default page size of `streamJobs`, and the largest. */
 const PAGE = 500;
+const MAX_PAGE = 10_000;
 
 /** The {@link FlowContext} of one run. */
 export class FlowContextImpl implements FlowContext {
@@ -93,7 +99,12 @@ export class FlowContextImpl implements FlowContext {
   }
 
   async *streamJobs(options: FlowReadOptions & { pageSize?: number } = {}): AsyncGenerator<RunInfo> {
-    const size = Math.min(Math.max(1, Math.floor(options.pageSize ?? PAGE)), 10_000);
+    const given = options.pageSize ?? PAGE;
+    // a page size that is no number (NaN, a string) is refused here, not by the database's LIMIT
+    assertValid('streamJobs', [
+      typeof given === 'number' && !Number.isNaN(given) ? undefined : problem('pageSize', given, 'isNumber', 'pageSize must be a number (1 to 10,000)'),
+    ]);
+    const size = Math.min(Math.max(1, Math.floor(given)), MAX_PAGE);
     const names = options.onlyDeps ? this.node.deps : null;
     let after: string | null = null;
     for (;;) {

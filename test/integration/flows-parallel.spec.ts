@@ -1,4 +1,4 @@
-import { RunContext, Step, Workflow } from '../../src';
+import { DurableValidationError, RunContext, Step, Workflow } from '../../src';
 import { ConcurrencyTracker, createApp, Gate, waitFor } from '../support';
 
 const gate = new Gate();
@@ -58,5 +58,43 @@ describe('DAG flows: siblings', () => {
     expect(order.slice(0, 2)).toEqual(['a', 'b']);
     expect(order.slice(2, 4).sort()).toEqual(['c', 'd']);
     expect(order[4]).toBe('e');
+  });
+});
+
+const readerErrors: unknown[] = [];
+
+/** Streams its flow with a page size the caller got wrong. */
+@Workflow('par_bad_reader')
+class BadReader {
+  @Step()
+  async run(ctx: RunContext<{ pageSize: unknown }>) {
+    const pageSize = ctx.input.pageSize === 'NaN' ? Number.NaN : ctx.input.pageSize;
+    try {
+      for await (const job of ctx.flow!.streamJobs({ pageSize: pageSize as number })) void job;
+      readerErrors.push(null);
+    } catch (err) {
+      readerErrors.push(err);
+    }
+    return null;
+  }
+}
+
+describe('DAG flows: readers', () => {
+  it('streamJobs refuses a page size that is not a number with DurableValidationError, before any SQL', async () => {
+    const { durable } = await createApp({ workflows: [BadReader] });
+    const { runIds } = await durable.startFlow(
+      durable.flow().add('nan', BadReader, { pageSize: 'NaN' }).add('text', BadReader, { pageSize: 'ten' }).add('tiny', BadReader, { pageSize: 0.5 }),
+    );
+    await waitFor(async () => {
+      const runs = await Promise.all(Object.values(runIds).map((id) => durable.getRun(id)));
+      return runs.every((r) => r?.status === 'completed');
+    });
+    expect(readerErrors).toHaveLength(3);
+    const bad = readerErrors.filter((e) => e !== null);
+    expect(bad).toHaveLength(2);
+    for (const e of bad) {
+      expect(e).toBeInstanceOf(DurableValidationError);
+      expect(String((e as Error).message)).toMatch(/pageSize/);
+    }
   });
 });
