@@ -2,7 +2,16 @@ import type { Queryable } from './db';
 import { runColumns, type RunRow } from './run-row';
 import { statusLiterals } from './sql';
 import { FINISHED_STATUSES, type RunStatus } from '../domain/run-info';
-import { depOutcome, type DepOutcome, type FlowNodeRow, type FlowPruneCursor, type FlowRow, type NewFlowEdge, type NewFlowNode, type RerunNodeRow } from './flows.types';
+import {
+  depOutcome,
+  type DepOutcome,
+  type FlowNodeRow,
+  type FlowPruneCursor,
+  type FlowRow,
+  type NewFlowEdge,
+  type NewFlowNode,
+  type RerunNodeRow,
+} from './flows.types';
 
 /** The finished statuses as an SQL list. */
 const FINAL = `(${statusLiterals(FINISHED_STATUSES)})`;
@@ -335,7 +344,12 @@ export class FlowsStore {
    * after cursor `after` (null: from the oldest). Returns how many it deleted and the cursor of the
    * next call (null once it reached the last: the next round starts again from the oldest).
    */
-  async pruneFlows(q: Queryable, olderThanMs: number, batch: number, after: FlowPruneCursor | null = null): Promise<{ n: number; next: FlowPruneCursor | null }> {
+  async pruneFlows(
+    q: Queryable,
+    olderThanMs: number,
+    batch: number,
+    after: FlowPruneCursor | null = null,
+  ): Promise<{ n: number; next: FlowPruneCursor | null }> {
     const [row] = await q.query<{ n: number; seen: number; at: string | null; id: string | null }>(this.sql.pruneFlows, [
       olderThanMs,
       batch,

@@ -98,9 +98,16 @@ describe('DAG flows: what an append costs', () => {
 
   it('an append whose names a node of the flow waits for still has its cycle found through the flow', async () => {
     const { durable } = await createApp({ workflows, options: { worker: false } });
-    const { flowId } = await durable.startFlow(durable.flow().add('root', Echo).add('mid', Echo, {}, { deps: ['root'] }));
+    const { flowId } = await durable.startFlow(
+      durable
+        .flow()
+        .add('root', Echo)
+        .add('mid', Echo, {}, { deps: ['root'] }),
+    );
     await durable.startFlow((await durable.appendFlow(flowId, { checkDeps: false })).add('x', Echo, {}, { deps: ['mid', 'later'] }));
-    const err = await durable.startFlow((await durable.appendFlow(flowId)).add('y', Echo, {}, { deps: ['x'] }).add('later', Echo, {}, { deps: ['y'] })).catch((e) => e);
+    const err = await durable
+      .startFlow((await durable.appendFlow(flowId)).add('y', Echo, {}, { deps: ['x'] }).add('later', Echo, {}, { deps: ['y'] }))
+      .catch((e) => e);
     expect(err).toBeInstanceOf(DurableValidationError);
     expect(String(err.message)).toMatch(/close a cycle through the flow's nodes: (later|x|y) → (later|x|y) → (later|x|y) → (later|x|y)$/);
     // without the cycle the same names go in
@@ -129,7 +136,6 @@ describe('DAG flows: what an append costs', () => {
     expect((await durable.getRun(runIds.timed_0))!.status).toBe('waiting');
   });
 });
-
 
 describe('DAG flows: what pruning flow rows costs', () => {
   it('a pass reads a page of the old flow rows, not every old flow whose runs are kept: each is read about once a round', async () => {

@@ -54,7 +54,11 @@ describe('DAG flows: cascades racing', () => {
       // p1's cancel waits for the edge, p2's (having cancelled f) for e, which p1's holds
       await waitFor(
         async () =>
-          (await sql(`SELECT count(*)::int n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%SET status = ''cancelled'', cancel_reason%'`))[0].n === 2,
+          (
+            await sql(
+              `SELECT count(*)::int n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%SET status = ''cancelled'', cancel_reason%'`,
+            )
+          )[0].n === 2,
         { message: 'both cancels blocked' },
       );
       await holder.query('COMMIT');

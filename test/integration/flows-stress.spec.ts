@@ -88,9 +88,15 @@ describe('DAG flows under load: random graphs, failures, cancels and appends on 
     const total = flows.reduce((n, f) => n + f.names.length, 0);
     const rows = await waitFor(
       async () => {
-        const r = await sql<{ id: string; flow_id: string; name: string; status: string; deps: string[]; started_at: Date | null; cancel_reason: string | null }>(
-          `select id, flow_id, name, status, coalesce(deps, '{}') deps, started_at, cancel_reason from ${ident(schema)}.runs where flow_id is not null`,
-        );
+        const r = await sql<{
+          id: string;
+          flow_id: string;
+          name: string;
+          status: string;
+          deps: string[];
+          started_at: Date | null;
+          cancel_reason: string | null;
+        }>(`select id, flow_id, name, status, coalesce(deps, '{}') deps, started_at, cancel_reason from ${ident(schema)}.runs where flow_id is not null`);
         return r.length === total && r.every((x) => FINAL.includes(x.status)) ? r : undefined;
       },
       { timeout: 90_000, message: `every node of the flows (seed ${seed}) ended` },
@@ -102,7 +108,8 @@ describe('DAG flows under load: random graphs, failures, cancels and appends on 
       const deps = r.deps.map((d) => byKey.get(`${r.flow_id}/${d}`)!);
       const allDone = deps.every((d) => d.status === 'completed');
       if (r.status !== 'cancelled') expect([seed, r.name, allDone]).toEqual([seed, r.name, true]);
-      else if (!cancelled.has(r.id) && r.started_at === null && /dependency/.test(r.cancel_reason ?? '')) expect([seed, r.name, allDone]).toEqual([seed, r.name, false]);
+      else if (!cancelled.has(r.id) && r.started_at === null && /dependency/.test(r.cancel_reason ?? ''))
+        expect([seed, r.name, allDone]).toEqual([seed, r.name, false]);
     }
     // then part of each flow runs again (rerunFlow) while more nodes are appended to it
     const reruns: Promise<unknown>[] = [];
@@ -125,9 +132,15 @@ describe('DAG flows under load: random graphs, failures, cancels and appends on 
     const total2 = flows.reduce((n, f) => n + f.names.length, 0);
     const rows2 = await waitFor(
       async () => {
-        const r = await sql<{ id: string; flow_id: string; name: string; status: string; deps: string[]; started_at: Date | null; cancel_reason: string | null }>(
-          `select id, flow_id, name, status, coalesce(deps, '{}') deps, started_at, cancel_reason from ${ident(schema)}.runs where flow_id is not null`,
-        );
+        const r = await sql<{
+          id: string;
+          flow_id: string;
+          name: string;
+          status: string;
+          deps: string[];
+          started_at: Date | null;
+          cancel_reason: string | null;
+        }>(`select id, flow_id, name, status, coalesce(deps, '{}') deps, started_at, cancel_reason from ${ident(schema)}.runs where flow_id is not null`);
         return r.length === total2 && r.every((x) => FINAL.includes(x.status)) ? r : undefined;
       },
       { timeout: 90_000, message: `every node of the flows (seed ${seed}) ended after the reruns` },
@@ -141,11 +154,18 @@ describe('DAG flows under load: random graphs, failures, cancels and appends on 
     }
     // one afterCancelled for each node a dep cancelled, none for the others
     // (runs a rerun replaced have left their flow: every run of the schema counts)
-    const byDep = (await sql<{ id: string }>(`select id from ${ident(schema)}.runs where status = 'cancelled' and cancel_reason like 'a dependency was %'`)).map((r) => r.id);
-    await waitFor(async () => byDep.every((id) => hooks.get(id) === 1) && (await sql(`select count(*)::int n from ${ident(schema)}.flow_hooks where hook = 'afterCancelled'`))[0].n === 0, {
-      timeout: 30_000,
-      message: `afterCancelled of ${byDep.length} node(s)`,
-    });
+    const byDep = (
+      await sql<{ id: string }>(`select id from ${ident(schema)}.runs where status = 'cancelled' and cancel_reason like 'a dependency was %'`)
+    ).map((r) => r.id);
+    await waitFor(
+      async () =>
+        byDep.every((id) => hooks.get(id) === 1) &&
+        (await sql(`select count(*)::int n from ${ident(schema)}.flow_hooks where hook = 'afterCancelled'`))[0].n === 0,
+      {
+        timeout: 30_000,
+        message: `afterCancelled of ${byDep.length} node(s)`,
+      },
+    );
     for (const [id, n] of hooks) expect([seed, id, n, byDep.includes(id)]).toEqual([seed, id, 1, true]);
   }, 180_000);
 });
