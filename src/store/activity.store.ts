@@ -77,9 +77,16 @@ export class ActivityStore {
     this.sql = {
       record: `INSERT INTO ${S}.activity (kind, run_id, workflow, key, details) VALUES ($1, $2, $3, $4, $5)`,
       // the rows the key trigger wrote in one transaction: same start time (index activity_at) and xmin
-      runAgainHandoffs: `
-        SELECT workflow FROM ${S}.activity
-        WHERE at = $1::timestamptz AND xmin = $2::xid AND kind = 'key_handed_off' AND details->>'via' = 'runAgain'`,
+      // what the key trigger did in one transaction: its runAgain hand-offs (activity rows) and the
+      // waiting runs it cancelled because the reuse policy kept the key (runs it ended then, read
+      // through runs_finished: finished_at is the transaction's now())
+      keyTriggerOutcomes: `
+        SELECT workflow, true AS handed_off FROM ${S}.activity
+        WHERE at = $1::timestamptz AND xmin = $2::xid AND kind = 'key_handed_off' AND details->>'via' = 'runAgain'
+        UNION ALL
+        SELECT workflow, false FROM ${S}.runs
+        WHERE finished_at = $1::timestamptz AND finished_at IS NOT NULL AND xmin = $2::xid
+          AND status = 'cancelled' AND error->>'code' = 'key_taken'`,
       // events without a key filter ($3, the key, is null: it only keeps the parameter list of
       // listByKey), by the log's own order (activity_at, or the filters' indexes)
       list: `
@@ -174,9 +181,13 @@ export class ActivityStore {
     await q.query(this.sql.record, [kind, runId, workflow, key, JSON.stringify({ workflow, key, ...details })]);
   }
 
-  /** The workflow of each runAgain hand-off the key trigger (`runs_key_handoff`) logged in transaction `tx`. */
-  async runAgainHandoffs(q: Queryable, tx: TxMark): Promise<string[]> {
-    return (await q.query<{ workflow: string }>(this.sql.runAgainHandoffs, [tx.at, tx.xid])).map((r) => r.workflow);
+  /**
+   * What the key trigger (`runs_key_handoff`) did in transaction `tx`: the workflow of each runAgain
+   * hand-off it logged, and of each waiting run it cancelled because the reuse policy kept the key.
+   */
+  async keyTriggerOutcomes(q: Queryable, tx: TxMark): Promise<{ handedOff: string[]; waitersCancelled: string[] }> {
+    const rows = await q.query<{ workflow: string; handed_off: boolean }>(this.sql.keyTriggerOutcomes, [tx.at, tx.xid]);
+    return { handedOff: rows.filter((r) => r.handed_off).map((r) => r.workflow), waitersCancelled: rows.filter((r) => !r.handed_off).map((r) => r.workflow) };
   }
 
   /** Events matching `f`, newest first. */

@@ -124,7 +124,8 @@ export interface EndedRuns {
   runs: { id: string; workflow: string; step: number; started: boolean }[];
   /**
    * Set when one of them held its key: the statement's transaction, in which the key trigger may
-   * have handed that key to the run waiting behind it (`ActivityStore.runAgainHandoffs`).
+   * have handed that key to the run waiting behind it, or cancelled that run
+   * (`ActivityStore.keyTriggerOutcomes`).
    */
   tx: TxMark | null;
 }

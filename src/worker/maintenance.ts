@@ -14,7 +14,8 @@ import { statusesThatFreeKey, type ReusePolicy } from '../domain/keys.policy';
 import { FINISHED_STATUSES } from '../domain/run-info';
 import { ANALYZED_TABLES, type AnalyzedTable } from '../store/runs.sql';
 import { FlowMaintenance } from '../flows/flow.maintenance';
-import { countKeyHandoffs } from '../runs/key-handoffs';
+import { countKeyTriggerOutcomes } from '../runs/key-handoffs';
+import { emitRunFinished } from '../observe/telemetry';
 import { ControlsStore } from '../store/controls.store';
 import { DefinitionsStore } from '../store/definitions.store';
 import { sweepUngrouped, SWEEP_START, type SweepCursor } from './group-adoption';
@@ -101,10 +102,11 @@ export class Maintenance {
     // a timed-out holder's key goes to the run waiting behind it (key trigger): counted here
     const timedOut = await runs.failTimedOut(q, withoutCompensation, TIMEOUT_BATCH, Number.isFinite(minTimeoutMs) ? minTimeoutMs : 0);
     for (const r of timedOut.runs) {
+      emitRunFinished(r.workflow, 'failed');
       const step = r.started ? registry.stepName(r.workflow, r.step) : null;
       logger.error(`run ${r.id} (${r.workflow})${step ? ` step "${step}"` : ''} failed for good: TimeoutError: the run timed out`);
     }
-    await countKeyHandoffs(this.activity, logger, q, timedOut.tx);
+    await countKeyTriggerOutcomes(this.activity, logger, q, timedOut.tx);
     // DAG flows: repair stuck flows (see docs/flows.md) and run due afterCancelled hooks
     await this.flows.maintain(q).catch((err) => logger.warn(`flow maintenance failed: ${(err as Error).message}`));
     this.analyzeIfStale();

@@ -16,7 +16,7 @@ import { ControlsStore, type ClaimLimits } from '../store/controls.store';
 import type { ResolvedOptions } from '../options/resolve-options';
 import type { RunServices } from './run-services';
 import { Execution } from './execution';
-import { countKeyHandoffs } from '../runs/key-handoffs';
+import { countKeyTriggerOutcomes } from '../runs/key-handoffs';
 import { Maintenance } from './maintenance';
 import { FlowMaintenance } from '../flows/flow.maintenance';
 import { TransitionBatcher } from './transition.batcher';
@@ -120,7 +120,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     const { waits, events, memos, flows } = this;
     this.services = { db, dataSource, registry, runs, logger, waits, events, memos, flows };
     this.batcher = new TransitionBatcher(db, runs, options.nodeId, logger, {
-      holdersEnded: (tx) => countKeyHandoffs(this.activity, logger, db, tx),
+      holdersEnded: (tx) => countKeyTriggerOutcomes(this.activity, logger, db, tx),
       unstorable: ({ id, epoch }) => this.unstorable.set(id, epoch),
     });
     // before this node ends any run: the runs of workflows with lifecycle hooks owe them from now on
