@@ -1,9 +1,6 @@
 import type { QueryRunner } from 'typeorm';
 import { DurableMigration } from './durable-migration';
-
-/** A run's final statuses, and the lifecycle hook each one owes. */
-const HOOK_OF_STATUS = `CASE n.status WHEN 'completed' THEN 'onRunCompleted' WHEN 'cancelled' THEN 'onRunCancelled' ELSE 'onRunFailed' END`;
-const FINAL = `('completed', 'failed', 'cancelled', 'compensated', 'compensation_failed')`;
+import { runHooksOnFinish } from './run-hooks-trigger';
 
 /**
  * Run lifecycle hooks (`onRunCompleted`, `onRunFailed`, `onRunCancelled`), on the queue of the
@@ -33,22 +30,7 @@ export class DurableRunHooks1733040011000 extends DurableMigration {
     await q.query(`ALTER TABLE ${s}.flow_hooks DROP CONSTRAINT IF EXISTS flow_hooks_pkey`);
     await q.query(`ALTER TABLE ${s}.flow_hooks ADD CONSTRAINT flow_hooks_pkey PRIMARY KEY (run_id, hook)`);
     await q.query(`CREATE TABLE IF NOT EXISTS ${s}.hook_workflows (workflow text PRIMARY KEY, hooks text[] NOT NULL)`);
-    await q.query(`
-      CREATE OR REPLACE FUNCTION ${s}.durable_run_hooks_on_finish() RETURNS trigger
-      LANGUAGE plpgsql AS $fn$
-      BEGIN
-        -- no workflow has lifecycle hooks: nothing to look at
-        IF NOT EXISTS (SELECT 1 FROM ${s}.hook_workflows) THEN RETURN NULL; END IF;
-        INSERT INTO ${s}.flow_hooks (run_id, hook, reason)
-        SELECT n.id, ${HOOK_OF_STATUS}, n.status
-        FROM new_rows n
-        JOIN ${s}.hook_workflows w ON w.workflow = n.workflow
-        JOIN old_rows o ON o.id = n.id
-        WHERE n.status IN ${FINAL} AND o.status NOT IN ${FINAL} AND ${HOOK_OF_STATUS} = ANY(w.hooks)
-        ON CONFLICT (run_id, hook) DO NOTHING;
-        RETURN NULL;
-      END
-      $fn$`);
+    await q.query(runHooksOnFinish(s, false));
     await q.query(`DROP TRIGGER IF EXISTS runs_hooks_trg ON ${s}.runs`);
     await q.query(`
       CREATE TRIGGER runs_hooks_trg AFTER UPDATE ON ${s}.runs

@@ -23,6 +23,7 @@ import { DurableWaitTimeoutValue1733040023000 } from './1733040023000-durable-wa
 import { DurableScheduleFiresKept1733040024000 } from './1733040024000-durable-schedule-fires-kept';
 import { DurableChildWaits1733040025000 } from './1733040025000-durable-child-waits';
 import { DurableFlowScanIndexes1733040027000 } from './1733040027000-durable-flow-scan-indexes';
+import { DurableFlowCascadeHooks1733040028000 } from './1733040028000-durable-flow-cascade-hooks';
 
 export { DurableInit1733040000000, DurableKeys1733040001000, DurableWaits1733040002000 };
 export { DurableFlows1733040003000 };
@@ -46,6 +47,7 @@ export { DurableWaitTimeoutValue1733040023000 };
 export { DurableScheduleFiresKept1733040024000 };
 export { DurableChildWaits1733040025000 };
 export { DurableFlowScanIndexes1733040027000 };
+export { DurableFlowCascadeHooks1733040028000 };
 
 /** The module's migration classes in order, for schema `durable` (TypeORM `migrations: [...]`). */
 export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[] = [
@@ -73,6 +75,7 @@ export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[]
   DurableScheduleFiresKept1733040024000,
   DurableChildWaits1733040025000,
   DurableFlowScanIndexes1733040027000,
+  DurableFlowCascadeHooks1733040028000,
 ];
 
 /**

@@ -32,6 +32,11 @@ class AllHooks implements OnRunCompleted, OnRunFailed, OnRunCancelled {
   async onRunCancelled(run: RunInfo) {
     calls.push(`onRunCancelled ${run.id} ${run.status}`);
   }
+
+  /** A flow node's: cancelled because a dependency was `reason`. */
+  afterCancelled(reason: string, run: RunInfo) {
+    calls.push(`afterCancelled ${run.id} ${reason}`);
+  }
 }
 
 @Workflow('hk_plain')
@@ -94,7 +99,7 @@ describe('run lifecycle hooks', () => {
     expect(calls).toHaveLength(13);
   });
 
-  it('runs ended by a flow cascade or by cancelExisting owe their hooks too', async () => {
+  it('a run cancelled by cancelExisting owes onRunCancelled; a flow node cancelled by its failed dependency owes afterCancelled only', async () => {
     const t = await createApp({ workflows: [AllHooks] });
     const { runIds } = await t.durable.startFlow(
       t.durable
@@ -107,10 +112,28 @@ describe('run lifecycle hooks', () => {
     const replacement = await t.durable.start(AllHooks, { outcome: 'complete' }, { key: 'k', onDuplicate: 'cancelExisting' });
     expect(replacement.outcome).toBe('cancelExisting');
     await waitFor(() => [runIds.a, runIds.b, holder.runId, replacement.runId].every((id) => callsOf(id).length === 1), { timeout: 15_000 });
+    // every hook owed is called once its row is gone: none is left to come
+    await waitFor(async () => (await owed(t.schema)) === 0, { message: 'every owed hook called' });
+    expect(await t.durable.getRun(runIds.b)).toMatchObject({ status: 'cancelled' });
     expect(callsOf(runIds.a)).toEqual([`onRunFailed ${runIds.a} failed`]);
-    expect(callsOf(runIds.b)).toEqual([`onRunCancelled ${runIds.b} cancelled`]);
+    expect(callsOf(runIds.b)).toEqual([`afterCancelled ${runIds.b} failed`]);
     expect(callsOf(holder.runId)).toEqual([`onRunCancelled ${holder.runId} cancelled`]);
     expect(callsOf(replacement.runId)).toEqual([`onRunCompleted ${replacement.runId} completed`]);
+  });
+
+  it('a flow node cancelled by cancel owes onRunCancelled', async () => {
+    const t = await createApp({ workflows: [AllHooks] });
+    const { runIds } = await t.durable.startFlow(
+      t.durable
+        .flow({ name: 'hooks-cancel' })
+        .add('a', AllHooks, { outcome: 'wait' })
+        .add('b', AllHooks, { outcome: 'complete' }, { deps: ['a'] }),
+    );
+    await waitFor(async () => (await t.durable.getRun(runIds.a))?.status === 'waiting', { message: 'a waits' });
+    await t.durable.cancel(runIds.b);
+    await waitFor(() => callsOf(runIds.b).length === 1, { message: "b's hook" });
+    await waitFor(async () => (await owed(t.schema)) === 0, { message: 'every owed hook called' });
+    expect(callsOf(runIds.b)).toEqual([`onRunCancelled ${runIds.b} cancelled`]);
   });
 
   it('a workflow without hooks writes no hook row and is not listed as having hooks', async () => {
