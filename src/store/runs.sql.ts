@@ -323,7 +323,7 @@ ${claimUpdate(S, '$5')}`,
       FROM unnest($1::uuid[], $3::int[]) AS x(id, epoch)
       WHERE r.id = x.id AND r.epoch = x.epoch AND r.node_id = $2 AND r.status IN ('running', 'compensating')`,
     // Runs past their workflow timeout, read through two indexes (never the history): claimed before
-    // (deadline_at set, runs_deadline) or never claimed (deadline run_at + timeout, runs_timeout_unclaimed;
+    // (deadline_at set, runs_deadline) or never claimed (deadline run_at + timeout, runs_timeout_unclaimed_ready;
     // $3 is the shortest timeout of any workflow, a bound the index can use). A run past its first
     // step is failed here only when its workflow is one of $1 (known to have no compensations):
     // others are failed by a worker that claims them, which compensates. At most $2 of each kind.
