@@ -4,34 +4,14 @@
  * listActivity's filters, RunInfo.readds, listRuns({ key }) with holdsKey, listKeys, keyStats, the
  * key counters, and activity pruned after retention.activity.
  */
-import { metrics } from '@opentelemetry/api';
-import { DataPointType, MeterProvider, MetricReader, type SumMetricData } from '@opentelemetry/sdk-metrics';
 import { DurableError, KeyTakenError, RunContext, Step, Workflow } from '../../src';
 import { DurableConnection } from '../../src/core/durable.connection';
 import { createApp, databaseUrl, freshSchema, Gate, ident, sql, TestApp, waitFor, waitForLockWait } from '../support';
 import { forceStatus } from '../support/keys';
+import { testMeter } from '../support/metrics';
 import { DataSource } from 'typeorm';
 
-class TestReader extends MetricReader {
-  protected async onForceFlush(): Promise<void> {}
-  protected async onShutdown(): Promise<void> {}
-}
-const reader = new TestReader();
-const meterProvider = new MeterProvider({ readers: [reader] });
-beforeAll(() => {
-  metrics.setGlobalMeterProvider(meterProvider);
-});
-afterAll(async () => {
-  await meterProvider.shutdown();
-});
-async function counter(name: string, attrs: Record<string, string> = {}): Promise<number> {
-  const { resourceMetrics } = await reader.collect();
-  const all = resourceMetrics.scopeMetrics.filter((sm) => sm.scope.name === 'nestjs-durable').flatMap((sm) => sm.metrics);
-  const m = all.find((x) => x.descriptor.name === name) as SumMetricData | undefined;
-  if (!m) return 0;
-  expect(m.dataPointType).toBe(DataPointType.SUM);
-  return m.dataPoints.filter((p) => Object.entries(attrs).every(([k, v]) => p.attributes[k] === v)).reduce((n, p) => n + (p.value as number), 0);
-}
+const { counter } = testMeter();
 
 let gate = new Gate();
 const failing = new Set<string>();

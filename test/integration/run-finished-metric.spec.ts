@@ -1,36 +1,14 @@
-import { metrics } from '@opentelemetry/api';
-import { DataPointType, MeterProvider, MetricReader, type SumMetricData } from '@opentelemetry/sdk-metrics';
-import { RunContext, Step, Workflow } from '../../src';
-import { createApp, Gate, waitFor } from '../support';
-import { forceStatus } from '../support/keys';
-
 /**
  * `durable.run.finished` for runs ended outside a worker's own transition: the run waiting behind a
  * key's holder (runAgain) that the key trigger cancels when the reuse policy keeps the key, and runs
  * the timeout sweep fails.
  */
-class TestReader extends MetricReader {
-  protected async onForceFlush(): Promise<void> {}
-  protected async onShutdown(): Promise<void> {}
-}
-const reader = new TestReader();
-const meterProvider = new MeterProvider({ readers: [reader] });
-beforeAll(() => {
-  metrics.setGlobalMeterProvider(meterProvider);
-});
-afterAll(async () => {
-  await meterProvider.shutdown();
-});
+import { RunContext, Step, Workflow } from '../../src';
+import { createApp, Gate, waitFor } from '../support';
+import { forceStatus } from '../support/keys';
+import { testMeter } from '../support/metrics';
 
-async function counter(name: string, attrs: Record<string, string>): Promise<number> {
-  const { resourceMetrics } = await reader.collect();
-  const all = resourceMetrics.scopeMetrics.filter((sm) => sm.scope.name === 'nestjs-durable').flatMap((sm) => sm.metrics);
-  const m = all.find((x) => x.descriptor.name === name) as SumMetricData | undefined;
-  if (!m) return 0;
-  expect(m.dataPointType).toBe(DataPointType.SUM);
-  return m.dataPoints.filter((p) => Object.entries(attrs).every(([k, v]) => p.attributes[k] === v)).reduce((n, p) => n + (p.value as number), 0);
-}
-
+const { counter } = testMeter();
 const finished = (workflow: string, status: string) => counter('durable.run.finished', { workflow, status });
 
 let gate = new Gate();

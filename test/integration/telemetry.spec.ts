@@ -2,22 +2,18 @@ import { context, metrics, propagation, SpanKind, SpanStatusCode, trace } from '
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { AlwaysOffSampler, BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { DataPointType, MeterProvider, MetricReader, type HistogramMetricData, type SumMetricData } from '@opentelemetry/sdk-metrics';
+import { type HistogramMetricData } from '@opentelemetry/sdk-metrics';
 import { KeyTakenError, RunContext, Step, Workflow } from '../../src';
 import { createApp, freshSchema, ident, spawnNode, sql, waitFor } from '../support';
 import { forceStatus } from '../support/keys';
+import { testMeter } from '../support/metrics';
 
 // ---- the SDK, with in-memory exporters ----------------------------------------------------------
 
 const spans = new InMemorySpanExporter();
 const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] });
 
-class TestReader extends MetricReader {
-  protected async onForceFlush(): Promise<void> {}
-  protected async onShutdown(): Promise<void> {}
-}
-const reader = new TestReader();
-const meterProvider = new MeterProvider({ readers: [reader] });
+const { collect, counter } = testMeter();
 
 const contextManager = new AsyncLocalStorageContextManager();
 
@@ -25,12 +21,10 @@ beforeAll(() => {
   context.setGlobalContextManager(contextManager.enable());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   trace.setGlobalTracerProvider(tracerProvider);
-  metrics.setGlobalMeterProvider(meterProvider);
 });
 
 afterAll(async () => {
   await tracerProvider.shutdown();
-  await meterProvider.shutdown();
 });
 
 const appTracer = () => trace.getTracer('test-app');
@@ -117,19 +111,6 @@ const named = (name: string, runId?: string) =>
   spans.getFinishedSpans().filter((s) => s.name === name && (runId === undefined || s.attributes['durable.run_id'] === runId));
 
 const parentOf = (s: ReadableSpan) => s.parentSpanContext?.spanId;
-
-async function collect() {
-  const { resourceMetrics } = await reader.collect();
-  return resourceMetrics.scopeMetrics.filter((sm) => sm.scope.name === 'nestjs-durable').flatMap((sm) => sm.metrics);
-}
-
-/** Sum of a counter's points whose attributes include `attrs`. */
-async function counter(name: string, attrs: Record<string, string> = {}): Promise<number> {
-  const m = (await collect()).find((x) => x.descriptor.name === name) as SumMetricData | undefined;
-  if (!m) return 0;
-  expect(m.dataPointType).toBe(DataPointType.SUM);
-  return m.dataPoints.filter((p) => Object.entries(attrs).every(([k, v]) => p.attributes[k] === v)).reduce((n, p) => n + (p.value as number), 0);
-}
 
 async function histogram(name: string, attrs: Record<string, string> = {}) {
   const m = (await collect()).find((x) => x.descriptor.name === name) as HistogramMetricData | undefined;
@@ -437,7 +418,6 @@ describe('OpenTelemetry', () => {
     } finally {
       propagation.setGlobalPropagator(new W3CTraceContextPropagator());
       trace.setGlobalTracerProvider(tracerProvider);
-      metrics.setGlobalMeterProvider(meterProvider);
     }
   });
 });
