@@ -221,12 +221,14 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
    */
   async trigger(name: string): Promise<StartResult> {
     if (unstorableName(name)) throw new ScheduleNotFoundError(String(name));
-    const row = await this.store.get(this.connection.db, name);
-    if (!row) throw new ScheduleNotFoundError(name);
     let taken: KeyTakenError | undefined;
     const result = await this.connection.dataSource.transaction(async (manager) => {
+      const q = managerQueryable(manager);
+      // the row first, as a tick takes it: a tick that starts under the same key waits, never deadlocks
+      const row = await this.store.lockForFire(q, name);
+      if (!row) throw new ScheduleNotFoundError(name);
       const out = await this.startFor(manager, row);
-      await this.store.recordFire(managerQueryable(manager), name, null, out.runId, out.outcome);
+      await this.store.recordFire(q, name, null, out.runId, out.outcome);
       if (out.taken) taken = out.taken;
       return out;
     });

@@ -55,7 +55,9 @@ export class SchedulesStore {
         WHERE source = 'decorator' AND workflow = ANY($1::text[]) AND NOT (name = ANY($2::text[]))
         RETURNING name`,
       remove: `DELETE FROM ${S}.schedules WHERE name = $1 RETURNING name`,
-      get: `SELECT * FROM ${S}.schedules WHERE name = $1`,
+      // a trigger locks the row as a tick does, before it starts its run: both take the row, then
+      // the key, in that order (the other order deadlocks a trigger and a tick of a keyed schedule)
+      lockForFire: `SELECT * FROM ${S}.schedules WHERE name = $1 FOR NO KEY UPDATE`,
       all: `SELECT * FROM ${S}.schedules ORDER BY name`,
       // Inside a fire's transaction: a node that stops in the middle of it (paused process, lost
       // network) is cut off after this long, so the schedule row it locked does not hold up the
@@ -125,8 +127,9 @@ export class SchedulesStore {
     return (await q.query(this.sql.remove, [name])).length > 0;
   }
 
-  async get(q: Queryable, name: string): Promise<ScheduleRow | undefined> {
-    const [row] = await q.query<ScheduleRow>(this.sql.get, [name]);
+  /** The schedule, its row locked until the caller's transaction ends (a fire's first statement); undefined when there is none. */
+  async lockForFire(q: Queryable, name: string): Promise<ScheduleRow | undefined> {
+    const [row] = await q.query<ScheduleRow>(this.sql.lockForFire, [name]);
     return row;
   }
 

@@ -463,6 +463,47 @@ describe('schedules', () => {
     expect((err as KeyTakenError).holderId).toBe(runs[0].id);
   });
 
+  it('a keyed triggerSchedule meeting a tick of the same schedule: neither deadlocks, both start or find the one run', async () => {
+    const t = await createApp({ workflows: [Plain] });
+    const cron = '0 0 1 1 *';
+    await t.durable.schedule('sched_plain', cron, { name: 'keyed_race', key: 'race' });
+    const scheduler = schedulerOf(t);
+    // the trigger's transaction stops after its start (the key taken) until the tick waits on that key
+    const held = new Gate();
+    const reached = new Gate();
+    const record = scheduler.store.recordFire.bind(scheduler.store);
+    jest.spyOn(scheduler.store, 'recordFire').mockImplementationOnce(async (...args) => {
+      reached.open();
+      await held.wait();
+      return record(...args);
+    });
+    const trigger = t.durable.triggerSchedule('keyed_race').then(
+      (r) => r,
+      (err: unknown) => err,
+    );
+    await reached.wait();
+    const tick = new Date(Date.UTC(new Date().getUTCFullYear() + 1, 0, 1));
+    const fired = scheduler.fireTick({ name: 'keyed_race', workflow: 'sched_plain', cron, timezone: 'UTC' }, tick, null);
+    // the tick waits on a lock: the schedule row (taken by the trigger first) or the key (taken by the trigger)
+    await waitFor(
+      async () =>
+        (await sql<{ n: number }>(`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()`))[0].n >= 1,
+      { message: 'the tick waits on a lock' },
+    );
+    held.open();
+    const triggered = await trigger;
+    expect(triggered).not.toBeInstanceOf(Error);
+    const out = await fired;
+    expect(out.outcome).not.toBe('failed');
+    expect(out.fired).toBe(true);
+    const runs = await runsOf(t.schema, 'sched_plain');
+    expect(runs).toHaveLength(1);
+    expect(triggered).toEqual({ runId: runs[0].id, outcome: 'created' });
+    expect(out).toEqual({ fired: true, runId: runs[0].id, outcome: 'useExisting' });
+    const [info] = await t.durable.listSchedules();
+    expect(info).toMatchObject({ fires: 2, failures: 0, lastTickAt: tick });
+  });
+
   it('schedules are stored: an API schedule survives a restart; unschedule stops it on every node', async () => {
     const schema = freshSchema();
     const a = await createApp({ schema, workflows: [Plain], options: { nodeId: 'node-a' } });
