@@ -37,7 +37,7 @@ export class RunsController {
         filter = parseRunsSearch(search);
       } catch (err) {
         if (!(err instanceof SearchError)) throw err;
-        return { status: 400, html: runsPage(ctx, { q: search, runs: [], limit: PAGE_SIZE, error: err.message, hasNewer: false }) };
+        return { status: 400, html: runsPage(ctx, { q: search, runs: [], limit: PAGE_SIZE, error: err.message }) };
       }
       const { runs } = this.reads.readers;
       if (filter.id) {
@@ -46,7 +46,7 @@ export class RunsController {
         return '';
       }
       const page = await runs.list({ ...filter, before, after, limit: PAGE_SIZE });
-      return runsPage(ctx, { q: search, runs: page, limit: PAGE_SIZE, hasNewer: before !== undefined || after !== undefined });
+      return runsPage(ctx, { q: search, runs: page, limit: PAGE_SIZE, before, after });
     });
     if (opened) return void res.redirect(303, opened);
     this.context.send(res, answer);
