@@ -47,6 +47,21 @@ const KEY_EVENTS = (S: string, kind: 'key_duplicate' | 'key_handed_off'): string
 const KEYS_WINDOW = 20;
 /** How many of the newest keyed runs (older than the cursor) a search of keys across workflows looks through. */
 const SEARCH_WINDOW = 20_000;
+/** Most windows one page of keys across workflows looks through (see `ActivityStore.keys`). */
+const KEYS_WINDOWS_A_PAGE = 10;
+
+/**
+ * The window of a page of keys across workflows: the newest keyed runs older than the run $3 ($4
+ * keys asked for; with a search $2, the newest SEARCH_WINDOW of them), as `w`; then `m`, the newest
+ * of them matching the search, at most $4 × KEYS_WINDOW.
+ */
+const KEYS_ALL_WINDOW = (S: string): string => `
+          w AS (
+            SELECT workflow, key, id FROM ${S}.runs WHERE key IS NOT NULL AND ($3::uuid IS NULL OR id < $3)
+            ORDER BY id DESC LIMIT CASE WHEN $2::text IS NULL THEN $4 * ${KEYS_WINDOW} ELSE ${SEARCH_WINDOW} END
+          ), m AS (
+            SELECT workflow, key, id FROM w WHERE $2::text IS NULL OR strpos(key, $2) > 0 ORDER BY id DESC LIMIT $4 * ${KEYS_WINDOW}
+          )`;
 
 /** Filters of `listActivity`. */
 export interface ActivityFilter {
@@ -125,15 +140,9 @@ export class ActivityStore {
       // search $2, the matches among the newest SEARCH_WINDOW), without the keys that have a run
       // from $3 on (shown on an earlier page)
       keysAll: `
-        WITH page AS (
+        WITH ${KEYS_ALL_WINDOW(S)}, page AS (
           SELECT x.workflow, x.key, x.last_id FROM (
-            SELECT workflow, key, max(id::text)::uuid AS last_id FROM (
-              SELECT workflow, key, id FROM (
-                SELECT workflow, key, id FROM ${S}.runs WHERE key IS NOT NULL AND ($3::uuid IS NULL OR id < $3)
-                ORDER BY id DESC LIMIT CASE WHEN $2::text IS NULL THEN $4 * ${KEYS_WINDOW} ELSE ${SEARCH_WINDOW} END
-              ) w WHERE $2::text IS NULL OR strpos(key, $2) > 0
-              ORDER BY id DESC LIMIT $4 * ${KEYS_WINDOW}) recent
-            GROUP BY workflow, key
+            SELECT workflow, key, max(id::text)::uuid AS last_id FROM m GROUP BY workflow, key
           ) x
           WHERE $1::text IS NULL AND ($3::uuid IS NULL OR NOT EXISTS (
             SELECT 1 FROM ${S}.runs n WHERE n.workflow = x.workflow AND n.key = x.key AND n.id >= $3))
@@ -142,6 +151,14 @@ export class ActivityStore {
         SELECT p.workflow, p.key, p.last_id, ${KEY_FIGURES(S, 'p.workflow', 'p.key')}
         FROM page p LEFT JOIN LATERAL (${HOLDER(S, 'p.workflow', 'p.key')}) h ON true
         ORDER BY p.last_id DESC`,
+      // where the window of the same arguments ends: the oldest run it took (of the matches, when
+      // they filled it), and whether older keyed runs may remain
+      keysEdge: `
+        WITH ${KEYS_ALL_WINDOW(S)}
+        SELECT CASE WHEN (SELECT count(*) FROM m) = $4 * ${KEYS_WINDOW} THEN (SELECT min(id::text) FROM m) ELSE (SELECT min(id::text) FROM w) END AS edge,
+          (SELECT count(*) FROM m) = $4 * ${KEYS_WINDOW}
+            OR (SELECT count(*) FROM w) = CASE WHEN $2::text IS NULL THEN $4 * ${KEYS_WINDOW} ELSE ${SEARCH_WINDOW} END AS more
+        WHERE $1::text IS NULL`,
       // every figure from an index alone: the holders from runs_key_held, the key events from
       // activity_key_stats (outcome and input_changed are columns computed from details, migration
       // DurableKeyStats1733040018000): the duplicates counted once per outcome and hour of the last
@@ -199,9 +216,27 @@ export class ActivityStore {
   /**
    * Keys (substring `search`): of `workflow` ordered by key, after `cursor` (a key); or, with
    * `workflow` null, of every workflow, newest first, older than `cursor` (a run id: `last_id`).
+   * Across workflows a page reads a window of the newest keyed runs; a window that holds fewer keys
+   * than asked for (a key of many runs fills it) has them all in the page, which goes on from the
+   * window's oldest run, at most {@link KEYS_WINDOWS_A_PAGE} windows. A page that stops there short
+   * of `limit` ends on a key whose `last_id` is where the next page goes on from.
    */
-  keys(q: Queryable, workflow: string | null, search: string | null, cursor: string | null, limit: number): Promise<KeyRow[]> {
-    return q.query<KeyRow>(workflow === null ? this.sql.keysAll : this.sql.keys, [workflow, search, cursor, limit]);
+  async keys(q: Queryable, workflow: string | null, search: string | null, cursor: string | null, limit: number): Promise<KeyRow[]> {
+    if (workflow !== null) return q.query<KeyRow>(this.sql.keys, [workflow, search, cursor, limit]);
+    const rows: KeyRow[] = [];
+    let from = cursor;
+    for (let window = 1; ; window++) {
+      const want = limit - rows.length;
+      rows.push(...(await q.query<KeyRow>(this.sql.keysAll, [null, search, from, want])));
+      if (rows.length >= limit) return rows;
+      const [{ edge, more }] = await q.query<{ edge: string | null; more: boolean }>(this.sql.keysEdge, [null, search, from, want]);
+      if (!more || edge === null) return rows;
+      from = edge;
+      if (window === KEYS_WINDOWS_A_PAGE) {
+        if (rows.length > 0) rows[rows.length - 1] = { ...rows[rows.length - 1], last_id: from };
+        return rows;
+      }
+    }
   }
 
   /** The key statistics of `workflow`, over the activity kept. */

@@ -126,6 +126,36 @@ describe('reading more: listRuns both ways, countRuns, listKeys across workflows
     await expect(durable.listKeys({ cursor: 'not-a-run' })).rejects.toBeInstanceOf(DurableValidationError);
   });
 
+  it('listKeys without a workflow pages past a key whose runs fill the window it reads, to the keys older than them', async () => {
+    const { durable, schema } = await createApp({ workflows: [Other], options: { worker: false } });
+    await durable.start('reads_other', 0, { key: 'old' });
+    // a page of 2 reads a window of the newest 40 keyed runs: one key's 45 runs fill it
+    for (let i = 0; i < 45; i++) {
+      const { runId } = await durable.start('reads_other', i, { key: 'hot' });
+      await forceStatus(schema, runId, 'completed');
+    }
+    const keysOf = (page: { key: string }[]) => page.map((k) => k.key);
+    expect(keysOf(await durable.listKeys({ limit: 2 }))).toEqual(['hot', 'old']);
+    const first = await durable.listKeys({ limit: 1 });
+    expect(keysOf(first)).toEqual(['hot']);
+    expect(keysOf(await durable.listKeys({ limit: 1, cursor: first[0].cursor }))).toEqual(['old']);
+    expect(keysOf(await durable.listKeys({ limit: 2, search: 'ol' }))).toEqual(['old']);
+  });
+
+  it('listKeys without a workflow stops a page after ten windows, short, its last cursor going on from where it stopped', async () => {
+    const { durable, schema } = await createApp({ workflows: [Other], options: { worker: false } });
+    await durable.start('reads_other', 0, { key: 'old' });
+    // a page of 2 reads 40 runs, then windows of 20 for the one key it lacks: 220 runs in ten windows;
+    // the next, ten windows of 40 from there (from the top they would end 50 runs short of 'old')
+    for (let i = 0; i < 450; i++) {
+      const { runId } = await durable.start('reads_other', i, { key: 'hot' });
+      await forceStatus(schema, runId, 'completed');
+    }
+    const first = await durable.listKeys({ limit: 2 });
+    expect(first.map((k) => k.key)).toEqual(['hot']);
+    expect((await durable.listKeys({ limit: 2, cursor: first[0].cursor })).map((k) => k.key)).toEqual(['old']);
+  });
+
   it('listActivity pages back through older events with cursor', async () => {
     const { durable } = await createApp({ workflows: [Other], options: { worker: false } });
     await durable.start('reads_other', 0, { key: 'dup' });
