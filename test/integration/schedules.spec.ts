@@ -468,11 +468,13 @@ describe('schedules', () => {
     const cron = '0 0 1 1 *';
     await t.durable.schedule('sched_plain', cron, { name: 'keyed_race', key: 'race' });
     const scheduler = schedulerOf(t);
-    // the trigger's transaction stops after its start (the key taken) until the tick waits on that key
+    // the trigger's transaction stops after its start (the key taken) until the tick waits on it
     const held = new Gate();
     const reached = new Gate();
     const record = scheduler.store.recordFire.bind(scheduler.store);
+    let triggerPid = 0;
     jest.spyOn(scheduler.store, 'recordFire').mockImplementationOnce(async (...args) => {
+      triggerPid = (await args[0].query<{ pid: number }>('select pg_backend_pid() as pid'))[0].pid;
       reached.open();
       await held.wait();
       return record(...args);
@@ -484,11 +486,10 @@ describe('schedules', () => {
     await reached.wait();
     const tick = new Date(Date.UTC(new Date().getUTCFullYear() + 1, 0, 1));
     const fired = scheduler.fireTick({ name: 'keyed_race', workflow: 'sched_plain', cron, timezone: 'UTC' }, tick, null);
-    // the tick waits on a lock: the schedule row (taken by the trigger first) or the key (taken by the trigger)
+    // the tick waits on the trigger's transaction: for the schedule row (taken by the trigger first) or the key
     await waitFor(
-      async () =>
-        (await sql<{ n: number }>(`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()`))[0].n >= 1,
-      { message: 'the tick waits on a lock' },
+      async () => (await sql<{ n: number }>(`select count(*)::int as n from pg_stat_activity where $1 = any (pg_blocking_pids(pid))`, [triggerPid]))[0].n >= 1,
+      { message: "the tick waits on the trigger's transaction" },
     );
     held.open();
     const triggered = await trigger;
