@@ -66,14 +66,17 @@ export class SchedulesStore {
       // The once-per-tick guard. The UPDATE locks the schedule row, so a second node running the
       // same tick waits for the first one's transaction and then finds last_tick_at >= its tick
       // (a stale tick of a node that was paused or down is refused the same way); a schedule fires
-      // no tick from before it was stored (one removed and added again catches up nothing); the
-      // primary key of schedule_fires, whose rows outlive their schedule until pruned, refuses a
-      // tick that was fired already under that name, whatever happened to the row. A node whose
-      // copy of the workflow, cron or time zone is out of date fires nothing.
+      // no tick from before it was stored (one removed and added again catches up nothing) — the
+      // tick, named on the node's clock, moved onto the database's by how far the node's clock
+      // ($8, as it sent this) is off it; the primary key of schedule_fires, whose rows outlive
+      // their schedule until pruned, refuses a tick that was fired already under that name,
+      // whatever happened to the row. A node whose copy of the workflow, cron or time zone is out
+      // of date fires nothing.
       claimTick: `
         WITH s AS (
           UPDATE ${S}.schedules SET last_tick_at = $2, next_fire_at = $6
-          WHERE name = $1 AND workflow = $7 AND cron = $4 AND timezone = $5 AND created_at < $2
+          WHERE name = $1 AND workflow = $7 AND cron = $4 AND timezone = $5
+            AND created_at < $2::timestamptz + (clock_timestamp() - $8::timestamptz)
             AND (last_tick_at IS NULL OR last_tick_at < $2)
           RETURNING name, workflow, key, input
         ), f AS (
@@ -149,7 +152,8 @@ export class SchedulesStore {
    */
   async claimTick(q: Queryable, copy: ScheduleCopy, tickAt: Date, nodeId: string, nextFireAt: Date | null): Promise<ClaimedTick | undefined> {
     const { name, workflow, cron, timezone } = copy;
-    const values = [name, tickAt.toISOString(), nodeId, cron, timezone, nextFireAt?.toISOString() ?? null, workflow];
+    const nodeNow = new Date(Date.now()).toISOString();
+    const values = [name, tickAt.toISOString(), nodeId, cron, timezone, nextFireAt?.toISOString() ?? null, workflow, nodeNow];
     const [row] = await q.query<ClaimedTick>(this.sql.claimTick, values);
     return row;
   }

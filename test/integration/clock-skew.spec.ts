@@ -5,7 +5,8 @@
  */
 import { Client } from 'pg';
 import { RunContext, Step, Workflow } from '../../src';
-import { createApp, databaseUrl, freshSchema, ident, sql, waitFor, waitForLockWait } from '../support';
+import { Scheduler } from '../../src/schedules/scheduler';
+import { createApp, databaseUrl, freshSchema, ident, sql, waitFor, waitForLockWait, withClockOff } from '../support';
 
 /** How far the node's clock is off in these tests: an hour. */
 const SKEW_MS = 3_600_000;
@@ -42,14 +43,11 @@ class Limited {
   }
 }
 
-/** Runs `fn` with this process's `Date.now()` off the database's clock by `offsetMs`. */
-async function withClockOff<T>(offsetMs: number, fn: () => Promise<T>): Promise<T> {
-  const realNow = Date.now.bind(Date);
-  const spy = jest.spyOn(Date, 'now').mockImplementation(() => realNow() + offsetMs);
-  try {
-    return await fn();
-  } finally {
-    spy.mockRestore();
+@Workflow('skew_ticked')
+class Ticked {
+  @Step()
+  async only() {
+    return 'ticked';
   }
 }
 
@@ -101,5 +99,22 @@ describe('a node clock off the database clock', () => {
     }
     expect(await app.durable.waitForRun(runId, { timeout: 10_000 })).toMatchObject({ status: 'failed', error: { name: 'TimeoutError' } });
     expect(limitedBodies).toBe(0);
+  });
+  it('a schedule’s first tick after it was stored fires on a node whose clock is behind; one from before it was stored does not', async () => {
+    const app = await createApp({ schema: freshSchema(), workflows: [Ticked] });
+    // the node's clock is two hours behind the database's: a cron at second :ss of every minute of
+    // an hour two hours back (its ticks of that hour went by on the real clock), and two of its
+    // ticks as the node names them, one a minute before the schedule is stored on the database's
+    // clock and one 30 s after
+    const tick = new Date(Math.ceil((Date.now() - 2 * SKEW_MS + 30_000) / 1000) * 1000);
+    const copy = { name: 'behind', workflow: 'skew_ticked', timezone: 'UTC', cron: `${tick.getUTCSeconds()} * ${tick.getUTCHours()} * * *` };
+    await app.durable.schedule(Ticked, copy.cron, { name: copy.name, timezone: 'UTC' });
+    const scheduler = app.get(Scheduler);
+    const fired = await withClockOff(-2 * SKEW_MS, async () => [
+      await scheduler.fireTick(copy, new Date(tick.getTime() - 60_000), null),
+      await scheduler.fireTick(copy, tick, null),
+    ]);
+    expect(fired).toEqual([{ fired: false }, expect.objectContaining({ fired: true })]);
+    expect(await sql(`select tick_at from ${ident(app.schema)}.schedule_fires where schedule = 'behind'`)).toEqual([{ tick_at: tick }]);
   });
 });

@@ -5,3 +5,4 @@ export * from './wait';
 export * from './phase';
 export * from './pg-proxy';
 export * from './wait-timeout-race';
+export * from './clock';
