@@ -163,7 +163,7 @@ export class KeyInsights {
       uuidProblem(o.runId, 'runId'),
       dateProblem(o.since, 'since'),
       limitProblem(o.limit),
-      o.cursor === undefined || o.cursor === null || /^[0-9]{1,18}$/.test(o.cursor)
+      o.cursor === undefined || o.cursor === null || (typeof o.cursor === 'string' && /^[0-9]{1,18}$/.test(o.cursor))
         ? undefined
         : problem('cursor', o.cursor, 'isActivityId', 'cursor must be the id of an activity event'),
     ]);

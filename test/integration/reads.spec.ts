@@ -199,6 +199,8 @@ describe('reading more: listRuns both ways, countRuns, listKeys across workflows
       ['listActivity({ workflow: NUL })', () => durable.listActivity({ workflow: NUL })],
       ['listActivity({ limit: NaN })', () => durable.listActivity({ limit: NaN })],
       ["listActivity('x')", () => durable.listActivity('x' as never)],
+      ["listActivity({ cursor: Symbol('c') })", () => durable.listActivity({ cursor: Symbol('c') as never })],
+      ['listActivity({ cursor: {} })', () => durable.listActivity({ cursor: {} as never })],
       ['listKeys({ search: NUL })', () => durable.listKeys({ search: NUL })],
       ['listKeys({ workflow, cursor: NUL })', () => durable.listKeys({ workflow: 'reads_other', cursor: NUL })],
       ['listKeys({ limit: NaN })', () => durable.listKeys({ limit: NaN })],

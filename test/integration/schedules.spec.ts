@@ -589,6 +589,19 @@ describe('schedules', () => {
       expect(err).toBeInstanceOf(DurableValidationError);
       expect((err as DurableValidationError).errors.length).toBeGreaterThan(0);
     }
+    // a value JSON cannot show (a BigInt, a cycle) is named in the message all the same
+    const cycle: Record<string, unknown> = {};
+    cycle.self = cycle;
+    for (const [cron, tz] of [
+      [10n, undefined],
+      [cycle, undefined],
+      ['* * * * *', 10n],
+      ['* * * * *', cycle],
+    ] as const) {
+      const err = await rejection(t.durable.schedule('sched_plain', cron as never, { timezone: tz as never }));
+      expect(err).toBeInstanceOf(DurableValidationError);
+      expect((err as DurableValidationError).errors.length).toBeGreaterThan(0);
+    }
     expect(await rejection(t.durable.schedule('sched_plain', '* * * * *', { key: '' }))).toBeInstanceOf(DurableValidationError);
     expect(await t.durable.listSchedules()).toEqual([]);
     expect(await rejection(createApp({ workflows: [BadCron] }))).toBeInstanceOf(DurableValidationError);
