@@ -1,5 +1,7 @@
 import type { Pool, PoolClient, QueryResultRow } from 'pg';
 import type { EntityManager } from 'typeorm';
+import { DurableValidationError } from '../errors';
+import { problem } from '../domain/validation';
 
 /** Something that runs one parameterised statement and returns its rows. */
 export interface Queryable {
@@ -98,16 +100,25 @@ export function isReadTimeout(err: unknown): boolean {
   return err instanceof Error && err.message === 'Query read timeout';
 }
 
+/** Postgres' SQLSTATE for a statement sent on a transaction an earlier error aborted. */
+const IN_FAILED_TRANSACTION = '25P02';
+
 /**
  * A TypeORM EntityManager (inside a transaction) as a {@link Queryable}; `owner`, its query runner,
- * tells one caller's transaction from another (see `inTurn`).
+ * tells one caller's transaction from another (see `inTurn`). A transaction an earlier statement
+ * aborted (Postgres refuses every statement until it rolls back) is a `DurableValidationError`
+ * naming the manager, not the driver's error.
  */
 export function managerQueryable(manager: EntityManager): Queryable & { owner: object } {
   return {
     owner: manager.queryRunner!,
     async query<R extends QueryResultRow>(text: string, values?: unknown[]) {
       const runner = manager.queryRunner!;
-      const res = await runner.query(text, values as unknown[], true);
+      const res = await runner.query(text, values as unknown[], true).catch((err: unknown) => {
+        if (sqlState(err) !== IN_FAILED_TRANSACTION) throw err;
+        const message = "manager's transaction is aborted (an earlier statement in it failed): roll it back, then start in a new transaction";
+        throw new DurableValidationError(message, [problem('manager', undefined, 'isOpenTransaction', message)]);
+      });
       return res.records as R[];
     },
   };

@@ -303,6 +303,24 @@ describe('DurableService.start / startMany', () => {
       expect(await countRuns(t.schema)).toBe(0);
     });
 
+    it('a manager whose transaction an earlier statement aborted is refused with DurableValidationError naming it, never a database error', async () => {
+      await ds
+        .transaction(async (manager) => {
+          await expect(manager.query('SELECT 1/0')).rejects.toThrow(/division by zero/);
+          for (const call of [
+            () => durable.start('start_echo', {}, { manager }),
+            () => durable.startMany('start_echo', [{}], { manager }),
+            () => durable.startFlow(durable.flow().add('a', Echo), { manager }),
+          ]) {
+            const err = await expectInvalid(call());
+            expect(err.message).toMatch(/manager's transaction is aborted/);
+          }
+          throw new Error('rolled back');
+        })
+        .catch((err: Error) => expect(err.message).toBe('rolled back'));
+      expect(await countRuns(t.schema)).toBe(0);
+    });
+
     it("a manager of another database is refused before anything is written, and the caller's transaction goes on", async () => {
       const name = `${t.schema}_other`;
       await sql(`CREATE DATABASE ${name}`);
