@@ -6,7 +6,8 @@ import type { DataSource } from 'typeorm';
 import { TimeoutError } from '../errors';
 import { MAX_SPAN_MS, toMs, type Duration } from '../domain/duration';
 import type { StartResult } from '../domain/run-info';
-import { assertValid, optionNames, problem } from '../domain/validation';
+import { arrayProblem, assertValid, optionNames, optionsObjectProblem, problem } from '../domain/validation';
+import { WORKER_OPTION_NAMES } from '../options/option-names';
 import { callOptions } from '../domain/call-options';
 import { channelOf } from '../core/durable.constants';
 import { DurableConnection } from '../core/durable.connection';
@@ -99,6 +100,16 @@ export class DurableTestEnv {
   /** Builds and initialises the env's application (migrations applied to a fresh schema). */
   static async create(given?: DurableTestEnvOptions | null): Promise<DurableTestEnv> {
     const options = callOptions('DurableTestEnv.create', given, ENV_OPTION_NAMES);
+    // a value of the wrong type would otherwise be spread away (worker: 5) or fail inside Nest
+    const absent = (v: unknown) => v === undefined || v === null;
+    assertValid('DurableTestEnv.create', [
+      absent(options.imports) ? undefined : arrayProblem(options.imports, 'imports'),
+      absent(options.providers) ? undefined : arrayProblem(options.providers, 'providers'),
+      options.worker === false ? undefined : optionsObjectProblem(options.worker, 'worker', WORKER_OPTION_NAMES),
+      absent(options.configure) || typeof options.configure === 'function'
+        ? undefined
+        : problem('configure', options.configure, 'isFunction', 'configure must be a function of the TestingModuleBuilder'),
+    ]);
     const url = await testDatabaseUrl(options.url);
     const schema = `durable_test_${randomBytes(6).toString('hex')}`;
     const worker = options.worker === false ? false : { pollInterval: '100ms', ...options.worker };

@@ -182,4 +182,21 @@ describe('DurableTestEnv', () => {
     }
     await expect(e.runUntilIdle(null as never)).resolves.toBeUndefined();
   });
+
+  it('refuses create options of the wrong type by name, before building an app', async () => {
+    for (const [options, name] of [
+      [{ providers: Sleepy }, 'providers'],
+      [{ imports: 5 }, 'imports'],
+      [{ worker: 5 }, 'worker'],
+      [{ worker: true }, 'worker'],
+      [{ configure: 'x' }, 'configure'],
+    ] as const) {
+      const err = await DurableTestEnv.create(options as never).then(
+        (made) => (envs.push(made), undefined),
+        (x: unknown) => x,
+      );
+      expect(err).toBeInstanceOf(DurableValidationError);
+      expect((err as DurableValidationError).errors.map((p) => p.property)).toEqual([name]);
+    }
+  });
 });
