@@ -50,17 +50,18 @@ describe('DAG flows: cascades racing', () => {
     try {
       await holder.query('BEGIN');
       await holder.query(`SELECT 1 FROM ${S}.flow_deps WHERE dep_name = 'c1' AND run_id = $1 FOR UPDATE`, [runIds.f]);
-      const cancels = Promise.allSettled([durable.cancel(runIds.p1), durable.cancel(runIds.p2)]);
-      // p1's cancel waits for the edge, p2's (having cancelled f) for e, which p1's holds
-      await waitFor(
-        async () =>
-          (
-            await sql(
-              `SELECT count(*)::int n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%SET status = ''cancelled'', cancel_reason%'`,
-            )
-          )[0].n === 2,
-        { message: 'both cancels blocked' },
-      );
+      // one after the other, so that the cascades cross whatever the timing: p1's cancel, having
+      // cancelled c1 and e, waits for the edge; then p2's, having cancelled f, waits for e
+      const blocked = async () =>
+        (
+          await sql(`SELECT count(*)::int n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND strpos(query, $1) > 0`, [
+            `${S}.runs SET status = 'cancelled', cancel_reason`,
+          ])
+        )[0].n;
+      const first = durable.cancel(runIds.p1);
+      await waitFor(async () => (await blocked()) === 1, { message: "p1's cancel blocked" });
+      const cancels = Promise.allSettled([first, durable.cancel(runIds.p2)]);
+      await waitFor(async () => (await blocked()) === 2, { message: 'both cancels blocked' });
       await holder.query('COMMIT');
       const outcomes = await cancels;
       expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled']);
