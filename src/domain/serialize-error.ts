@@ -36,7 +36,8 @@ function safeString(v: unknown): string {
   }
 }
 
-function safeJson(v: unknown): string {
+/** `v` as JSON where it can be, else as a string (a BigInt, a cycle, a symbol): for messages. */
+export function safeJson(v: unknown): string {
   try {
     return JSON.stringify(v) ?? safeString(v);
   } catch {

@@ -1,6 +1,6 @@
-import { inspect } from 'node:util';
 import { CronTime } from 'cron';
 import { assertValid, problem } from '../domain/validation';
+import { safeJson } from '../domain/serialize-error';
 import type { ValidationError } from 'class-validator';
 
 /**
@@ -10,11 +10,11 @@ import type { ValidationError } from 'class-validator';
 export function parseCron(what: string, cron: unknown, timezone: unknown): CronTime {
   const problems: (ValidationError | undefined)[] = [];
   if (timezone !== undefined && (typeof timezone !== 'string' || !isTimeZone(timezone))) {
-    problems.push(problem('timezone', timezone, 'isTimeZone', `timezone must be an IANA time zone such as 'Europe/Paris', got ${shown(timezone)}`));
+    problems.push(problem('timezone', timezone, 'isTimeZone', `timezone must be an IANA time zone such as 'Europe/Paris', got ${safeJson(timezone)}`));
   }
   let time: CronTime | undefined;
   if (typeof cron !== 'string' || cron.trim() === '') {
-    problems.push(problem('cron', cron, 'isCron', `cron must be a cron expression such as '*/5 * * * *', got ${shown(cron)}`));
+    problems.push(problem('cron', cron, 'isCron', `cron must be a cron expression such as '*/5 * * * *', got ${safeJson(cron)}`));
   } else if (!problems.length) {
     try {
       time = new CronTime(cron, (timezone as string | undefined) ?? 'UTC');
@@ -34,15 +34,6 @@ export function parseCron(what: string, cron: unknown, timezone: unknown): CronT
   }
   assertValid(what, problems);
   return time!;
-}
-
-/** `value` as a message names it: its JSON, else as Node prints it (a BigInt, a cycle, a function, a symbol). */
-function shown(value: unknown): string {
-  try {
-    return JSON.stringify(value) ?? inspect(value);
-  } catch {
-    return inspect(value, { depth: 1 });
-  }
 }
 
 function isTimeZone(tz: string): boolean {
