@@ -224,6 +224,8 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
     let taken: KeyTakenError | undefined;
     const result = await this.connection.dataSource.transaction(async (manager) => {
       const q = managerQueryable(manager);
+      // as in a tick: a node that stops in the middle of the trigger does not hold the row for good
+      await this.store.fireSession(q);
       // the row first, as a tick takes it: a tick that starts under the same key waits, never deadlocks
       const row = await this.store.lockForFire(q, name);
       if (!row) throw new ScheduleNotFoundError(name);
