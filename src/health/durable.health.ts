@@ -17,9 +17,10 @@ const DB_TIMEOUT_MS = 2_000;
 
 /**
  * Terminus indicator (`@nestjs/terminus` is an optional peer: its result shape only is used here, and a
- * `'down'` result is returned, as terminus' own indicators do, rather than thrown): down when the database does not answer in time, when this node's worker loop
- * has not ticked within 3 poll intervals, or when the oldest due pending run waits longer than
- * `maxLag`. Details carry the node id, pending count and lag.
+ * `'down'` result is returned, as terminus' own indicators do, rather than thrown): down when the
+ * database does not answer in time, when this node has fenced itself (it could not heartbeat), when
+ * its worker loop has not ticked within 3 poll intervals or a claim has been out that long, or when
+ * the oldest due pending run waits longer than `maxLag`. Details carry the node id, pending count and lag.
  */
 @Injectable()
 export class DurableHealthIndicator {
@@ -48,11 +49,16 @@ export class DurableHealthIndicator {
     }
     const details: Record<string, unknown> = { nodeId, pending: backlog.pending, lagMs: Math.round(backlog.lagMs) };
     if (opts.worker !== false) {
-      const silentMs = Date.now() - this.worker.lastTickAt;
-      details.running = this.worker.running.size;
+      const { worker } = this;
+      const silentMs = Date.now() - worker.loopAliveAt;
+      details.running = worker.running.size;
       details.lastTickMsAgo = silentMs;
+      if (worker.fenced) {
+        return result('down', { ...details, reason: 'this node could not heartbeat: it has fenced itself and claims nothing until a beat succeeds' });
+      }
       if (silentMs > 3 * opts.worker.pollIntervalMs) {
-        return result('down', { ...details, reason: `worker loop has not ticked for ${silentMs}ms` });
+        const reason = worker.claimOut ? `worker loop stalled: a claim has not come back for ${silentMs}ms` : `worker loop has not ticked for ${silentMs}ms`;
+        return result('down', { ...details, reason });
       }
     }
     const maxLagMs = options.maxLag === undefined ? undefined : toMs(options.maxLag, 'maxLag');

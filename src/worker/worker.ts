@@ -16,7 +16,7 @@ import { ControlsStore, type ClaimLimits } from '../store/controls.store';
 import type { ResolvedOptions } from '../options/resolve-options';
 import type { RunServices } from './run-services';
 import { Execution } from './execution';
-import { countKeyTriggerOutcomes } from '../runs/key-handoffs';
+import { countTriggerOutcomes } from '../runs/trigger-outcomes';
 import { Maintenance } from './maintenance';
 import { FlowMaintenance } from '../flows/flow.maintenance';
 import { TransitionBatcher } from './transition.batcher';
@@ -61,6 +61,8 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
   private readonly unstorable = new Map<string, number>();
   /** When the claim loop last ran (health: a stalled loop is unhealthy). */
   lastTickAt = 0;
+  /** When the claim statement out now was sent (undefined: none is out). */
+  private claimSince?: number;
   private batcher: TransitionBatcher;
   private claiming = false;
   /** Since when a claim for too few free slots has been put off. */
@@ -114,13 +116,31 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     return this.options.worker !== false;
   }
 
+  /**
+   * When the claim loop last showed it was alive (health): when the claim out now was sent, else
+   * its last tick. A claim that does not come back stalls the loop though the poll timer still ticks.
+   */
+  get loopAliveAt(): number {
+    return this.claimSince ?? this.lastTickAt;
+  }
+
+  /** True while a claim statement is out. */
+  get claimOut(): boolean {
+    return this.claimSince !== undefined;
+  }
+
+  /** True while this node has fenced itself (it could not heartbeat): it claims and runs nothing until a beat succeeds. */
+  get fenced(): boolean {
+    return this.heartbeat?.fenced ?? false;
+  }
+
   async onApplicationBootstrap(): Promise<void> {
     const { options, registry, runs, logger } = this;
     const { db, dataSource } = this.connection;
     const { waits, events, memos, flows } = this;
     this.services = { db, dataSource, registry, runs, logger, waits, events, memos, flows };
     this.batcher = new TransitionBatcher(db, runs, options.nodeId, logger, {
-      holdersEnded: (tx) => countKeyTriggerOutcomes(this.activity, logger, db, tx),
+      triggersActed: (tx) => countTriggerOutcomes(this.activity, logger, db, tx),
       unstorable: ({ id, epoch }) => this.unstorable.set(id, epoch),
     });
     // before this node ends any run: the runs of workflows with lifecycle hooks owe them from now on
@@ -253,6 +273,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
         }
         this.deferredSince = undefined;
         const seq = this.claims.begin();
+        this.claimSince = Date.now();
         try {
           const rows = await this.claim(room, seq);
           for (const row of rows) this.launch(row);
@@ -261,6 +282,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
           this.logger.warn(`claim failed: ${(err as Error).message}`);
           break;
         } finally {
+          this.claimSince = undefined;
           this.claims.end(seq);
         }
       } while (this.claimAgain && !this.stopping);

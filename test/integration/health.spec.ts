@@ -2,9 +2,31 @@ import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type * as net from 'net';
 import * as path from 'path';
+import { Client } from 'pg';
 import { AppModule } from '../../sample-app/src/app.module';
-import { DurableHealthIndicator, DurableValidationError } from '../../src';
-import { createApp, databaseUrl, DIST_ENTRY, freshSchema, ident, PgProxy, sql, waitFor } from '../support';
+import { DurableHealthIndicator, DurableValidationError, Step, Workflow } from '../../src';
+import { createApp, databaseUrl, DIST_ENTRY, freshSchema, ident, PgProxy, RecordingLogger, sql, waitFor, waitForLockWait } from '../support';
+
+/** A workflow for the worker to claim (the claim loop claims only for registered workflows). */
+@Workflow('health_noop')
+class Noop {
+  @Step()
+  async only() {}
+}
+
+/** Runs `fn` while another connection holds `statement` (a lock) in an open transaction. */
+async function whileHeld(statement: string, fn: () => Promise<void>): Promise<void> {
+  const blocker = new Client({ connectionString: databaseUrl() });
+  await blocker.connect();
+  try {
+    await blocker.query('BEGIN');
+    await blocker.query(statement);
+    await fn();
+  } finally {
+    await blocker.query('ROLLBACK');
+    await blocker.end();
+  }
+}
 
 /**
  * The sample app's real `/health` endpoint (terminus + DurableHealthIndicator), up and down. The
@@ -86,6 +108,42 @@ describe('GET /health (sample app, DurableHealthIndicator)', () => {
     // a timeout no timer can wait (it would fire at once and report the database down) is refused
     await expect(indicator.isHealthy('db', { timeout: '30d' })).rejects.toThrow(DurableValidationError);
     await expect(indicator.isHealthy('db', { timeout: '30d' })).rejects.toThrow(/timeout must be at most 2147483647ms/);
+  });
+
+  it('is down while the claim loop hangs on a claim that does not come back, and up again once it does', async () => {
+    const schema = freshSchema();
+    // a claim waits on the lock below; nodeTimeout is long enough that the node does not fence itself meanwhile
+    const t = await createApp({ schema, workflows: [Noop], options: { nodeTimeout: '60s', worker: { pollInterval: '100ms' } } });
+    const indicator = t.get(DurableHealthIndicator);
+    await waitFor(async () => (await indicator.isHealthy()).durable.status === 'up', { message: 'up' });
+    // plain reads go on (the health query's), every claim waits
+    await whileHeld(`LOCK TABLE ${ident(schema)}.runs IN EXCLUSIVE MODE`, async () => {
+      await waitForLockWait([`${ident(schema)}.runs`, 'SKIP LOCKED'], 'a claim waits for the lock');
+      const down = await waitFor(
+        async () => {
+          const r = await indicator.isHealthy();
+          return r.durable.status === 'down' ? r : undefined;
+        },
+        { timeout: 10_000, message: 'down while the claim hangs' },
+      );
+      expect(down.durable).toMatchObject({ status: 'down', reason: expect.stringMatching(/claim/) });
+    });
+    await waitFor(async () => (await indicator.isHealthy()).durable.status === 'up', { timeout: 10_000, message: 'up again once the claim came back' });
+  });
+
+  it('is down while the node has fenced itself (it cannot heartbeat), and up again once a beat succeeds', async () => {
+    const schema = freshSchema();
+    const logger = new RecordingLogger();
+    // fenced 3 s after its last beat; each beat waits up to its lock timeout for the row held below
+    const t = await createApp({ schema, workflows: [Noop], logger, options: { nodeId: 'health-fenced', nodeTimeout: '4s' } });
+    const indicator = t.get(DurableHealthIndicator);
+    await waitFor(async () => (await indicator.isHealthy()).durable.status === 'up', { message: 'up' });
+    await whileHeld(`SELECT 1 FROM ${ident(schema)}.nodes WHERE id = 'health-fenced' FOR UPDATE`, async () => {
+      await waitFor(() => logger.find('warn', 'could not heartbeat').length > 0, { timeout: 10_000, message: 'the node fences itself' });
+      const fenced = await indicator.isHealthy();
+      expect(fenced.durable).toMatchObject({ status: 'down', nodeId: 'health-fenced', reason: expect.stringMatching(/heartbeat/) });
+    });
+    await waitFor(async () => (await indicator.isHealthy()).durable.status === 'up', { timeout: 10_000, message: 'up again after a beat' });
   });
 
   it('shows the sample’s keyed cleanup schedule', async () => {
