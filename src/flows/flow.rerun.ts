@@ -5,6 +5,7 @@ import { assertValid, optionNames, problem } from '../domain/validation';
 import type { Queryable } from '../store/db';
 import type { FlowsStore } from '../store/flows.store';
 import { depOutcome, type DepOutcome } from '../store/flows.types';
+import { traceCarrier } from '../observe/telemetry';
 import type { FlowKeys } from './flow.keys';
 import { reachable } from './flow.graph';
 
@@ -72,6 +73,7 @@ export async function rerunNodes(
     q,
     old.map((r) => r.id),
   );
+  const trace = traceCarrier();
   await store.insertNodes(
     q,
     old.map((r, i) => ({
@@ -87,6 +89,7 @@ export async function rerunNodes(
       name: r.name,
       deps: r.deps,
       deps_left: r.deps.length,
+      trace,
     })),
   );
   const deleted = await store.moveEdges(

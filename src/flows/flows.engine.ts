@@ -14,7 +14,7 @@ import { ActivityStore } from '../store/activity.store';
 import { FlowsStore } from '../store/flows.store';
 import { depOutcome, type NewFlowEdge, type NewFlowNode } from '../store/flows.types';
 import { isKeyConflict, RunsStore } from '../store/runs.store';
-import { emitKeyHandoffs } from '../observe/telemetry';
+import { emitKeyHandoffs, traceCarrier } from '../observe/telemetry';
 import { copiedOptions, FlowBuilder, type FlowOptions } from './flow.builder';
 import { FlowGraph } from './flow.graph';
 import { FlowKeys } from './flow.keys';
@@ -214,6 +214,8 @@ export class FlowsEngine {
     }
     const runIds: Record<string, string> = {};
     const rows: NewFlowNode[] = [];
+    // the caller's trace, continued by each node's run spans (as a start's)
+    const trace = traceCarrier();
     const edges: NewFlowEdge[] = [];
     for (const [i, n] of planned.entries()) {
       const id = ids[i];
@@ -231,6 +233,7 @@ export class FlowsEngine {
         name: n.name,
         deps: n.deps,
         deps_left: n.deps.length,
+        trace,
       });
       for (const d of n.deps) {
         edges.push({

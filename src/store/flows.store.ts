@@ -51,11 +51,11 @@ export class FlowsStore {
         ORDER BY id FOR SHARE`,
       insertNodes: `
         WITH ins AS (
-          INSERT INTO ${S}.runs (id, workflow, key, holds_key, input, timeout_ms, flow_id, flow_name, name, deps, deps_left, status, priority, group_key)
+          INSERT INTO ${S}.runs (id, workflow, key, holds_key, input, timeout_ms, flow_id, flow_name, name, deps, deps_left, status, priority, group_key, trace)
           SELECT id, workflow, key, key IS NOT NULL, input, timeout_ms, flow_id, flow_name, name, deps, deps_left,
-            CASE WHEN deps_left > 0 THEN 'waiting' ELSE 'pending' END, coalesce(priority, 0), group_key
+            CASE WHEN deps_left > 0 THEN 'waiting' ELSE 'pending' END, coalesce(priority, 0), group_key, trace
           FROM jsonb_to_recordset($1::jsonb) AS v(id uuid, workflow text, key text, input jsonb, timeout_ms integer,
-            flow_id text, flow_name text, name text, deps text[], deps_left integer, priority integer, group_key text)
+            flow_id text, flow_name text, name text, deps text[], deps_left integer, priority integer, group_key text, trace jsonb)
           RETURNING status
         ), note AS MATERIALIZED (
           SELECT pg_notify($2, '') FROM ins WHERE status = 'pending' LIMIT 1

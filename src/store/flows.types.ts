@@ -35,6 +35,8 @@ export interface NewFlowNode {
   priority: number;
   /** The group its workflow's limits count it in (null without limits). */
   group_key: string | null;
+  /** The trace context of the call that added it (W3C carrier; null: none), continued by its run's spans. */
+  trace: Record<string, string> | null;
 }
 
 /** An edge to insert: `run_id` depends on the node named `dep_name`. */

@@ -239,6 +239,36 @@ describe('OpenTelemetry', () => {
     expect((await api.durable.getRun(runId))!.status).toBe('completed');
   });
 
+  it("a flow's nodes continue the trace of the request that started it (startFlow, rerunFlow)", async () => {
+    const { durable } = await createApp({ workflows: [Two] });
+    const inSpan = <T>(name: string, fn: () => Promise<T>) => {
+      const span = appTracer().startSpan(name, { kind: SpanKind.SERVER });
+      return context
+        .with(trace.setSpan(context.active(), span), fn)
+        .finally(() => span.end())
+        .then((out) => ({ out, span }));
+    };
+    const flow = durable
+      .flow({ name: 'tel_flow' })
+      .add('a', Two, { n: 1 })
+      .add('b', Two, { n: 2 }, { deps: ['a'] });
+    const started = await inSpan('POST /flows', () => durable.startFlow(flow));
+    const { flowId, runIds } = started.out;
+    for (const id of Object.values(runIds)) expect((await durable.waitForRun(id, { timeout: 10_000 })).status).toBe('completed');
+    await waitFor(() => Object.values(runIds).every((id) => named('durable.run', id).length === 1), { message: 'a run span per node' });
+    for (const id of Object.values(runIds)) {
+      const [run] = named('durable.run', id);
+      expect(run.spanContext().traceId).toBe(started.span.spanContext().traceId);
+      expect(parentOf(run)).toBe(started.span.spanContext().spanId);
+    }
+    // a rerun's fresh runs continue the trace of the request that asked for it
+    const rerun = await inSpan('POST /flows/rerun', () => durable.rerunFlow(flowId, { from: 'b' }));
+    const id = rerun.out.runIds.b;
+    await durable.waitForRun(id, { timeout: 10_000 });
+    await waitFor(() => named('durable.run', id).length === 1, { message: 'the rerun node’s run span' });
+    expect(named('durable.run', id)[0].spanContext().traceId).toBe(rerun.span.spanContext().traceId);
+  });
+
   it("a child run (ctx.callWorkflow) continues its parent's trace", async () => {
     const { durable } = await createApp({ workflows: [Two, Parent] });
     const { runId } = await durable.start('tel_parent');
