@@ -62,6 +62,12 @@ const MAX_NAME = 200;
 const PRUNE_BATCH = 5_000;
 /** How often a node prunes old fire records. */
 const PRUNE_EVERY_MS = 60_000;
+/**
+ * A fire's transaction (tick or trigger), whatever the database's default: a tick that waited on
+ * the schedule's row re-reads it once the row is free (taken by another node, or stored again
+ * unchanged) where REPEATABLE READ or SERIALIZABLE would fail it, and the tick would be lost.
+ */
+const FIRE_ISOLATION = 'READ COMMITTED';
 
 /**
  * Cron schedules. Every node that has the workflow ticks on its own `CronJob` (in Nest's
@@ -222,7 +228,7 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
   async trigger(name: string): Promise<StartResult> {
     if (unstorableName(name)) throw new ScheduleNotFoundError(String(name));
     let taken: KeyTakenError | undefined;
-    const result = await this.connection.dataSource.transaction(async (manager) => {
+    const result = await this.connection.dataSource.transaction(FIRE_ISOLATION, async (manager) => {
       const q = managerQueryable(manager);
       // as in a tick: a node that stops in the middle of the trigger does not hold the row for good
       await this.store.fireSession(q);
@@ -326,7 +332,7 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
     try {
       const tick = tickAt(local.cron, local.timezone, at);
       if (!tick) return { fired: false }; // an instant the cron library named in a repeated hour, of no tick
-      const out = await this.connection.dataSource.transaction(async (manager) => {
+      const out = await this.connection.dataSource.transaction(FIRE_ISOLATION, async (manager) => {
         const q = managerQueryable(manager);
         await this.store.fireSession(q);
         const claimed = await this.store.claimTick(q, local, tick, this.options.nodeId, next);
