@@ -156,9 +156,10 @@ export function nodesStatements(S: string): Record<string, string> {
           DELETE FROM ${S}.nodes WHERE heartbeat_at < now() - $1 * interval '1 millisecond' RETURNING id
         ), orphans AS (
           -- a row another transaction holds is skipped, not waited for: the next pass recovers it
-          -- (its node's row is gone by then)
+          -- (its node's row is gone by then). A new epoch: a compensating run stays compensating, so
+          -- only the epoch refuses the dead node's late writes (its outcome, its progress)
           UPDATE ${S}.runs r SET status = CASE WHEN r.status = 'compensating' THEN 'compensating' ELSE 'pending' END,
-            node_id = NULL, run_at = now()
+            node_id = NULL, run_at = now(), epoch = r.epoch + 1
           WHERE r.id = ANY (ARRAY(
             SELECT o.id FROM ${S}.runs o
             WHERE (o.status = 'running' OR (o.status = 'compensating' AND o.node_id IS NOT NULL))
