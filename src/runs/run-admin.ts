@@ -22,7 +22,7 @@ import { ActivityStore } from '../store/activity.store';
 import { RunsStore, isKeyConflict } from '../store/runs.store';
 import { WaitsStore } from '../store/waits.store';
 import { retryDeadlocks } from '../store/db';
-import { countKeyTriggerOutcomes } from './key-handoffs';
+import { countTriggerOutcomes } from './trigger-outcomes';
 import { Starter } from './starter';
 
 /** Longest cancel reason, in bytes of UTF-8. */
@@ -61,7 +61,8 @@ export class RunAdmin {
     const ended = await retryDeadlocks(() => runs.cancel(db, runId, reason, error));
     if (ended.runs.length > 0) {
       emitRunFinished(row.workflow, 'cancelled');
-      return countKeyTriggerOutcomes(this.activity, this.logger, db, ended.tx); // a run waiting behind it may have taken its key
+      // a run waiting behind it may have taken its key; its children, its flow dependants were cancelled
+      return countTriggerOutcomes(this.activity, this.logger, db, ended.tx);
     }
     const now = await runs.get(db, runId);
     if (now?.status === 'compensating') throw new NotCancellableError(runId, now.status);

@@ -17,6 +17,7 @@ import type { ResolvedOptions } from '../options/resolve-options';
 import { ActivityStore, type ActivityKind } from '../store/activity.store';
 import { EventsStore } from '../store/events.store';
 import { RunsStore } from '../store/runs.store';
+import { triggerOutcomes } from './trigger-outcomes';
 import { emitKeyMetric, emitRunFinished, startDone, startSpan, traceCarrier } from '../observe/telemetry';
 import {
   arrayProblem,
@@ -333,9 +334,10 @@ export class Starter {
       case 'cancelExisting': {
         const reason = `replaced by run ${p.run.id}`;
         await runs.dropKey(q, holder.id);
-        await runs.cancel(q, holder.id, reason, { name: 'CancelledError', code: 'cancelled', message: reason, replacedBy: p.run.id });
+        const ended = await runs.cancel(q, holder.id, reason, { name: 'CancelledError', code: 'cancelled', message: reason, replacedBy: p.run.id });
+        // counted with the children and flow dependants the triggers cancelled with it (read in this transaction)
+        if (ended.runs.length > 0) counted.push(() => emitRunFinished(def.name, 'cancelled'), await triggerOutcomes(this.activity, q, ended.tx));
         if (!(await runs.insert(q, [p.run])).has(p.run.id)) return undefined;
-        counted.push(() => emitRunFinished(def.name, 'cancelled'));
         await runs.repointWaiter(q, def.name, key, p.run.id);
         await duplicate('cancelExisting', { replacedBy: p.run.id });
         await this.keyEvent(q, counted, 'key_handed_off', p.run.id, def, key, { from: holder.id, fromStatus: holder.status, via: 'cancelExisting' });

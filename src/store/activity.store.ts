@@ -91,17 +91,18 @@ export class ActivityStore {
     const S = `"${schema}"`;
     this.sql = {
       record: `INSERT INTO ${S}.activity (kind, run_id, workflow, key, details) VALUES ($1, $2, $3, $4, $5)`,
-      // the rows the key trigger wrote in one transaction: same start time (index activity_at) and xmin
-      // what the key trigger did in one transaction: its runAgain hand-offs (activity rows) and the
-      // waiting runs it cancelled because the reuse policy kept the key (runs it ended then, read
-      // through runs_finished: finished_at is the transaction's now())
-      keyTriggerOutcomes: `
+      // what the triggers did in one transaction (its rows: same start time, index activity_at or
+      // runs_finished, and xmin): the key trigger's runAgain hand-offs (activity rows), and the runs
+      // the triggers cancelled (finished_at is the transaction's now()): a run waiting behind a key
+      // its holder kept (key_taken), a child of a parent that ended (durable_cancel_children: parentId),
+      // a flow node whose dependency did not complete (durable_flow_resolve: its reason)
+      triggerOutcomes: `
         SELECT workflow, true AS handed_off FROM ${S}.activity
         WHERE at = $1::timestamptz AND xmin = $2::xid AND kind = 'key_handed_off' AND details->>'via' = 'runAgain'
         UNION ALL
         SELECT workflow, false FROM ${S}.runs
-        WHERE finished_at = $1::timestamptz AND finished_at IS NOT NULL AND xmin = $2::xid
-          AND status = 'cancelled' AND error->>'code' = 'key_taken'`,
+        WHERE finished_at = $1::timestamptz AND finished_at IS NOT NULL AND xmin = $2::xid AND status = 'cancelled'
+          AND (error->>'code' = 'key_taken' OR error ? 'parentId' OR (error ? 'reason' AND cancel_reason LIKE 'a dependency was %'))`,
       // events without a key filter ($3, the key, is null: it only keeps the parameter list of
       // listByKey), by the log's own order (activity_at, or the filters' indexes)
       list: `
@@ -199,12 +200,15 @@ export class ActivityStore {
   }
 
   /**
-   * What the key trigger (`runs_key_handoff`) did in transaction `tx`: the workflow of each runAgain
-   * hand-off it logged, and of each waiting run it cancelled because the reuse policy kept the key.
+   * What the triggers did in transaction `tx`: the workflow of each runAgain hand-off the key trigger
+   * (`runs_key_handoff`) logged, and of each run they cancelled along with another run's end: a run
+   * waiting behind a key its holder kept, the unfinished children of a parent that was cancelled,
+   * failed or compensated (`runs_cancel_children`), the flow nodes whose dependency did not complete
+   * (`durable_flow_resolve`). In that transaction (before it ends) or after it committed.
    */
-  async keyTriggerOutcomes(q: Queryable, tx: TxMark): Promise<{ handedOff: string[]; waitersCancelled: string[] }> {
-    const rows = await q.query<{ workflow: string; handed_off: boolean }>(this.sql.keyTriggerOutcomes, [tx.at, tx.xid]);
-    return { handedOff: rows.filter((r) => r.handed_off).map((r) => r.workflow), waitersCancelled: rows.filter((r) => !r.handed_off).map((r) => r.workflow) };
+  async triggerOutcomes(q: Queryable, tx: TxMark): Promise<{ handedOff: string[]; cancelled: string[] }> {
+    const rows = await q.query<{ workflow: string; handed_off: boolean }>(this.sql.triggerOutcomes, [tx.at, tx.xid]);
+    return { handedOff: rows.filter((r) => r.handed_off).map((r) => r.workflow), cancelled: rows.filter((r) => !r.handed_off).map((r) => r.workflow) };
   }
 
   /** Events matching `f`, newest first. */

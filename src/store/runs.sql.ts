@@ -5,8 +5,22 @@ import { distinctWorkflows, holdsKey, indexedWorkflows, lastAttemptFields, nodeM
 import { CLAIMED_COLUMNS, DEBOUNCE_UNTIL, INSERT_COLUMNS, insertClaimed, RUN_AT } from './runs.insert.sql';
 import { transitionFields } from './transition.fields';
 
-/** RETURNING list of a statement that ends runs, read by {@link endedRuns}. */
-const ENDED = `id, workflow, step, started_at IS NOT NULL AS started, holds_key, now()::text AS tx_at, (txid_current() % 4294967296)::text AS tx_xid`;
+/**
+ * RETURNING list of a statement that ends runs, read by {@link endedRuns}: `marks`, the run's end
+ * may have made the triggers act in the same transaction (a key holder's key, a parent's children,
+ * a flow node's dependants); the transaction's mark is the row's `xmin`, which is also the rows
+ * those triggers write (in a savepoint: the subtransaction's id, not `txid_current()`).
+ */
+const ENDED = `id, workflow, step, started_at IS NOT NULL AS started, holds_key OR has_children OR flow_id IS NOT NULL AS marks,
+        now()::text AS tx_at, xmin::text AS tx_xid`;
+/**
+ * A transition of `v` on run `r` after which the triggers may have ended other runs (or handed a
+ * key over) in its transaction: a key holder's end; a parent's end other than completed, or its move
+ * to compensating (its unfinished children are cancelled); a flow node's end other than completed
+ * (dependants it fails are cancelled). A one-step run without key, children or flow is none.
+ */
+const TRIGGERS_ACT = `(v.final AND r.holds_key) OR (r.has_children AND v.status <> 'completed' AND (v.final OR v.status = 'compensating'))
+          OR (v.final AND r.flow_id IS NOT NULL AND v.status <> 'completed')`;
 /** The columns of a key's holder as the key policy sees it (`HolderRow`). */
 const HOLDER = `id, status, started_at IS NOT NULL AS picked_up, debounce_until IS NOT NULL AS debouncing, input`;
 /** A finished run that keeps its key until the key horizon (see `prune`). */
@@ -286,9 +300,9 @@ ${claimUpdate(S, '$5')}`,
       -- plan built on that scans runs first and reads the whole batch again for each run it finds
       WHERE r.id = v.id AND r.epoch = v.epoch AND (r.status IN ('running', 'compensating') OR v.id IS NULL)
       RETURNING r.id, r.epoch,
-        -- a key holder's final status: the key trigger may have handed its key over in this transaction
-        CASE WHEN v.final AND r.holds_key THEN now()::text END AS tx_at,
-        CASE WHEN v.final AND r.holds_key THEN (txid_current() % 4294967296)::text END AS tx_xid,
+        -- the triggers may have handed a key over or cancelled other runs in this transaction
+        CASE WHEN ${TRIGGERS_ACT} THEN now()::text END AS tx_at,
+        CASE WHEN ${TRIGGERS_ACT} THEN (txid_current() % 4294967296)::text END AS tx_xid,
         v.tried_step, v.tried_attempt, v.tried_status, v.tried_from, v.tried_to, v.error, v.final
       ), tried AS (
         -- the attempt whose outcome this is (getRunHistory), only for the runs the execution still
@@ -299,7 +313,7 @@ ${claimUpdate(S, '$5')}`,
         FROM u WHERE tried_status IS NOT NULL AND final IS NOT TRUE
       )
       -- only the transitions not applied (their execution no longer owned the run), and one mark of
-      -- the transaction if a key holder ended in it
+      -- the transaction if the triggers may have acted in it (TRIGGERS_ACT)
       SELECT v.id, v.epoch, NULL AS tx_at, NULL AS tx_xid FROM v WHERE NOT EXISTS (SELECT 1 FROM u WHERE u.id = v.id AND u.epoch = v.epoch)
       UNION ALL (SELECT NULL, NULL, tx_at, tx_xid FROM u WHERE tx_at IS NOT NULL LIMIT 1)`,
     cancel: `

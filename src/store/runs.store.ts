@@ -226,7 +226,9 @@ export class RunsStore {
   /**
    * Applies many transitions of node `nodeId` in one statement (with the step attempts they end);
    * `notApplied`, those of `ts` whose execution no longer owned its run (nothing written for them);
-   * `tx`, set when one of them was a key holder that ended (its key may have been handed over).
+   * `tx`, set when the triggers may have acted in the statement's transaction: a key holder ended
+   * (its key may have been handed over), or a parent or flow node ended otherwise than completed
+   * (its children or dependants may have been cancelled; see `ActivityStore.triggerOutcomes`).
    */
   async transition(q: Queryable, ts: Transition[], nodeId: string): Promise<{ notApplied: Set<Transition>; tx: TxMark | null }> {
     const rows = await q.query<{ id: string | null; epoch: number | null; tx_at: string | null; tx_xid: string | null }>(
@@ -324,16 +326,16 @@ interface EndedRow {
   workflow: string;
   step: number;
   started: boolean;
-  holds_key: boolean;
+  marks: boolean;
   tx_at: string;
   tx_xid: string;
 }
 
 function endedRuns(rows: EndedRow[]): EndedRuns {
-  const keyed = rows.find((r) => r.holds_key);
+  const marked = rows.find((r) => r.marks);
   return {
     runs: rows.map((r) => ({ id: r.id, workflow: r.workflow, step: r.step, started: r.started })),
-    tx: keyed ? { at: keyed.tx_at, xid: keyed.tx_xid } : null,
+    tx: marked ? { at: marked.tx_at, xid: marked.tx_xid } : null,
   };
 }
 

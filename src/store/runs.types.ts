@@ -123,9 +123,10 @@ export interface EndedRuns {
   /** Each with its workflow, the step it was at and whether that step had begun. */
   runs: { id: string; workflow: string; step: number; started: boolean }[];
   /**
-   * Set when one of them held its key: the statement's transaction, in which the key trigger may
-   * have handed that key to the run waiting behind it, or cancelled that run
-   * (`ActivityStore.keyTriggerOutcomes`).
+   * Set when one of them held its key, had children or was a flow node: the statement's
+   * transaction, in which the triggers may have handed that key to the run waiting behind it (or
+   * cancelled that run), cancelled its unfinished children or its flow dependants
+   * (`ActivityStore.triggerOutcomes`).
    */
   tx: TxMark | null;
 }

@@ -14,7 +14,7 @@ import { statusesThatFreeKey, type ReusePolicy } from '../domain/keys.policy';
 import { FINISHED_STATUSES } from '../domain/run-info';
 import { ANALYZED_TABLES, type AnalyzedTable } from '../store/runs.sql';
 import { FlowMaintenance } from '../flows/flow.maintenance';
-import { countKeyTriggerOutcomes } from '../runs/key-handoffs';
+import { countTriggerOutcomes } from '../runs/trigger-outcomes';
 import { emitRunFinished } from '../observe/telemetry';
 import { ControlsStore } from '../store/controls.store';
 import { DefinitionsStore } from '../store/definitions.store';
@@ -99,14 +99,15 @@ export class Maintenance {
     const defs = registry.names().map((n) => registry.find(n)!);
     const withoutCompensation = defs.filter((d) => !d.steps.some((st) => st.compensate !== undefined)).map((d) => d.name);
     const minTimeoutMs = Math.min(...defs.map((d) => d.timeoutMs ?? Infinity));
-    // a timed-out holder's key goes to the run waiting behind it (key trigger): counted here
+    // a timed-out holder's key goes to the run waiting behind it (key trigger), a timed-out parent's
+    // children and a flow node's dependants are cancelled (the other triggers): counted here
     const timedOut = await runs.failTimedOut(q, withoutCompensation, TIMEOUT_BATCH, Number.isFinite(minTimeoutMs) ? minTimeoutMs : 0);
     for (const r of timedOut.runs) {
       emitRunFinished(r.workflow, 'failed');
       const step = r.started ? registry.stepName(r.workflow, r.step) : null;
       logger.error(`run ${r.id} (${r.workflow})${step ? ` step "${step}"` : ''} failed for good: TimeoutError: the run timed out`);
     }
-    await countKeyTriggerOutcomes(this.activity, logger, q, timedOut.tx);
+    await countTriggerOutcomes(this.activity, logger, q, timedOut.tx);
     // DAG flows: repair stuck flows (see docs/flows.md) and run due afterCancelled hooks
     await this.flows.maintain(q).catch((err) => logger.warn(`flow maintenance failed: ${(err as Error).message}`));
     this.analyzeIfStale();

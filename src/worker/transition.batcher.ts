@@ -42,8 +42,11 @@ export class TransitionBatcher {
     private readonly nodeId: string,
     private readonly logger: Logger,
     private readonly on: {
-      /** Called (and awaited) after a batch in which key holders ended: counts the key's hand-offs. */
-      holdersEnded: (tx: TxMark) => Promise<void>;
+      /**
+       * Called (and awaited) after a batch whose transaction the triggers may have acted in (key
+       * holders, parents or flow nodes ended): counts the key hand-offs and the runs they cancelled.
+       */
+      triggersActed: (tx: TxMark) => Promise<void>;
       /** Called when not even a failure without details could be stored for a run: it stays as it is, held by this node. */
       unstorable: (run: { id: string; epoch: number }) => void;
     },
@@ -73,7 +76,7 @@ export class TransitionBatcher {
           batch.map((p) => p.t),
           this.nodeId,
         );
-        if (tx) await this.on.holdersEnded(tx);
+        if (tx) await this.on.triggersActed(tx);
         for (const p of batch) p.resolve(!notApplied.has(p.t));
         return;
       } catch (err) {
