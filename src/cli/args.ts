@@ -2,7 +2,7 @@ import { UsageError } from '../errors';
 import { MAX_TIMER_MS, tryParseDuration } from '../domain/duration';
 
 /** Options that take no value. */
-const SWITCHES = new Set(['json', 'help', 'print-sql', 'buffer', 'concurrently']);
+const SWITCHES = new Set(['json', 'help', 'print-sql', 'buffer', 'concurrently', 'transaction-pooler']);
 
 /** A command line split into words (command and arguments) and `--options`. */
 export interface ParsedArgs {

@@ -14,6 +14,8 @@ export interface CliTarget {
   schema: string;
   /** The cluster's `nodeTimeout` in ms, which tells a live node (default: the module's). */
   nodeTimeoutMs?: number;
+  /** The URL is a pooler in transaction mode: the module's `transactionPooler` (no session settings, no named statements). */
+  transactionPooler?: boolean;
 }
 
 /**
@@ -81,7 +83,14 @@ export class CliConnection {
   private async context(): Promise<INestApplicationContext> {
     const [{ NestFactory }, { DurableModule }] = await Promise.all([import('@nestjs/core'), import('../durable.module')]);
     this.app ??= await NestFactory.createApplicationContext(
-      DurableModule.forRoot({ url: this.target.url, schema: this.target.schema, nodeTimeout: this.target.nodeTimeoutMs, worker: false, migrationsRun: false }),
+      DurableModule.forRoot({
+        url: this.target.url,
+        schema: this.target.schema,
+        nodeTimeout: this.target.nodeTimeoutMs,
+        transactionPooler: this.target.transactionPooler,
+        worker: false,
+        migrationsRun: false,
+      }),
       { logger: false, abortOnError: false },
     );
     return this.app;

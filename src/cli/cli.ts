@@ -21,6 +21,8 @@ export interface CliIo {
 const GLOBAL_OPTIONS: Record<string, string> = {
   '--url <url>': 'the database (default: DATABASE_URL)',
   '--schema <name>': 'the module’s schema (default: durable)',
+  '--transaction-pooler':
+    'the URL is a pooler in transaction mode (PgBouncer pool_mode = transaction): no session settings, no named prepared statements (the module option transactionPooler)',
   '--json': 'print one JSON document for scripts instead of tables',
   '--help': 'this help',
 };
@@ -164,7 +166,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     io.stderr(errorLine(new UsageError('no database: give --url postgres://… or set DATABASE_URL')));
     return EXIT.usage;
   }
-  const connection = new CliConnection({ url, schema, nodeTimeoutMs });
+  const connection = new CliConnection({ url, schema, nodeTimeoutMs, transactionPooler: parsed.options.has('transaction-pooler') });
   try {
     const out = await found.command.run({ args: found.args, parsed, connection });
     io.stdout(parsed.options.has('json') ? JSON.stringify(out.json, null, 2) : out.text);

@@ -216,7 +216,7 @@ export const overviewCommands: Command[] = [
     },
     summary: 'applies the module’s pending migrations to the schema',
     async run(ctx) {
-      const { schema } = ctx.connection.target;
+      const { schema, transactionPooler } = ctx.connection.target;
       const dataSource = await ctx.connection.dataSource();
       const concurrently = ctx.parsed.options.has('concurrently');
       if (ctx.parsed.options.has('print-sql')) {
@@ -229,7 +229,9 @@ export const overviewCommands: Command[] = [
         const text = pending.length ? blocks.join('\n\n') : `-- schema ${schema} is up to date`;
         return { json: { schema, ...(concurrently ? { concurrently: first } : {}), pending }, text };
       }
-      const { built, applied } = concurrently ? await migrateConcurrently(dataSource, schema) : { built: [], applied: await runMigrations(dataSource, schema) };
+      const { built, applied } = concurrently
+        ? await migrateConcurrently(dataSource, schema, { transactionPooler })
+        : { built: [], applied: await runMigrations(dataSource, schema) };
       const text = [
         ...(built.length ? [`built concurrently in ${schema}: ${built.join(', ')}`] : []),
         applied.length ? `applied to ${schema}: ${applied.join(', ')}` : `schema ${schema} is up to date`,

@@ -92,26 +92,37 @@ export function concurrentIndexStatements(pending: PendingMigration[]): { index:
  * build waits for the transactions already open on it). The migration then finds them built
  * (`IF NOT EXISTS`) and holds its locks only briefly. An index on a table or column that the same
  * migration creates is left to it; an invalid index left by an interrupted build is dropped and
- * built again. Returns the indexes built concurrently and the migrations applied.
+ * built again. Returns the indexes built concurrently and the migrations applied. `transactionPooler`:
+ * behind a pooler in transaction mode no session setting is made (it would stay on a server
+ * connection other clients get): the builds run under the role's own `statement_timeout`.
  */
-export async function migrateConcurrently(dataSource: DataSource, schema: string): Promise<{ built: string[]; applied: string[] }> {
+export async function migrateConcurrently(
+  dataSource: DataSource,
+  schema: string,
+  options: { transactionPooler?: boolean } = {},
+): Promise<{ built: string[]; applied: string[] }> {
   const out = { built: [] as string[], applied: [] as string[] };
   for (;;) {
     const [next] = await pendingMigrations(dataSource, schema);
     if (!next) return out;
-    out.built.push(...(await buildConcurrently(dataSource, schema, concurrentIndexStatements([next]))));
+    out.built.push(...(await buildConcurrently(dataSource, schema, concurrentIndexStatements([next]), options.transactionPooler === true)));
     const applied = await runMigrations(dataSource, schema, 1);
     if (applied.length === 0) return out; // only the bookkeeping was pending
     out.applied.push(...applied);
   }
 }
 
-async function buildConcurrently(dataSource: DataSource, schema: string, statements: { index: string; statement: string }[]): Promise<string[]> {
+async function buildConcurrently(
+  dataSource: DataSource,
+  schema: string,
+  statements: { index: string; statement: string }[],
+  transactionPooler: boolean,
+): Promise<string[]> {
   if (statements.length === 0) return [];
   const runner = dataSource.createQueryRunner();
   const built: string[] = [];
   try {
-    await runner.query(`SET statement_timeout = 0`);
+    if (!transactionPooler) await runner.query(`SET statement_timeout = 0`);
     for (const { index, statement } of statements) {
       const [leftover] = (await runner.query(
         `SELECT NOT i.indisvalid AS invalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
@@ -131,7 +142,7 @@ async function buildConcurrently(dataSource: DataSource, schema: string, stateme
     }
     return built;
   } finally {
-    await runner.query(`RESET statement_timeout`).catch(() => undefined);
+    if (!transactionPooler) await runner.query(`RESET statement_timeout`).catch(() => undefined);
     await runner.release();
   }
 }
