@@ -7,12 +7,13 @@
  * code-blocks.ts.
  */
 import { spawn } from 'child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'fs';
 import { tmpdir } from 'os';
 import * as path from 'path';
 import { randomBytes } from 'crypto';
 import { Client } from 'pg';
 import * as ts from 'typescript';
+import { DURABLE_MIGRATIONS } from '../../src';
 import { databaseUrl, sql } from '../support';
 import { codeBlocks, documentationPages, type CodeBlock } from './code-blocks';
 import { fragmentPrelude } from './fragment-scope';
@@ -153,6 +154,12 @@ describe('the documentation', () => {
 
   beforeAll(() => {
     program = ts.createProgram([...sources.keys()], compilerOptions, hostFor(sources, compilerOptions));
+  });
+
+  it('Operations lists every migration class the package exports, in order', () => {
+    const page = readFileSync(path.join(__dirname, '..', '..', 'docs', 'operations.md'), 'utf8');
+    const listed = page.slice(page.indexOf('The classes, in order:'), page.indexOf('Their statements are')).match(/Durable\w+\d{13}/g);
+    expect(listed).toEqual(DURABLE_MIGRATIONS.map((m) => m.name));
   });
 
   it('says what every code block is: a language on every fence, and only known doc-test markers', () => {
