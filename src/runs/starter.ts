@@ -346,13 +346,16 @@ export class Starter {
       case 'replaceInput': {
         const debounced = decision.outcome === 'debounced';
         let input: unknown;
+        let group: string | null;
         try {
           input = debounced ? mergedInput(def, holder.input, p.run.input) : p.run.input;
+          // the run's limits group follows its input (concurrency / rateLimit `by(input)`)
+          group = groupOf(def, key, input);
         } catch (err) {
           // nothing written yet: this start alone is refused (the items of a startMany before it stay)
           return { error: err instanceof Error ? err : new Error(String(err)) };
         }
-        if (!(await runs.replaceInput(q, holder.id, input, debounced ? def.debounce!.periodMs : null))) return undefined;
+        if (!(await runs.replaceInput(q, holder.id, input, group, debounced ? def.debounce!.periodMs : null))) return undefined;
         await duplicate(decision.outcome === 'debounced' ? 'debounced' : 'runAgain');
         return { runId: holder.id, outcome: decision.outcome };
       }
