@@ -11,6 +11,7 @@ import { toRunInfo } from '../store/run-row';
 import { RunsStore } from '../store/runs.store';
 import { lifecycleHooksOf } from '../definition/run-lifecycle.interface';
 import { backoffDelay, DEFAULT_RETRY, type ResolvedRetry } from '../domain/retry.policy';
+import { monotonicMs } from '../domain/monotonic-clock';
 import type { FlowCancelReason } from './on-flow-cancelled.interface';
 
 /** SQLSTATE of a missing table. */
@@ -40,7 +41,8 @@ export class FlowMaintenance implements BeforeApplicationShutdown {
   private readonly logger = new Logger(LOG_CONTEXT);
   private hooking?: Promise<void>;
   private stopping = false;
-  private lastDeepRepairAt = 0;
+  /** When the last deep repair began (on {@link monotonicMs}: a clock stepped back does not put the next one off). */
+  private lastDeepRepairAt = -Infinity;
   /** Where the last pruning of flow rows stopped (each pass reads a page; a new leader starts from the oldest). */
   private pruneAfter: FlowPruneCursor | null = null;
 
@@ -67,8 +69,8 @@ export class FlowMaintenance implements BeforeApplicationShutdown {
     const grace = options.nodeTimeoutMs;
     await this.store.repairMissing(q, this.tx, grace, 100, false);
     const every = Math.min(DEEP_REPAIR_EVERY_MS, options.nodeTimeoutMs);
-    if (Date.now() - this.lastDeepRepairAt >= every) {
-      this.lastDeepRepairAt = Date.now();
+    if (monotonicMs() - this.lastDeepRepairAt >= every) {
+      this.lastDeepRepairAt = monotonicMs();
       const woke = (await this.store.repairMissedEdges(q, 100)) + (await this.store.repairStalled(q, 1000));
       if (woke > 0) this.logger.warn(`flow repair: woke ${woke} node(s) whose deps had finished unnoticed`);
       await this.store.repairMissing(q, this.tx, grace, 100, true);

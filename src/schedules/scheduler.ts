@@ -13,6 +13,7 @@ import { DurableConnection } from '../core/durable.connection';
 import { LOG_CONTEXT, RESOLVED_OPTIONS } from '../core/durable.constants';
 import type { ResolvedOptions } from '../options/resolve-options';
 import { serializeError } from '../domain/serialize-error';
+import { monotonicMs } from '../domain/monotonic-clock';
 import { assertValid, jsonProblem, keyProblem, nameProblem, optionsObjectProblem, problem, unknownOptionProblems } from '../domain/validation';
 import { unstorableName } from '../domain/call-options';
 import type { StartResult } from '../domain/run-info';
@@ -86,7 +87,8 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
   private syncTimer?: NodeJS.Timeout;
   private syncing?: Promise<void>;
   private stopped = false;
-  private lastPruneAt = 0;
+  /** When the schedules' fire records were last pruned, on {@link monotonicMs} (a clock stepped back puts the next prune off by nothing). */
+  private lastPruneAt = -Infinity;
   /** Per schedule: ticks this node saw and what came of them (tests, debugging). */
   readonly stats = new Map<string, { ticks: number; fired: number; lost: number; failed: number }>();
 
@@ -302,8 +304,8 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
     }
     for (const name of this.jobs.names()) if (!stored.has(name)) this.jobs.unmount(name);
     const every = Math.min(PRUNE_EVERY_MS, this.options.retention.activityMs);
-    if (Date.now() - this.lastPruneAt >= every) {
-      this.lastPruneAt = Date.now();
+    if (monotonicMs() - this.lastPruneAt >= every) {
+      this.lastPruneAt = monotonicMs();
       for (let n = PRUNE_BATCH; n === PRUNE_BATCH;) n = await this.store.prune(this.connection.db, this.options.retention.activityMs, PRUNE_BATCH);
     }
   }

@@ -1,5 +1,6 @@
 import { groupOf, type WorkflowDefinition } from '../definition/workflow-definition';
 import type { RunStatus } from '../domain/run-info';
+import { monotonicMs } from '../domain/monotonic-clock';
 import type { ControlsStore, OpenRun } from '../store/controls.store';
 import type { Queryable } from '../store/db';
 
@@ -32,7 +33,7 @@ function groupFor(def: WorkflowDefinition, run: OpenRun): string {
  * Sweeps the open runs of the limited workflows `defs` from `from`, giving their group to those
  * that have none — runs started before their workflow had limits, or by an app whose code did not
  * have them yet — since the claim of a limited workflow reads grouped runs only. Reads {@link PAGE}
- * runs per statement until the sweep is done or `until` (a time) has passed; a row another
+ * runs per statement until the sweep is done or `until` (on {@link monotonicMs}) has passed; a row another
  * transaction holds is left for the next sweep. Returns how many runs it grouped, and where to go
  * on (`next`) when it stopped before the end.
  */
@@ -45,7 +46,7 @@ export async function sweepUngrouped(
 ): Promise<{ grouped: number; next?: SweepCursor }> {
   let grouped = 0;
   for (let c = from; c.workflow < defs.length;) {
-    if (Date.now() >= until) return { grouped, next: c };
+    if (monotonicMs() >= until) return { grouped, next: c };
     const def = defs[c.workflow];
     const page = await controls.openPage(q, def.name, OPEN_STATUSES[c.status], c, PAGE);
     const ungrouped = page.filter((r) => r.ungrouped);

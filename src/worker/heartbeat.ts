@@ -1,10 +1,11 @@
 import type { Logger } from '@nestjs/common';
+import { monotonicMs } from '../domain/monotonic-clock';
 import type { Queryable } from '../store/db';
 import type { BeatResult, NodesStore, ProgressReport } from '../store/nodes.store';
 import { SELF_FENCE_SHARE } from '../store/sql';
 import type { CutShortRuns } from './cut-short';
 import { DedicatedConnection } from './dedicated-connection';
-import { monotonicMs, NodeMark } from './node-mark';
+import { NodeMark } from './node-mark';
 
 /** What the heartbeat asks of, and tells, the worker it belongs to. */
 export interface HeartbeatHost {

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { MAX_SPAN_MS, toMs, type Duration } from '../domain/duration';
+import { monotonicMs } from '../domain/monotonic-clock';
 import { callOptions } from '../domain/call-options';
 import { WorkflowRegistry } from '../definition/workflow.registry';
 import type { WorkflowDefinition } from '../definition/workflow-definition';
@@ -45,10 +46,11 @@ const SWEEP_EVERY_MS = 10 * 60_000;
  */
 @Injectable()
 export class Maintenance {
-  private lastPruneAt = 0;
+  /** When the last prune that left nothing behind ended. Times here are on {@link monotonicMs}: a clock stepped back puts nothing off. */
+  private lastPruneAt = -Infinity;
   /** Where the sweep for runs of limited workflows without a group stands (undefined: none under way), and when the last began. */
   private sweep?: SweepCursor;
-  private sweptAt = 0;
+  private sweptAt = -Infinity;
   /** The cluster's members (see `NodesStore.members`) when the last sweep began. */
   private members?: string;
   /** When each table was last analyzed. */
@@ -89,7 +91,7 @@ export class Maintenance {
   async pass(mayRecover: boolean): Promise<void> {
     const { nodes, runs, options, logger, registry } = this;
     const q = this.connection.db;
-    const until = Date.now() + options.heartbeatMs;
+    const until = monotonicMs() + options.heartbeatMs;
     if (mayRecover) {
       const recovered = await nodes.recoverDead(q, options.nodeTimeoutMs);
       if (recovered.runs > 0 || recovered.nodes > 0) {
@@ -112,10 +114,10 @@ export class Maintenance {
     await this.flows.maintain(q).catch((err) => logger.warn(`flow maintenance failed: ${(err as Error).message}`));
     this.analyzeIfStale();
     const every = Math.min(PRUNE_EVERY_MS, options.retention.runsMs || PRUNE_EVERY_MS, options.retention.activityMs);
-    if (Date.now() - this.lastPruneAt >= every) {
+    if (monotonicMs() - this.lastPruneAt >= every) {
       const { done } = await this.prune(q, undefined, until);
       // a backlog left (the budget ran out): the next pass goes on with it
-      if (done) this.lastPruneAt = Date.now();
+      if (done) this.lastPruneAt = monotonicMs();
     }
     await this.sweepGroups(
       q,
@@ -134,8 +136,8 @@ export class Maintenance {
     if (limited.length === 0) return;
     if (!this.sweep) {
       const members = await this.nodes.members(q);
-      if (members === this.members && Date.now() - this.sweptAt < SWEEP_EVERY_MS) return;
-      [this.members, this.sweptAt, this.sweep] = [members, Date.now(), SWEEP_START];
+      if (members === this.members && monotonicMs() - this.sweptAt < SWEEP_EVERY_MS) return;
+      [this.members, this.sweptAt, this.sweep] = [members, monotonicMs(), SWEEP_START];
     }
     const { grouped, next } = await sweepUngrouped(this.controls, q, limited, this.sweep, until);
     this.sweep = next;
@@ -150,14 +152,14 @@ export class Maintenance {
    * heartbeat must not wait for an ANALYZE of a large table).
    */
   private analyzeIfStale(): void {
-    const due = ANALYZED_TABLES.filter((t) => Date.now() - (this.lastAnalyzedAt.get(t) ?? -Infinity) >= ANALYZE_EVERY_MS);
+    const due = ANALYZED_TABLES.filter((t) => monotonicMs() - (this.lastAnalyzedAt.get(t) ?? -Infinity) >= ANALYZE_EVERY_MS);
     if (this.analysis || due.length === 0) return;
     const { runs, logger, options } = this;
     const { db } = this.connection;
     this.analysis = runs
       .analyzeIfStale(db, STALE_STATS_MIN_CHANGED, due)
       .then((analyzed) => {
-        for (const t of analyzed) this.lastAnalyzedAt.set(t, Date.now());
+        for (const t of analyzed) this.lastAnalyzedAt.set(t, monotonicMs());
       })
       .catch((err: Error) => logger.warn(`analyzing the tables of ${options.schema} failed: ${err.message}`))
       .finally(() => (this.analysis = undefined));
@@ -200,7 +202,7 @@ export class Maintenance {
   /**
    * Prunes finished runs older than `olderThanMs` (default: retention.runs) and activity older than
    * retention.activity (key history is kept that long whatever the runs' cutoff), in batches, until
-   * none is left or `until` (a time) has passed; `done` when none is left.
+   * none is left or `until` (on {@link monotonicMs}) has passed; `done` when none is left.
    */
   private async prune(q: Queryable, olderThanMs?: number, until = Infinity): Promise<{ runs: number; activity: number; done: boolean }> {
     const { runs, activity, options } = this;
@@ -209,7 +211,7 @@ export class Maintenance {
     // runs `statement` deletes (or changes) PRUNE_BATCH rows at a time, until fewer are left or time is up; true when none are left
     const batches = async (add: (n: number) => void, statement: () => Promise<number>): Promise<boolean> => {
       let n = PRUNE_BATCH;
-      for (; n === PRUNE_BATCH && Date.now() < until; add(n)) n = await statement();
+      for (; n === PRUNE_BATCH && monotonicMs() < until; add(n)) n = await statement();
       return n < PRUNE_BATCH;
     };
     const addRuns = (n: number) => (out.runs += n);

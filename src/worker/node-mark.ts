@@ -1,9 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 
-/** Milliseconds from a clock that never steps (unlike `Date.now()` under NTP or a resumed VM). */
-export const monotonicMs = (): number => performance.now();
-
 /**
  * This process's mark on its node's row (`nodes.process`), and what the marks its beats found tell:
  * whether another live process beats under the same node id (a misconfiguration, logged as an

@@ -43,6 +43,14 @@ class Limited {
   }
 }
 
+@Workflow('skew_pruned')
+class Pruned {
+  @Step()
+  async only() {
+    return 'pruned';
+  }
+}
+
 @Workflow('skew_ticked')
 class Ticked {
   @Step()
@@ -100,6 +108,17 @@ describe('a node clock off the database clock', () => {
     expect(await app.durable.waitForRun(runId, { timeout: 10_000 })).toMatchObject({ status: 'failed', error: { name: 'TimeoutError' } });
     expect(limitedBodies).toBe(0);
   });
+  it('a node clock stepped back an hour after a prune goes on pruning at the retention’s pace, not an hour later', async () => {
+    const { durable } = await createApp({ schema: freshSchema(), workflows: [Pruned], options: { retention: { runs: '1s', activity: '1s' } } });
+    const pruned = async (runId: string) => {
+      await durable.waitForRun(runId, { timeout: 10_000 });
+      await waitFor(async () => (await durable.getRun(runId)) === null, { timeout: 15_000, message: `run ${runId} is pruned by the maintenance loop` });
+    };
+    // a prune on the real clock, then the node's clock steps back an hour
+    await pruned((await durable.start(Pruned, {})).runId);
+    await withClockOff(-SKEW_MS, async () => pruned((await durable.start(Pruned, {})).runId));
+  });
+
   it('a schedule’s first tick after it was stored fires on a node whose clock is behind; one from before it was stored does not', async () => {
     const app = await createApp({ schema: freshSchema(), workflows: [Ticked] });
     // the node's clock is two hours behind the database's: a cron at second :ss of every minute of
