@@ -156,19 +156,26 @@ export const overviewCommands: Command[] = [
       '--workflow <name>': 'only keys of this workflow (default: every workflow, newest first)',
       '--search <text>': 'only keys containing this text',
       '--limit <n>': 'at most this many (default 50, at most 1000)',
+      '--cursor <cursor>': 'the page after this cursor, as the line "older keys: --cursor …" of the page before gives it',
     },
     summary: 'keys with their holder, runs and re-adds in the last day',
     async run(ctx) {
       const limit = countOption(ctx.parsed, 'limit', 1000);
-      const keys = await (
-        await ctx.connection.durable()
-      ).listKeys({ workflow: stringOption(ctx.parsed, 'workflow'), search: stringOption(ctx.parsed, 'search'), limit });
+      const { keys, next } = await (
+        await ctx.connection.insights()
+      ).keysPage({
+        workflow: stringOption(ctx.parsed, 'workflow'),
+        search: stringOption(ctx.parsed, 'search'),
+        limit,
+        cursor: stringOption(ctx.parsed, 'cursor'),
+      });
       const text = table(
         ['WORKFLOW', 'KEY', 'HOLDER', 'HOLDER STATUS', 'RUNS', 'RE-ADDS (1D)'],
         keys.map((k) => [k.workflow, k.key, k.holderId, k.holderStatus, k.runs, k.readdsLastDay]),
         'no keys',
       );
-      return { json: keys, text };
+      // a page across workflows can stop short of --limit (or hold no key) with older keys beyond
+      return { json: keys, text: next === null ? text : `${text}\nolder keys: --cursor ${next}` };
     },
   },
   keysExplainCommand,

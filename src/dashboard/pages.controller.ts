@@ -69,9 +69,9 @@ export class PagesController {
       await this.context.render(async (ctx) => {
         const { keys, cluster } = this.reads.readers;
         const wf = workflow || undefined;
-        const list = await keys.listKeys({ workflow: wf, search: q || undefined, cursor: cursor || undefined, limit: PAGE_SIZE });
+        const page = await keys.keysPage({ workflow: wf, search: q || undefined, cursor: cursor || undefined, limit: PAGE_SIZE });
         const names = (await cluster.workflows(1)).map((w) => w.name);
-        return keysPage(ctx, { workflow: wf, q, keys: list, limit: PAGE_SIZE, workflows: names });
+        return keysPage(ctx, { workflow: wf, q, keys: page.keys, next: page.next, cursor: cursor || undefined, workflows: names });
       }),
     );
   }

@@ -184,6 +184,15 @@ export class KeyInsights {
    * `cursor: last.cursor`.
    */
   async listKeys(options: ListKeysOptions | null = {}): Promise<KeyInfo[]> {
+    return (await this.keysPage(options)).keys;
+  }
+
+  /**
+   * A page of {@link listKeys}, with `next`: the cursor to go on from, or null when no more keys
+   * were found. A full page has its last key's cursor; a page across workflows that stopped short
+   * (its windows filled by a few keys of many runs) has one too, even when it holds no key.
+   */
+  async keysPage(options: ListKeysOptions | null = {}): Promise<{ keys: KeyInfo[]; next: string | null }> {
     const o = options ?? {};
     assertValid('listKeys', [
       ...optionsProblems(o, 'options', LIST_KEYS_OPTION_NAMES),
@@ -194,8 +203,8 @@ export class KeyInsights {
       o.workflow === undefined || o.workflow === null ? uuidProblem(o.cursor, 'cursor') : keyProblem(o.cursor, 'cursor'),
     ]);
     const workflow = this.registry.filterName(o.workflow) ?? null;
-    const rows = await this.activity.keys(this.connection.db, workflow, o.search ?? null, o.cursor ?? null, clampLimit(o.limit, 50));
-    return rows.map((r) => ({
+    const { rows, next } = await this.activity.keys(this.connection.db, workflow, o.search ?? null, o.cursor ?? null, clampLimit(o.limit, 50));
+    const keys = rows.map((r) => ({
       workflow: workflow ?? r.workflow!,
       key: r.key,
       holderId: r.holder_id,
@@ -204,6 +213,7 @@ export class KeyInsights {
       readdsLastDay: r.readds_last_day,
       cursor: workflow === null ? r.last_id! : r.key,
     }));
+    return { keys, next };
   }
 
   /** The figures of `KeyStats` for one workflow. */

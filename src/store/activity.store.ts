@@ -30,6 +30,12 @@ export interface KeyRow {
   readds_last_day: number;
 }
 
+/** A page of keys, and the cursor of the next one (null: no more). */
+export interface KeyPage {
+  rows: KeyRow[];
+  next: string | null;
+}
+
 /** The holder of key `k` of workflow `w` (SQL expressions), as a subquery with `id` and `status`. */
 const HOLDER = (S: string, w: string, k: string): string =>
   `SELECT r.id, r.status FROM ${S}.runs r WHERE r.workflow = ${w} AND r.key = ${k} AND ${holdsKey('r')} LIMIT 1`;
@@ -50,6 +56,9 @@ const SEARCH_WINDOW = 20_000;
 /** Most windows one page of keys across workflows looks through (see `ActivityStore.keys`). */
 const KEYS_WINDOWS_A_PAGE = 10;
 
+/** How many runs the window of a page of keys across workflows reads (see {@link KEYS_ALL_WINDOW}). */
+const WINDOW_RUNS = `CASE WHEN $2::text IS NULL THEN $4 * ${KEYS_WINDOW} ELSE ${SEARCH_WINDOW} END`;
+
 /**
  * The window of a page of keys across workflows: the newest keyed runs older than the run $3 ($4
  * keys asked for; with a search $2, the newest SEARCH_WINDOW of them), as `w`; then `m`, the newest
@@ -58,7 +67,7 @@ const KEYS_WINDOWS_A_PAGE = 10;
 const KEYS_ALL_WINDOW = (S: string): string => `
           w AS (
             SELECT workflow, key, id FROM ${S}.runs WHERE key IS NOT NULL AND ($3::uuid IS NULL OR id < $3)
-            ORDER BY id DESC LIMIT CASE WHEN $2::text IS NULL THEN $4 * ${KEYS_WINDOW} ELSE ${SEARCH_WINDOW} END
+            ORDER BY id DESC LIMIT ${WINDOW_RUNS}
           ), m AS (
             SELECT workflow, key, id FROM w WHERE $2::text IS NULL OR strpos(key, $2) > 0 ORDER BY id DESC LIMIT $4 * ${KEYS_WINDOW}
           )`;
@@ -139,7 +148,10 @@ export class ActivityStore {
       // keys of every workflow, newest first (by their newest run): the keys of the newest keyed
       // runs older than the run $3 (a bounded window of the primary key, read backwards; with a
       // search $2, the matches among the newest SEARCH_WINDOW), without the keys that have a run
-      // from $3 on (shown on an earlier page)
+      // from $3 on (shown on an earlier page). Each row also says where the window ends (edge: the
+      // oldest run it took, of the matches when they filled it) and whether older keyed runs may
+      // remain (more); a window without a key gives one row of these alone (key null). w is read
+      // to its end only when the matches did not fill m (the subqueries of w run when needed)
       keysAll: `
         WITH ${KEYS_ALL_WINDOW(S)}, page AS (
           SELECT x.workflow, x.key, x.last_id FROM (
@@ -148,18 +160,14 @@ export class ActivityStore {
           WHERE $1::text IS NULL AND ($3::uuid IS NULL OR NOT EXISTS (
             SELECT 1 FROM ${S}.runs n WHERE n.workflow = x.workflow AND n.key = x.key AND n.id >= $3))
           ORDER BY x.last_id DESC LIMIT $4
+        ), m_seen AS (
+          SELECT count(*) = $4 * ${KEYS_WINDOW} AS full, min(id::text) AS oldest FROM m
         )
-        SELECT p.workflow, p.key, p.last_id, ${KEY_FIGURES(S, 'p.workflow', 'p.key')}
-        FROM page p LEFT JOIN LATERAL (${HOLDER(S, 'p.workflow', 'p.key')}) h ON true
+        SELECT CASE WHEN e.full THEN e.oldest ELSE (SELECT min(id::text) FROM w) END AS edge,
+          e.full OR (SELECT count(*) FROM w) = ${WINDOW_RUNS} AS more,
+          p.workflow, p.key, p.last_id, ${KEY_FIGURES(S, 'p.workflow', 'p.key')}
+        FROM m_seen e LEFT JOIN page p ON true LEFT JOIN LATERAL (${HOLDER(S, 'p.workflow', 'p.key')}) h ON true
         ORDER BY p.last_id DESC`,
-      // where the window of the same arguments ends: the oldest run it took (of the matches, when
-      // they filled it), and whether older keyed runs may remain
-      keysEdge: `
-        WITH ${KEYS_ALL_WINDOW(S)}
-        SELECT CASE WHEN (SELECT count(*) FROM m) = $4 * ${KEYS_WINDOW} THEN (SELECT min(id::text) FROM m) ELSE (SELECT min(id::text) FROM w) END AS edge,
-          (SELECT count(*) FROM m) = $4 * ${KEYS_WINDOW}
-            OR (SELECT count(*) FROM w) = CASE WHEN $2::text IS NULL THEN $4 * ${KEYS_WINDOW} ELSE ${SEARCH_WINDOW} END AS more
-        WHERE $1::text IS NULL`,
       // every figure from an index alone: the holders from runs_key_held, the key events from
       // activity_key_stats (outcome and input_changed are columns computed from details, migration
       // DurableKeyStats1733040018000): the duplicates counted once per outcome and hour of the last
@@ -223,22 +231,26 @@ export class ActivityStore {
    * Across workflows a page reads a window of the newest keyed runs; a window that holds fewer keys
    * than asked for (a key of many runs fills it) has them all in the page, which goes on from the
    * window's oldest run, at most {@link KEYS_WINDOWS_A_PAGE} windows. A page that stops there short
-   * of `limit` ends on a key whose `last_id` is where the next page goes on from.
+   * of `limit` ends on a key whose `last_id` is where the next page goes on from; `next` is that
+   * cursor even when the windows held no key at all.
    */
-  async keys(q: Queryable, workflow: string | null, search: string | null, cursor: string | null, limit: number): Promise<KeyRow[]> {
-    if (workflow !== null) return q.query<KeyRow>(this.sql.keys, [workflow, search, cursor, limit]);
+  async keys(q: Queryable, workflow: string | null, search: string | null, cursor: string | null, limit: number): Promise<KeyPage> {
+    if (workflow !== null) {
+      const rows = await q.query<KeyRow>(this.sql.keys, [workflow, search, cursor, limit]);
+      return { rows, next: rows.length === limit ? rows[rows.length - 1].key : null };
+    }
     const rows: KeyRow[] = [];
     let from = cursor;
     for (let window = 1; ; window++) {
-      const want = limit - rows.length;
-      rows.push(...(await q.query<KeyRow>(this.sql.keysAll, [null, search, from, want])));
-      if (rows.length >= limit) return rows;
-      const [{ edge, more }] = await q.query<{ edge: string | null; more: boolean }>(this.sql.keysEdge, [null, search, from, want]);
-      if (!more || edge === null) return rows;
+      const got = await q.query<KeyRow & { edge: string | null; more: boolean }>(this.sql.keysAll, [null, search, from, limit - rows.length]);
+      for (const { edge, more, ...row } of got) if (row.key !== null) rows.push(row);
+      if (rows.length >= limit) return { rows, next: rows[rows.length - 1].last_id! };
+      const { edge, more } = got[0];
+      if (!more || edge === null) return { rows, next: null };
       from = edge;
       if (window === KEYS_WINDOWS_A_PAGE) {
         if (rows.length > 0) rows[rows.length - 1] = { ...rows[rows.length - 1], last_id: from };
-        return rows;
+        return { rows, next: from };
       }
     }
   }

@@ -1,7 +1,7 @@
 import type { KeyInfo } from '../../runs/key-insights';
 import { markup } from '../html';
 import { searchValue } from '../search';
-import { badge, layout, pager, query, table, type PageContext } from '../layout';
+import { badge, layout, query, table, type PageContext } from '../layout';
 
 /** Rows of a list of keys. */
 export function keyRows(ctx: PageContext, keys: KeyInfo[]) {
@@ -21,9 +21,28 @@ export function keyRows(ctx: PageContext, keys: KeyInfo[]) {
 /** The heading of {@link keyRows}. */
 export const KEY_HEAD = ['workflow', 'key', 'holder', 'holder status', 'runs', 're-adds (24 h)'];
 
-/** `/keys?workflow=&q=`: keys with their holder; of one workflow by key, else of all newest first. */
-export function keysPage(ctx: PageContext, d: { workflow?: string; q?: string; keys: KeyInfo[]; limit: number; workflows: string[] }): string {
-  const next = d.keys.length === d.limit ? `${ctx.base}/keys${query({ workflow: d.workflow, q: d.q, cursor: d.keys[d.keys.length - 1].cursor })}` : null;
+/**
+ * The pager of a page of keys read from `cursor` (none: the first page): "older" whenever the read
+ * gave a cursor to go on from (`next`: a page across workflows can stop short of the page size, or
+ * hold no key, with older keys beyond), and, on a page read from a cursor, a link back to the first
+ * page (keys page one way only).
+ */
+function keysPager(ctx: PageContext, d: { workflow?: string; q?: string; cursor?: string; next: string | null }) {
+  const href = (cursor?: string) => `${ctx.base}/keys${query({ workflow: d.workflow, q: d.q, cursor })}`;
+  if (!d.cursor && !d.next) return '';
+  return markup`<nav class="pager">
+    ${d.cursor ? markup`<a rel="first" href="${href()}">← first page</a>` : ''}${d.next ? markup`<a rel="next" href="${href(d.next)}">older →</a>` : ''}
+  </nav>`;
+}
+
+/**
+ * `/keys?workflow=&q=&cursor=`: keys with their holder; of one workflow by key, else of all newest
+ * first; `next` is the cursor the read gave to go on from.
+ */
+export function keysPage(
+  ctx: PageContext,
+  d: { workflow?: string; q?: string; cursor?: string; keys: KeyInfo[]; next: string | null; workflows: string[] },
+): string {
   const body = markup`<form class="search-big" method="get" action="${ctx.base}/keys">
       <label
         >Workflow
@@ -34,6 +53,6 @@ export function keysPage(ctx: PageContext, d: { workflow?: string; q?: string; k
       >
       <label>Key contains <input type="search" name="q" value="${d.q ?? ''}" /></label><button>Filter</button>
     </form>
-    ${table(KEY_HEAD, keyRows(ctx, d.keys), 'no key')}${pager(null, next)}`;
+    ${table(KEY_HEAD, keyRows(ctx, d.keys), 'no key')}${keysPager(ctx, d)}`;
   return layout(ctx, 'Keys', body);
 }
