@@ -12,6 +12,7 @@ import { RunsStore } from '../store/runs.store';
 import { lifecycleHooksOf } from '../definition/run-lifecycle.interface';
 import { backoffDelay, DEFAULT_RETRY, type ResolvedRetry } from '../domain/retry.policy';
 import { monotonicMs } from '../domain/monotonic-clock';
+import { emitRunFinished } from '../observe/telemetry';
 import type { FlowCancelReason } from './on-flow-cancelled.interface';
 
 /** SQLSTATE of a missing table. */
@@ -67,13 +68,25 @@ export class FlowMaintenance implements BeforeApplicationShutdown {
   async maintain(q: Queryable): Promise<void> {
     const { options } = this;
     const grace = options.nodeTimeoutMs;
-    await this.store.repairMissing(q, this.tx, grace, 100, false);
+    const cancelled: string[] = [];
+    try {
+      await this.maintainFlows(q, grace, cancelled);
+    } finally {
+      // the nodes the repairs cancelled (a dep counted deleted, or one that ended unnoticed), once their transactions committed
+      for (const workflow of cancelled) emitRunFinished(workflow, 'cancelled');
+    }
+  }
+
+  /** The repairs of {@link maintain}; the workflows of the nodes they cancel are pushed to `cancelled`. */
+  private async maintainFlows(q: Queryable, grace: number, cancelled: string[]): Promise<void> {
+    const { options } = this;
+    await this.store.repairMissing(q, this.tx, grace, 100, false, cancelled);
     const every = Math.min(DEEP_REPAIR_EVERY_MS, options.nodeTimeoutMs);
     if (monotonicMs() - this.lastDeepRepairAt >= every) {
       this.lastDeepRepairAt = monotonicMs();
-      const woke = (await this.store.repairMissedEdges(q, 100)) + (await this.store.repairStalled(q, 1000));
+      const woke = (await this.store.repairMissedEdges(q, this.tx, 100, cancelled)) + (await this.store.repairStalled(q, 1000));
       if (woke > 0) this.logger.warn(`flow repair: woke ${woke} node(s) whose deps had finished unnoticed`);
-      await this.store.repairMissing(q, this.tx, grace, 100, true);
+      await this.store.repairMissing(q, this.tx, grace, 100, true, cancelled);
       if (options.retention.runsMs !== false) {
         this.pruneAfter = (await this.store.pruneFlows(q, options.retention.runsMs, 1000, this.pruneAfter)).next;
       }

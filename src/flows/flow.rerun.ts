@@ -37,7 +37,8 @@ function downstreamOf(nodes: readonly { name: string; deps: readonly string[] }[
  * other reruns of the flow wait), the nodes to rerun are locked for update (every one must have
  * finished: `NotFinishedError` otherwise) and their deps outside the rerun are share-locked, so none
  * finishes unseen: those already final resolve the fresh edges at once. Returns node name → new run id;
- * the workflows of the keys handed over are pushed to `handedOff`.
+ * the workflows of the keys handed over are pushed to `handedOff`, those of the fresh nodes cancelled
+ * at once (a dep outside the rerun that failed, was cancelled or is gone) to `cancelled`.
  */
 export async function rerunNodes(
   q: Queryable,
@@ -46,6 +47,7 @@ export async function rerunNodes(
   flowId: string,
   from: string,
   handedOff: string[],
+  cancelled: string[],
 ): Promise<Record<string, string>> {
   const flow = await store.touchFlow(q, flowId);
   if (!flow) throw new RunNotFoundError(flowId);
@@ -104,6 +106,7 @@ export async function rerunNodes(
     flowId,
     [...finals.map((d) => d.name), ...deleted],
     [...finals.map((d) => depOutcome(d.status)!), ...deleted.map((): DepOutcome => 'deleted')],
+    cancelled,
   );
   return Object.fromEntries(old.map((r, i) => [r.name, ids[i]]));
 }

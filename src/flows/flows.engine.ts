@@ -14,7 +14,7 @@ import { ActivityStore } from '../store/activity.store';
 import { FlowsStore } from '../store/flows.store';
 import { depOutcome, type NewFlowEdge, type NewFlowNode } from '../store/flows.types';
 import { isKeyConflict, RunsStore } from '../store/runs.store';
-import { emitKeyHandoffs, traceCarrier } from '../observe/telemetry';
+import { emitKeyHandoffs, emitRunFinished, traceCarrier } from '../observe/telemetry';
 import { copiedOptions, FlowBuilder, type FlowOptions } from './flow.builder';
 import { FlowGraph } from './flow.graph';
 import { FlowKeys } from './flow.keys';
@@ -94,7 +94,7 @@ export class FlowsEngine {
     // nodes (an insert may conflict), an append (it locks the flow and its nodes, then checks them;
     // a refused one lets them go at once). A new flow without keys is refused before it writes.
     const savepoint = builder.appendTo !== undefined || planned.some((n) => n.key !== null);
-    const write = () => this.keyedTransaction(joined, (q, handedOff) => this.insert(q, builder, planned, handedOff), savepoint);
+    const write = () => this.keyedTransaction(joined, (q, handedOff, cancelled) => this.insert(q, builder, planned, handedOff, cancelled), savepoint);
     // calls made at once on one caller's transaction take turns (its savepoints are its connection's)
     return joined ? inTurn(joined, write) : write();
   }
@@ -107,7 +107,9 @@ export class FlowsEngine {
     if (nameProblem(flowId)) throw new RunNotFoundError(String(flowId));
     const { from } = callOptions(`rerunFlow ${flowId}`, options, RERUN_FLOW_OPTION_NAMES);
     assertValid(`rerunFlow ${flowId}`, [nameProblem(from, 'from')]);
-    const runIds = await this.keyedTransaction(undefined, (q, handedOff) => rerunNodes(q, this.store, this.keys, flowId, from, handedOff));
+    const runIds = await this.keyedTransaction(undefined, (q, handedOff, cancelled) =>
+      rerunNodes(q, this.store, this.keys, flowId, from, handedOff, cancelled),
+    );
     return { flowId, runIds };
   }
 
@@ -116,16 +118,23 @@ export class FlowsEngine {
    * false: nothing `fn` writes can conflict), or in a transaction of its own, tried again
    * (at most MAX_HANDOFFS times) when a start took one of the nodes' keys between the check and the
    * insert: the failed insert is undone, and the caller's transaction stays usable. The keys `fn`
-   * handed over (their workflows, in `handedOff`) are counted once it has succeeded: after the commit
-   * of a transaction of its own, when the call returns in a caller's.
+   * handed over (their workflows, in `handedOff`) and the nodes it cancelled (behind a dep that had
+   * failed, been cancelled or deleted; in `cancelled`) are counted once it has succeeded: after the
+   * commit of a transaction of its own, when the call returns in a caller's.
    */
-  private async keyedTransaction<T>(joined: Queryable | undefined, fn: (q: Queryable, handedOff: string[]) => Promise<T>, savepoint = true): Promise<T> {
+  private async keyedTransaction<T>(
+    joined: Queryable | undefined,
+    fn: (q: Queryable, handedOff: string[], cancelled: string[]) => Promise<T>,
+    savepoint = true,
+  ): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       const handedOff: string[] = [];
+      const cancelled: string[] = [];
       try {
-        const write = (q: Queryable) => fn(q, handedOff);
+        const write = (q: Queryable) => fn(q, handedOff, cancelled);
         const out = await (joined ? (savepoint ? inSavepoint(joined, write) : write(joined)) : this.connection.db.tx(write));
         emitKeyHandoffs(handedOff);
+        for (const workflow of cancelled) emitRunFinished(workflow, 'cancelled');
         return out;
       } catch (err) {
         if (!isKeyConflict(err)) throw err;
@@ -148,7 +157,7 @@ export class FlowsEngine {
     );
   }
 
-  private async insert(q: Queryable, builder: FlowBuilder, planned: PlannedNode[], handedOff: string[]): Promise<StartFlowResult> {
+  private async insert(q: Queryable, builder: FlowBuilder, planned: PlannedNode[], handedOff: string[], cancelled: string[]): Promise<StartFlowResult> {
     const { store } = this;
     const append = builder.appendTo;
     let flowId: string;
@@ -259,6 +268,7 @@ export class FlowsEngine {
           flowId,
           finals.map(([name]) => name),
           finals.map(([, status]) => depOutcome(status)!),
+          cancelled,
         );
       }
     }

@@ -96,6 +96,11 @@ export class FlowsStore {
         UPDATE ${S}.flow_deps SET missing = false
         WHERE flow_id = $1 AND dep_name = ANY($2::text[]) AND missing AND NOT resolved`,
       resolve: `SELECT ${S}.durable_flow_resolve($1, $2::text[], $3::text[]) AS woke`,
+      // the nodes of flow $1 that durable_flow_resolve cancelled in this transaction (finished_at is
+      // its now(): read through runs_finished), by the reason it writes
+      cascadedNow: `
+        SELECT id, workflow FROM ${S}.runs
+        WHERE finished_at = now() AND flow_id = $1 AND status = 'cancelled' AND error ? 'reason' AND cancel_reason LIKE 'a dependency was %'`,
       node: `SELECT ${runColumns(S, 'r')} FROM ${S}.runs r WHERE flow_id = $1 AND name = $2`,
       nodes: `
         SELECT ${runColumns(S, 'r')} FROM ${S}.runs r WHERE flow_id = $1 AND ($2::text[] IS NULL OR name = ANY($2::text[]))
@@ -251,11 +256,28 @@ export class FlowsStore {
     await q.query(this.sql.clearMissing, [flowId, names]);
   }
 
-  /** Resolves the open edges leaving the named nodes with the given outcomes; returns how many nodes woke. */
-  async resolve(q: Queryable, flowId: string, names: string[], outcomes: DepOutcome[]): Promise<number> {
+  /**
+   * Resolves the open edges leaving the named nodes with the given outcomes; returns how many nodes
+   * woke. With `cancelled`, the workflow of each node it cancelled (its dependency did not complete)
+   * is pushed to it: read in the transaction `q` must be (before and after, so the nodes this
+   * transaction cancelled earlier are not taken again); nothing is read when every outcome is
+   * `completed` (none can cancel).
+   */
+  async resolve(q: Queryable, flowId: string, names: string[], outcomes: DepOutcome[], cancelled?: string[]): Promise<number> {
     if (names.length === 0) return 0;
+    const counting = cancelled !== undefined && outcomes.some((o) => o !== 'completed');
+    const before = counting ? await this.cascadedNow(q, flowId) : [];
     const [row] = await q.query<{ woke: number }>(this.sql.resolve, [flowId, names, outcomes]);
+    if (counting) {
+      const seen = new Set(before.map((r) => r.id));
+      for (const r of await this.cascadedNow(q, flowId)) if (!seen.has(r.id)) cancelled!.push(r.workflow);
+    }
     return row.woke;
+  }
+
+  /** The nodes of the flow `durable_flow_resolve` cancelled in the transaction of `q`. */
+  private cascadedNow(q: Queryable, flowId: string): Promise<{ id: string; workflow: string }[]> {
+    return q.query<{ id: string; workflow: string }>(this.sql.cascadedNow, [flowId]);
   }
 
   /** One node by name, or undefined. */
@@ -284,18 +306,27 @@ export class FlowsStore {
     return q.query<FlowNodeRow>(this.sql.graph, [flowId]);
   }
 
-  /** Resolves edges left open although their dep is final (missed wake-ups); returns nodes woken. */
-  async repairMissedEdges(q: Queryable, limit: number): Promise<number> {
+  /**
+   * Resolves edges left open although their dep is final (missed wake-ups), each flow in a
+   * transaction of `tx`; returns nodes woken. The workflow of each node cancelled (a dep that did
+   * not complete) is pushed to `cancelled` once its transaction committed.
+   */
+  async repairMissedEdges(q: Queryable, tx: <T>(fn: (q: Queryable) => Promise<T>) => Promise<T>, limit: number, cancelled: string[] = []): Promise<number> {
     const flows = await q.query<{ flow_id: string; names: string[] }>(this.sql.missedEdges, [limit]);
     let woke = 0;
     for (const f of flows) {
-      const finals = await q.query<{ name: string; status: RunStatus }>(this.sql.finalNodes, [f.flow_id, f.names]);
-      woke += await this.resolve(
-        q,
-        f.flow_id,
-        finals.map((r) => r.name),
-        finals.map((r) => depOutcome(r.status)!),
-      );
+      const got: string[] = [];
+      woke += await tx(async (t) => {
+        const finals = await t.query<{ name: string; status: RunStatus }>(this.sql.finalNodes, [f.flow_id, f.names]);
+        return this.resolve(
+          t,
+          f.flow_id,
+          finals.map((r) => r.name),
+          finals.map((r) => depOutcome(r.status)!),
+          got,
+        );
+      });
+      cancelled.push(...got);
     }
     return woke;
   }
@@ -311,7 +342,8 @@ export class FlowsStore {
    * flows": the rule for `checkDeps: false`); `anyMissing` also covers edges not flagged missing
    * (a dep row that vanished unnoticed). Each flow is re-checked and resolved in a transaction of
    * `tx` holding the flow's row, so an append in progress (which locks it) is never raced. Looks at
-   * up to `limit` flows; returns the number repaired.
+   * up to `limit` flows; returns the number repaired. The workflow of each node cancelled (a dep
+   * counted deleted) is pushed to `cancelled` once its transaction committed.
    */
   async repairMissing(
     q: Queryable,
@@ -319,10 +351,12 @@ export class FlowsStore {
     graceMs: number,
     limit: number,
     anyMissing: boolean,
+    cancelled: string[] = [],
   ): Promise<number> {
     const candidates = await q.query<{ flow_id: string }>(this.sql.missingDeps, [limit, graceMs, anyMissing, null]);
     let repaired = 0;
     for (const c of candidates) {
+      const got: string[] = [];
       repaired += await tx(async (t) => {
         if ((await t.query(this.sql.lockFlow, [c.flow_id])).length === 0) return 0;
         const [f] = await t.query<{ flow_id: string; names: string[] }>(this.sql.missingDeps, [1, graceMs, anyMissing, c.flow_id]);
@@ -332,9 +366,11 @@ export class FlowsStore {
           f.flow_id,
           f.names,
           f.names.map(() => 'deleted' as const),
+          got,
         );
         return 1;
       });
+      cancelled.push(...got);
     }
     return repaired;
   }

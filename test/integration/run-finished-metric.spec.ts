@@ -1,9 +1,10 @@
 /**
  * `durable.run.finished` for runs ended outside a worker's own transition: the run waiting behind a
  * key's holder (runAgain) that the key trigger cancels when the reuse policy keeps the key, runs
- * the timeout sweep fails, and the runs the triggers cancel along with another: the unfinished
+ * the timeout sweep fails, and the runs the database cancels along with another: the unfinished
  * children of a parent that is cancelled (by `cancel` or a `cancelExisting` start), the flow nodes
- * whose dependency failed or was cancelled. Each once.
+ * whose dependency failed or was cancelled, and those an append, a rerun or the flow maintenance
+ * cancels at once behind a dependency that failed or never appeared. Each once.
  */
 import { RunContext, Step, Workflow } from '../../src';
 import { createApp, Gate, waitFor } from '../support';
@@ -233,5 +234,47 @@ describe('durable.run.finished for runs ended outside the worker', () => {
       message: 'the two cancelled dependants are counted',
     });
     expect(await finished('rf_idle', 'cancelled')).toBe(before.idle + 1);
+  });
+
+  it('counts the nodes an append or a rerun cancels at once behind a dependency that had failed', async () => {
+    const t = await createApp({ workflows: all, options: { worker: { workflows: running } } });
+    const { flowId, runIds } = await t.durable.startFlow(
+      t.durable
+        .flow()
+        .add('a', RfFail)
+        .add('b', RfNode, {}, { deps: ['a'] }),
+    );
+    await waitFor(async () => (await t.durable.getRun(runIds.b))?.status === 'cancelled', { timeout: 10_000 });
+    await waitFor(async () => (await finished('rf_fail', 'failed')) > 0);
+    const before = await finished('rf_node', 'cancelled');
+    // appended behind the failed a: x, and y behind x, are cancelled in the append's transaction
+    const appended = await t.durable.startFlow(
+      (await t.durable.appendFlow(flowId)).add('x', RfNode, {}, { deps: ['a'] }).add('y', RfNode, {}, { deps: ['x'] }),
+    );
+    for (const id of Object.values(appended.runIds)) expect((await t.durable.getRun(id))!.status).toBe('cancelled');
+    await waitFor(async () => (await finished('rf_node', 'cancelled')) === before + 2, { message: 'the two appended nodes are counted' });
+    // b run again: the fresh b waits for a, which failed, so it is cancelled at once
+    const rerun = await t.durable.rerunFlow(flowId, { from: 'b' });
+    expect((await t.durable.getRun(rerun.runIds.b))!.status).toBe('cancelled');
+    await waitFor(async () => (await finished('rf_node', 'cancelled')) === before + 3, { message: 'the rerun node is counted' });
+  });
+
+  it('counts the nodes cancelled behind a dependency that never appeared (checkDeps: false), once each', async () => {
+    // nodeTimeout is 1s in the tests: the grace after which the flow maintenance counts the dep deleted
+    const t = await createApp({ workflows: all, options: { worker: { workflows: running } } });
+    const { flowId, runIds } = await t.durable.startFlow(t.durable.flow().add('a', RfNode));
+    await t.durable.waitForRun(runIds.a, { timeout: 10_000 });
+    const before = await finished('rf_node', 'cancelled');
+    const { runIds: more } = await t.durable.startFlow(
+      (await t.durable.appendFlow(flowId, { checkDeps: false }))
+        .add('orphan', RfNode, {}, { deps: ['ghost'] })
+        .add('downstream', RfNode, {}, { deps: ['orphan'] }),
+    );
+    await waitFor(async () => (await t.durable.getRun(more.downstream))?.status === 'cancelled', { timeout: 15_000 });
+    expect((await t.durable.getRun(more.orphan))!.error).toMatchObject({ reason: 'deleted' });
+    await waitFor(async () => (await finished('rf_node', 'cancelled')) === before + 2, { timeout: 5_000, message: 'both nodes are counted' });
+    const next = await t.durable.start('rf_node', {});
+    await t.durable.waitForRun(next.runId, { timeout: 10_000 });
+    expect(await finished('rf_node', 'cancelled')).toBe(before + 2);
   });
 });
