@@ -81,6 +81,15 @@ class RfKeyedParent {
   }
 }
 
+/** A parent that waits for its child past its workflow timeout. */
+@Workflow('rf_timed_parent', { timeout: '1s', retry: { attempts: 1 } })
+class RfTimedParent {
+  @Step()
+  async call(ctx: RunContext) {
+    return ctx.callWorkflow(RfHold);
+  }
+}
+
 @Workflow('rf_fail', { retry: { attempts: 1 } })
 class RfFail {
   @Step()
@@ -97,8 +106,8 @@ class RfNode {
   }
 }
 
-const running = ['rf_once', 'rf_timeout', 'rf_hold', 'rf_gated', 'rf_parent', 'rf_keyed_parent', 'rf_fail', 'rf_node'];
-const all = [RfOnce, RfTimeout, RfHold, RfGated, RfIdle, RfParent, RfKeyedParent, RfFail, RfNode];
+const running = ['rf_once', 'rf_timeout', 'rf_hold', 'rf_gated', 'rf_parent', 'rf_keyed_parent', 'rf_timed_parent', 'rf_fail', 'rf_node'];
+const all = [RfOnce, RfTimeout, RfHold, RfGated, RfIdle, RfParent, RfKeyedParent, RfTimedParent, RfFail, RfNode];
 const cancelledOf = async (...workflows: string[]) => Promise.all(workflows.map((w) => finished(w, 'cancelled')));
 
 describe('durable.run.finished for runs ended outside the worker', () => {
@@ -276,5 +285,19 @@ describe('durable.run.finished for runs ended outside the worker', () => {
     const next = await t.durable.start('rf_node', {});
     await t.durable.waitForRun(next.runId, { timeout: 10_000 });
     expect(await finished('rf_node', 'cancelled')).toBe(before + 2);
+  });
+
+  it('counts the child cancelled with a parent that timed out while it waited for it', async () => {
+    const t = await createApp({ workflows: all, options: { worker: { workflows: running } } });
+    const before = { failed: await finished('rf_timed_parent', 'failed'), child: await finished('rf_hold', 'cancelled') };
+    const p = await t.durable.start('rf_timed_parent', {});
+    const [child] = await waitFor(async () => {
+      const kids = await t.durable.listRuns({ parentId: p.runId });
+      return kids.length === 1 && kids[0].status === 'waiting' ? kids : undefined;
+    });
+    await waitFor(async () => (await t.durable.getRun(p.runId))?.status === 'failed', { timeout: 15_000 });
+    expect((await t.durable.getRun(child.id))!.status).toBe('cancelled');
+    await waitFor(async () => (await finished('rf_timed_parent', 'failed')) === before.failed + 1, { message: 'the parent is counted' });
+    await waitFor(async () => (await finished('rf_hold', 'cancelled')) === before.child + 1, { timeout: 5_000, message: 'its child is counted' });
   });
 });
