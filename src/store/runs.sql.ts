@@ -128,6 +128,8 @@ export const inClaimOrder = (rows: ClaimedRow[]): ClaimedRow[] =>
 
 /** Every statement on the `runs` table, by name; `S` is the validated, quoted schema. */
 export function runsStatements(S: string): Record<string, string> {
+  // the timeout sweep's: the compensation a timed-out run r begins with, -1 for none ($4: by workflow, by step)
+  const C = `coalesce(CASE WHEN r.step > 0 THEN ($4::jsonb -> r.workflow ->> least(r.step, jsonb_array_length($4::jsonb -> r.workflow) - 1))::int END, -1)`;
   // The runs of $1 (JSON array) whose key is free, and one wake-up for the workers ($2) if any is due.
   // Without keys there is nothing to conflict on: no ON CONFLICT, so no speculative insertion per row.
   const insertAndNotify = (keyed: boolean, source = `jsonb_to_recordset($1::jsonb) AS v(${INSERT_COLUMNS})`, guard = '') => `
@@ -340,27 +342,33 @@ ${claimUpdate(S, '$5')}`,
     // Runs past their workflow timeout, read through two indexes (never the history): claimed before
     // (deadline_at set, runs_deadline) or never claimed (deadline run_at + timeout, runs_timeout_unclaimed_ready;
     // $3 is the shortest timeout of any workflow, a bound the index can use). A run past its first
-    // step is failed here only when its workflow is one of $1 (known to have no compensations):
-    // others are failed by a worker that claims them, which compensates. At most $2 of each kind.
-    // Rows another transaction holds (a caller's cancel, an event) are skipped, left to a later pass.
+    // step is timed out here only when its workflow is one of $1 (no compensations) or $4 (see C): it
+    // then becomes compensating without a node, like a compensation waiting for its retry (so a paused
+    // workflow's runs past their deadline are not read again at each pass); others are failed by the
+    // worker that claims them. At most $2 of each kind. Rows another transaction holds are skipped.
     timeouts: `
       WITH past_deadline AS (
         SELECT id FROM ${S}.runs
         WHERE status IN ('pending', 'waiting') AND deadline_at IS NOT NULL AND deadline_at < now()
-          AND coalesce(deps_left, 0) = 0 AND (step = 0 OR workflow = ANY($1::text[]))
+          AND coalesce(deps_left, 0) = 0 AND (step = 0 OR workflow = ANY($1::text[]) OR $4::jsonb ? workflow)
         ORDER BY deadline_at LIMIT $2 FOR UPDATE SKIP LOCKED
       ), never_begun AS (
         SELECT id FROM ${S}.runs
         WHERE status IN ('pending', 'waiting') AND timeout_ms IS NOT NULL AND deadline_at IS NULL
           AND run_at < now() - $3 * interval '1 millisecond' AND run_at + timeout_ms * interval '1 millisecond' < now()
-          AND coalesce(deps_left, 0) = 0 AND (step = 0 OR workflow = ANY($1::text[]))
+          AND coalesce(deps_left, 0) = 0 AND (step = 0 OR workflow = ANY($1::text[]) OR $4::jsonb ? workflow)
         ORDER BY run_at LIMIT $2 FOR UPDATE SKIP LOCKED
       )
-      UPDATE ${S}.runs SET status = 'failed', finished_at = now(),
+      UPDATE ${S}.runs r SET status = CASE WHEN ${C} >= 0 THEN 'compensating' ELSE 'failed' END,
+        finished_at = CASE WHEN ${C} < 0 THEN now() END,
+        comp_step = CASE WHEN ${C} >= 0 THEN ${C} ELSE r.comp_step END,
+        attempt = CASE WHEN ${C} >= 0 THEN 0 ELSE r.attempt END, -- the claim counts the first compensation's attempt
+        run_at = CASE WHEN ${C} >= 0 THEN now() ELSE r.run_at END, node_id = NULL,
+        wake_at = CASE WHEN ${C} >= 0 THEN NULL ELSE r.wake_at END,
         error = jsonb_build_object('name', 'TimeoutError', 'code', 'timeout', 'message', 'the run timed out')
-      WHERE id IN (SELECT id FROM past_deadline UNION ALL SELECT id FROM never_begun)
-        AND status IN ('pending', 'waiting')
-      RETURNING ${ENDED}`,
+      WHERE r.id IN (SELECT id FROM past_deadline UNION ALL SELECT id FROM never_begun)
+        AND r.status IN ('pending', 'waiting')
+      RETURNING r.status, ${ENDED}`,
     // $1 runs' cutoff, $2 batch, $3 the key horizon (0: none), $4/$5 the (workflow, status) pairs
     // whose finished holder keeps its key: such a holder younger than the horizon is a tombstone
     // (below), not deleted

@@ -3,7 +3,7 @@ import type { TxMark } from './activity.store';
 import { sqlState, type Queryable } from './db';
 import type { RunRow } from './run-row';
 import { ANALYZED_TABLES, inClaimOrder, runsStatements, type AnalyzedTable } from './runs.sql';
-import type { ClaimBy, ClaimedRow, EndedRuns, HolderRow, NewRun, RunFilter, StartAnswer, StartRow, Transition } from './runs.types';
+import type { ClaimBy, ClaimedRow, EndedRuns, HolderRow, NewRun, RunFilter, StartAnswer, StartRow, TimedOutRuns, Transition } from './runs.types';
 import { encodeTransitions } from './transition.fields';
 
 /**
@@ -260,11 +260,22 @@ export class RunsStore {
   /**
    * Fails pending or waiting runs whose workflow timeout passed (at most `batch` of each kind): every
    * run still at its first step, and runs past it of `withoutCompensation` (workflows known to
-   * have no compensations; the others' runs are failed, and compensated, by a worker).
-   * `minTimeoutMs`: the shortest workflow timeout there is (0 when unknown).
+   * have no compensations). Runs past it of `compensable` (by workflow, for each step a run may be
+   * at, the index of the step whose compensation runs first, -1 for none) become compensating
+   * without a node (or fail, for -1); runs of other workflows are failed, and compensated, by a
+   * worker. `minTimeoutMs`: the shortest workflow timeout there is (0 when unknown).
    */
-  async failTimedOut(q: Queryable, withoutCompensation: string[], batch: number, minTimeoutMs: number): Promise<EndedRuns> {
-    return endedRuns(await q.query<EndedRow>(this.sql.timeouts, [withoutCompensation, batch, minTimeoutMs]));
+  async failTimedOut(
+    q: Queryable,
+    withoutCompensation: string[],
+    batch: number,
+    minTimeoutMs: number,
+    compensable: Record<string, number[]> = {},
+  ): Promise<TimedOutRuns> {
+    const rows = await q.query<EndedRow & { status: string }>(this.sql.timeouts, [withoutCompensation, batch, minTimeoutMs, JSON.stringify(compensable)]);
+    const { runs, tx } = endedRuns(rows);
+    const compensating = new Set(rows.filter((r) => r.status === 'compensating').map((r) => r.id));
+    return { runs: runs.filter((r) => !compensating.has(r.id)), compensating: runs.filter((r) => compensating.has(r.id)), tx };
   }
 
   /** Deletes up to `batch` runs finished more than `olderThanMs` ago; returns how many. */

@@ -131,6 +131,11 @@ export interface EndedRuns {
   tx: TxMark | null;
 }
 
+/** What the timeout sweep did: `runs` failed, `compensating` turned to compensating (their compensations run when a node claims them). */
+export interface TimedOutRuns extends EndedRuns {
+  compensating: EndedRuns['runs'];
+}
+
 /** Filters of `listRuns`. */
 export interface RunFilter {
   workflow?: string;

@@ -35,6 +35,17 @@ const ANALYZE_EVERY_MS = 60_000;
 const SWEEP_EVERY_MS = 10 * 60_000;
 
 /**
+ * For each step a run of `def` may be at (0 to past the last), the index of the step whose
+ * compensation runs first when the run fails there: the last completed step with a `compensate`
+ * (-1: none), as the worker's own failure of a run picks it.
+ */
+function firstCompensations(def: WorkflowDefinition): number[] {
+  const first: number[] = [-1];
+  def.steps.forEach((st, i) => first.push(st.compensate !== undefined ? i : first[i]));
+  return first;
+}
+
+/**
  * The maintenance pass, run by the one node that holds the maintenance lease (taken and renewed by
  * the heartbeats, see Heartbeat): recover the runs of dead nodes, fail runs past their workflow
  * timeout, repair flows, prune finished runs and activity past retention, and analyze `runs` and
@@ -99,15 +110,27 @@ export class Maintenance {
       }
     }
     const defs = registry.names().map((n) => registry.find(n)!);
-    const withoutCompensation = defs.filter((d) => !d.steps.some((st) => st.compensate !== undefined)).map((d) => d.name);
+    const withCompensation = defs.filter((d) => d.steps.some((st) => st.compensate !== undefined));
+    const withoutCompensation = defs.filter((d) => !withCompensation.includes(d)).map((d) => d.name);
     const minTimeoutMs = Math.min(...defs.map((d) => d.timeoutMs ?? Infinity));
     // a timed-out holder's key goes to the run waiting behind it (key trigger), a timed-out parent's
     // children and a flow node's dependants are cancelled (the other triggers): counted here
-    const timedOut = await runs.failTimedOut(q, withoutCompensation, TIMEOUT_BATCH, Number.isFinite(minTimeoutMs) ? minTimeoutMs : 0);
+    const timedOut = await runs.failTimedOut(
+      q,
+      withoutCompensation,
+      TIMEOUT_BATCH,
+      Number.isFinite(minTimeoutMs) ? minTimeoutMs : 0,
+      Object.fromEntries(withCompensation.map((d) => [d.name, firstCompensations(d)])),
+    );
     for (const r of timedOut.runs) {
       emitRunFinished(r.workflow, 'failed');
       const step = r.started ? registry.stepName(r.workflow, r.step) : null;
       logger.error(`run ${r.id} (${r.workflow})${step ? ` step "${step}"` : ''} failed for good: TimeoutError: the run timed out`);
+    }
+    for (const r of timedOut.compensating) {
+      logger.error(
+        `run ${r.id} (${r.workflow}) step "${registry.stepName(r.workflow, r.step)}" failed for good: TimeoutError: the run timed out; its compensations run on the node that claims it`,
+      );
     }
     await countTriggerOutcomes(this.activity, logger, q, timedOut.tx);
     // DAG flows: repair stuck flows (see docs/flows.md) and run due afterCancelled hooks
