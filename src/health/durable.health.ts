@@ -50,14 +50,16 @@ export class DurableHealthIndicator {
     const details: Record<string, unknown> = { nodeId, pending: backlog.pending, lagMs: Math.round(backlog.lagMs) };
     if (opts.worker !== false) {
       const { worker } = this;
-      const silentMs = Date.now() - worker.loopAliveAt;
+      const silentMs = Date.now() - worker.pulse.aliveAt;
       details.running = worker.running.size;
       details.lastTickMsAgo = silentMs;
       if (worker.fenced) {
         return result('down', { ...details, reason: 'this node could not heartbeat: it has fenced itself and claims nothing until a beat succeeds' });
       }
       if (silentMs > 3 * opts.worker.pollIntervalMs) {
-        const reason = worker.claimOut ? `worker loop stalled: a claim has not come back for ${silentMs}ms` : `worker loop has not ticked for ${silentMs}ms`;
+        const reason = worker.pulse.claimOut
+          ? `worker loop stalled: a claim has not come back for ${silentMs}ms`
+          : `worker loop has not ticked for ${silentMs}ms`;
         return result('down', { ...details, reason });
       }
     }

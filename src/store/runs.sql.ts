@@ -11,7 +11,7 @@ import { transitionFields } from './transition.fields';
  * a flow node's dependants); the transaction's mark is the row's `xmin`, which is also the rows
  * those triggers write (in a savepoint: the subtransaction's id, not `txid_current()`).
  */
-const ENDED = `id, workflow, step, started_at IS NOT NULL AS started, holds_key OR has_children OR flow_id IS NOT NULL AS marks,
+export const ENDED = `id, workflow, step, started_at IS NOT NULL AS started, holds_key OR has_children OR flow_id IS NOT NULL AS marks,
         now()::text AS tx_at, xmin::text AS tx_xid`;
 /**
  * A transition of `v` on run `r` after which the triggers may have ended other runs (or handed a
@@ -23,12 +23,6 @@ const TRIGGERS_ACT = `(v.final AND r.holds_key) OR (r.has_children AND v.status 
           OR (v.final AND r.flow_id IS NOT NULL AND v.status <> 'completed')`;
 /** The columns of a key's holder as the key policy sees it (`HolderRow`). */
 const HOLDER = `id, status, started_at IS NOT NULL AS picked_up, debounce_until IS NOT NULL AS debouncing, input`;
-/** A finished run that keeps its key until the key horizon (see `prune`). */
-const KEEPS_KEY = (c: string) => `${c}.holds_key AND ${c}.finished_at >= now() - $3 * interval '1 millisecond'
-              AND (${c}.workflow, ${c}.status) IN (SELECT * FROM unnest($4::text[], $5::text[]))`;
-/** A child is kept while its parent is going (the parent's step reads it when it runs again). */
-const CHILD_PRUNABLE = (S: string, c: string) => `(${c}.parent_id IS NULL OR NOT EXISTS (
-              SELECT 1 FROM ${S}.runs p WHERE p.id = ${c}.parent_id AND p.finished_at IS NULL))`;
 /** The insert's arbiter: the unique `runs_key` index (a second holder of a key conflicts). */
 const ON_KEY_CONFLICT = 'ON CONFLICT (workflow, key, (holds_key OR NULL)) WHERE key IS NOT NULL DO NOTHING';
 
@@ -51,10 +45,6 @@ const STATUS_GROUPS: { where: (alias: string) => string; statuses: readonly RunS
 ];
 /** The group of status `st`. */
 const groupOf = (st: RunStatus) => STATUS_GROUPS.find((g) => g.statuses.includes(st))!;
-/** The tables the maintenance pass analyzes when their statistics are far behind. */
-export const ANALYZED_TABLES = ['activity', 'runs'] as const;
-/** One of {@link ANALYZED_TABLES}. */
-export type AnalyzedTable = (typeof ANALYZED_TABLES)[number];
 
 /**
  * The filters of `listRuns` and `countRuns` on alias `r`: $1 workflow, $2 key, $3 statuses, $4 flow,
@@ -128,8 +118,6 @@ export const inClaimOrder = (rows: ClaimedRow[]): ClaimedRow[] =>
 
 /** Every statement on the `runs` table, by name; `S` is the validated, quoted schema. */
 export function runsStatements(S: string): Record<string, string> {
-  // the timeout sweep's: the compensation a timed-out run r begins with, -1 for none ($4: by workflow, by step)
-  const C = `coalesce(CASE WHEN r.step > 0 THEN ($4::jsonb -> r.workflow ->> least(r.step, jsonb_array_length($4::jsonb -> r.workflow) - 1))::int END, -1)`;
   // The runs of $1 (JSON array) whose key is free, and one wake-up for the workers ($2) if any is due.
   // Without keys there is nothing to conflict on: no ON CONFLICT, so no speculative insertion per row.
   const insertAndNotify = (keyed: boolean, source = `jsonb_to_recordset($1::jsonb) AS v(${INSERT_COLUMNS})`, guard = '') => `
@@ -339,81 +327,7 @@ ${claimUpdate(S, '$5')}`,
         node_id = NULL, run_at = now(), attempt = greatest(r.attempt - 1, 0)
       FROM unnest($1::uuid[], $3::int[]) AS x(id, epoch)
       WHERE r.id = x.id AND r.epoch = x.epoch AND r.node_id = $2 AND r.status IN ('running', 'compensating')`,
-    // Runs past their workflow timeout, read through two indexes (never the history): claimed before
-    // (deadline_at set, runs_deadline) or never claimed (deadline run_at + timeout, runs_timeout_unclaimed_ready;
-    // $3 is the shortest timeout of any workflow, a bound the index can use). A run past its first
-    // step is timed out here only when its workflow is one of $1 (no compensations) or $4 (see C): it
-    // then becomes compensating without a node, like a compensation waiting for its retry (so a paused
-    // workflow's runs past their deadline are not read again at each pass); others are failed by the
-    // worker that claims them. At most $2 of each kind. Rows another transaction holds are skipped.
-    timeouts: `
-      WITH past_deadline AS (
-        SELECT id FROM ${S}.runs
-        WHERE status IN ('pending', 'waiting') AND deadline_at IS NOT NULL AND deadline_at < now()
-          AND coalesce(deps_left, 0) = 0 AND (step = 0 OR workflow = ANY($1::text[]) OR $4::jsonb ? workflow)
-        ORDER BY deadline_at LIMIT $2 FOR UPDATE SKIP LOCKED
-      ), never_begun AS (
-        SELECT id FROM ${S}.runs
-        WHERE status IN ('pending', 'waiting') AND timeout_ms IS NOT NULL AND deadline_at IS NULL
-          AND run_at < now() - $3 * interval '1 millisecond' AND run_at + timeout_ms * interval '1 millisecond' < now()
-          AND coalesce(deps_left, 0) = 0 AND (step = 0 OR workflow = ANY($1::text[]) OR $4::jsonb ? workflow)
-        ORDER BY run_at LIMIT $2 FOR UPDATE SKIP LOCKED
-      )
-      UPDATE ${S}.runs r SET status = CASE WHEN ${C} >= 0 THEN 'compensating' ELSE 'failed' END,
-        finished_at = CASE WHEN ${C} < 0 THEN now() END,
-        comp_step = CASE WHEN ${C} >= 0 THEN ${C} ELSE r.comp_step END,
-        attempt = CASE WHEN ${C} >= 0 THEN 0 ELSE r.attempt END, -- the claim counts the first compensation's attempt
-        run_at = CASE WHEN ${C} >= 0 THEN now() ELSE r.run_at END, node_id = NULL,
-        wake_at = CASE WHEN ${C} >= 0 THEN NULL ELSE r.wake_at END,
-        error = jsonb_build_object('name', 'TimeoutError', 'code', 'timeout', 'message', 'the run timed out')
-      WHERE r.id IN (SELECT id FROM past_deadline UNION ALL SELECT id FROM never_begun)
-        AND r.status IN ('pending', 'waiting')
-      RETURNING r.status, ${ENDED}`,
-    // $1 runs' cutoff, $2 batch, $3 the key horizon (0: none), $4/$5 the (workflow, status) pairs
-    // whose finished holder keeps its key: such a holder younger than the horizon is a tombstone
-    // (below), not deleted
-    prune: `
-      WITH d AS (
-        DELETE FROM ${S}.runs WHERE id IN (
-          SELECT id FROM ${S}.runs c WHERE finished_at < now() - $1 * interval '1 millisecond'
-            AND NOT (${KEEPS_KEY('c')})
-            AND ${CHILD_PRUNABLE(S, 'c')}
-          LIMIT $2)
-        RETURNING id
-      ), h AS (
-        DELETE FROM ${S}.step_attempts WHERE run_id IN (SELECT id FROM d)
-      ), k AS (
-        -- hooks still owed to a pruned run (a lifecycle hook that kept failing) go with it
-        DELETE FROM ${S}.flow_hooks WHERE run_id IN (SELECT id FROM d)
-      ) SELECT count(*)::int AS n FROM d`,
-    // the same holders, past the runs' cutoff and not yet tombstones: their history and payloads go,
-    // the row (and its key) stays until the horizon
-    tombstone: `
-      WITH t AS (
-        UPDATE ${S}.runs SET pruned_at = now(), input = NULL, context = '{}', result = NULL, results = '{}', error = NULL, trace = NULL,
-          last_status = NULL
-        WHERE id IN (
-          SELECT id FROM ${S}.runs c WHERE finished_at < now() - $1 * interval '1 millisecond' AND pruned_at IS NULL
-            AND ${KEEPS_KEY('c')}
-            AND ${CHILD_PRUNABLE(S, 'c')}
-          LIMIT $2)
-        RETURNING id
-      ), h AS (DELETE FROM ${S}.step_attempts WHERE run_id IN (SELECT id FROM t)),
-      m AS (DELETE FROM ${S}.memos WHERE run_id IN (SELECT id FROM t)),
-      e AS (DELETE FROM ${S}.events WHERE run_id IN (SELECT id FROM t)),
-      w AS (DELETE FROM ${S}.waits WHERE run_id IN (SELECT id FROM t))
-      SELECT count(*)::int AS n FROM t`,
     wake: `SELECT pg_notify($1, '')`,
-    // the tables whose rows changed since their last ANALYZE (autovacuum's or anyone's) exceed a
-    // tenth of the row count the planner believes (-1: never analyzed) — autovacuum's default threshold
-    statsStale: `
-      SELECT c.relname AS table
-      FROM pg_class c LEFT JOIN pg_stat_all_tables s ON s.relid = c.oid
-      WHERE c.oid = ANY(ARRAY(SELECT ('${S}.' || t)::regclass FROM unnest($2::text[]) t))
-        AND coalesce(s.n_mod_since_analyze > greatest($1::float8, 0.1 * c.reltuples), false)
-      ORDER BY c.relname = 'runs' DESC -- runs first: the claim's plan depends on it`,
-    // SKIP_LOCKED: never waits behind a VACUUM or another node's ANALYZE of the table
-    ...Object.fromEntries(ANALYZED_TABLES.map((t) => [`analyze_${t}`, `ANALYZE (SKIP_LOCKED) ${S}.${t}`])),
     backlog: `
       SELECT count(*)::int AS pending, coalesce(extract(epoch FROM now() - min(run_at)) * 1000, 0)::float8 AS lag_ms
       FROM ${S}.runs WHERE status = 'pending' AND run_at <= now()`,

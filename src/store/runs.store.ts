@@ -2,7 +2,8 @@ import { RUN_STATUSES, type RunStatus } from '../domain/run-info';
 import type { TxMark } from './activity.store';
 import { sqlState, type Queryable } from './db';
 import type { RunRow } from './run-row';
-import { ANALYZED_TABLES, inClaimOrder, runsStatements, type AnalyzedTable } from './runs.sql';
+import { inClaimOrder, runsStatements } from './runs.sql';
+import { ANALYZED_TABLES, runsMaintenanceStatements, type AnalyzedTable } from './runs.maintenance.sql';
 import type { ClaimBy, ClaimedRow, EndedRuns, HolderRow, NewRun, RunFilter, StartAnswer, StartRow, TimedOutRuns, Transition } from './runs.types';
 import { encodeTransitions } from './transition.fields';
 
@@ -64,7 +65,7 @@ export class RunsStore {
     /** Channel the workers LISTEN on. */
     readonly channel: string,
   ) {
-    this.sql = runsStatements(`"${schema}"`);
+    this.sql = { ...runsStatements(`"${schema}"`), ...runsMaintenanceStatements(`"${schema}"`) };
   }
 
   /** Inserts runs (keyed ones only if the key is free) and, with `notify`, wakes the workers; returns the ids inserted. */

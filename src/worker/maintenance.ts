@@ -13,7 +13,7 @@ import { NodesStore } from '../store/nodes.store';
 import { RunsStore, type KeyHorizon } from '../store/runs.store';
 import { statusesThatFreeKey, type ReusePolicy } from '../domain/keys.policy';
 import { FINISHED_STATUSES } from '../domain/run-info';
-import { ANALYZED_TABLES, type AnalyzedTable } from '../store/runs.sql';
+import { ANALYZED_TABLES, type AnalyzedTable } from '../store/runs.maintenance.sql';
 import { FlowMaintenance } from '../flows/flow.maintenance';
 import { countTriggerOutcomes } from '../runs/trigger-outcomes';
 import { emitRunFinished } from '../observe/telemetry';

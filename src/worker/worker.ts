@@ -16,6 +16,8 @@ import { ControlsStore, type ClaimLimits } from '../store/controls.store';
 import type { ResolvedOptions } from '../options/resolve-options';
 import type { RunServices } from './run-services';
 import { Execution } from './execution';
+import { LoopPulse } from './loop-pulse';
+import { workerWorkflows } from './worker-workflows';
 import { countTriggerOutcomes } from '../runs/trigger-outcomes';
 import { Maintenance } from './maintenance';
 import { FlowMaintenance } from '../flows/flow.maintenance';
@@ -59,10 +61,8 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
   private readonly cutShort = new CutShortRuns();
   /** Runs whose every end PostgreSQL refused (lease epoch by id): held, so that their steps never run again here. */
   private readonly unstorable = new Map<string, number>();
-  /** When the claim loop last ran (health: a stalled loop is unhealthy). */
-  lastTickAt = 0;
-  /** When the claim statement out now was sent (undefined: none is out). */
-  private claimSince?: number;
+  /** The claim loop's signs of life (health: a stalled loop is unhealthy). */
+  readonly pulse = new LoopPulse();
   private batcher: TransitionBatcher;
   private claiming = false;
   /** Since when a claim for too few free slots has been put off. */
@@ -116,19 +116,6 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     return this.options.worker !== false;
   }
 
-  /**
-   * When the claim loop last showed it was alive (health): when the claim out now was sent, else
-   * its last tick. A claim that does not come back stalls the loop though the poll timer still ticks.
-   */
-  get loopAliveAt(): number {
-    return this.claimSince ?? this.lastTickAt;
-  }
-
-  /** True while a claim statement is out. */
-  get claimOut(): boolean {
-    return this.claimSince !== undefined;
-  }
-
   /** True while this node has fenced itself (it could not heartbeat): it claims and runs nothing until a beat succeeds. */
   get fenced(): boolean {
     return this.heartbeat?.fenced ?? false;
@@ -148,21 +135,10 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     if (options.worker === false) return;
     this.slots = new Slots(options.worker.concurrency);
     this.prefetch = options.worker.prefetch;
-    const names = options.worker.workflows ?? registry.names();
-    this.workflows = names.filter((n) => registry.find(n));
-    if (this.workflows.length === 0) {
-      this.logger.warn('worker has no registered workflows to run; it will only heartbeat');
-    }
-    for (const name of this.workflows) {
-      const controls = registry.find(name)?.controls;
-      if (controls) this.limited.push({ workflow: name, concurrency: controls.concurrency, rateLimit: controls.rateLimit });
-      else this.plain.push(name);
-    }
-    if (this.limited.length)
-      await this.controls.ensure(
-        db,
-        this.limited.map((l) => l.workflow),
-      );
+    ({ all: this.workflows, limited: this.limited, plain: this.plain } = workerWorkflows(registry, options.worker.workflows));
+    if (this.workflows.length === 0) this.logger.warn('worker has no registered workflows to run; it will only heartbeat');
+    const limitedNames = this.limited.map((l) => l.workflow);
+    if (limitedNames.length) await this.controls.ensure(db, limitedNames);
     if (this.stopping) return;
     this.started = true;
     const config = () => this.connection.connectionConfig();
@@ -242,7 +218,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
 
   /** Asks for a claim pass now (coalesced with one in flight). */
   tick(): void {
-    this.lastTickAt = Date.now();
+    this.pulse.tick();
     if (this.stopping || !this.started) return;
     if (this.claiming) {
       this.claimAgain = true;
@@ -273,7 +249,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
         }
         this.deferredSince = undefined;
         const seq = this.claims.begin();
-        this.claimSince = Date.now();
+        this.pulse.claimSent();
         try {
           const rows = await this.claim(room, seq);
           for (const row of rows) this.launch(row);
@@ -282,7 +258,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
           this.logger.warn(`claim failed: ${(err as Error).message}`);
           break;
         } finally {
-          this.claimSince = undefined;
+          this.pulse.claimBack();
           this.claims.end(seq);
         }
       } while (this.claimAgain && !this.stopping);

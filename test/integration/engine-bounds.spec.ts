@@ -10,6 +10,7 @@ import { ControlsStore } from '../../src/store/controls.store';
 import { nodesStatements } from '../../src/store/nodes.store';
 import { RunsStore } from '../../src/store/runs.store';
 import { runsStatements } from '../../src/store/runs.sql';
+import { runsMaintenanceStatements } from '../../src/store/runs.maintenance.sql';
 import { encodeTransitions } from '../../src/store/transition.fields';
 import { DurableTestEnv } from '../../src/testing';
 import { createApp, databaseUrl, freshSchema, ident, sql, waitFor } from '../support';
@@ -83,7 +84,8 @@ async function secondsBetween(schema: string, runId: string, later: string, earl
 
 /** The plan of a statement of the runs store on `schema`, run (and rolled back) with `params` (SQL literals). */
 function plan(schema: string, statement: string, types: string, params: string[]): Promise<string> {
-  return planOf(runsStatements(ident(schema))[statement], types, params);
+  const S = ident(schema);
+  return planOf({ ...runsStatements(S), ...runsMaintenanceStatements(S) }[statement], types, params);
 }
 
 /**

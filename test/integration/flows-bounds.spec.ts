@@ -1,7 +1,7 @@
 import { Client } from 'pg';
 import { DurableValidationError, RunContext, Step, Workflow } from '../../src';
 import { FlowsStore } from '../../src/store/flows.store';
-import { runsStatements } from '../../src/store/runs.sql';
+import { runsMaintenanceStatements } from '../../src/store/runs.maintenance.sql';
 import { createApp, databaseUrl, ident, sql } from '../support';
 
 @Workflow('bounds_noop')
@@ -30,13 +30,13 @@ class Timed {
 
 const workflows = [Noop, Echo, Timed];
 
-/** The plan of statement `name` of the runs store on `schema`, run (and rolled back) with `params` (SQL literals). */
+/** The plan of statement `name` of the runs store's maintenance on `schema`, run (and rolled back) with `params` (SQL literals). */
 async function planOf(schema: string, name: string, types: string, params: string[]): Promise<string> {
   const client = new Client({ connectionString: databaseUrl() });
   await client.connect();
   try {
     await client.query('BEGIN');
-    await client.query(`PREPARE probe (${types}) AS ${runsStatements(ident(schema))[name]}`);
+    await client.query(`PREPARE probe (${types}) AS ${runsMaintenanceStatements(ident(schema))[name]}`);
     const rows = await client.query(`EXPLAIN (ANALYZE, COSTS false, TIMING false) EXECUTE probe (${params.join(', ')})`);
     return rows.rows.map((r) => r['QUERY PLAN']).join('\n');
   } finally {
