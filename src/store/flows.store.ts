@@ -258,10 +258,10 @@ export class FlowsStore {
 
   /**
    * Resolves the open edges leaving the named nodes with the given outcomes; returns how many nodes
-   * woke. With `cancelled`, the workflow of each node it cancelled (its dependency did not complete)
-   * is pushed to it: read in the transaction `q` must be (before and after, so the nodes this
-   * transaction cancelled earlier are not taken again); nothing is read when every outcome is
-   * `completed` (none can cancel).
+   * woke. With `cancelled`, the workflow of each node it cancelled (a dependency that did not
+   * complete) is pushed to it: `q` must then be a transaction, whose cancelled nodes of the flow are
+   * read before and after the call (so those it cancelled earlier are not taken again); nothing is
+   * read when every outcome is `completed` (none can cancel).
    */
   async resolve(q: Queryable, flowId: string, names: string[], outcomes: DepOutcome[], cancelled?: string[]): Promise<number> {
     if (names.length === 0) return 0;
