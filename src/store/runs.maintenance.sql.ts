@@ -27,6 +27,7 @@ export function runsMaintenanceStatements(S: string): Record<string, string> {
     // then becomes compensating without a node, like a compensation waiting for its retry (so a paused
     // workflow's runs past their deadline are not read again at each pass); others are failed by the
     // worker that claims them. At most $2 of each kind. Rows another transaction holds are skipped.
+    // $5: by workflow, its steps' names.
     timeouts: `
       WITH past_deadline AS (
         SELECT id FROM ${S}.runs
@@ -46,7 +47,11 @@ export function runsMaintenanceStatements(S: string): Record<string, string> {
         attempt = CASE WHEN ${C} >= 0 THEN 0 ELSE r.attempt END, -- the claim counts the first compensation's attempt
         run_at = CASE WHEN ${C} >= 0 THEN now() ELSE r.run_at END, node_id = NULL,
         wake_at = CASE WHEN ${C} >= 0 THEN NULL ELSE r.wake_at END,
-        error = jsonb_build_object('name', 'TimeoutError', 'code', 'timeout', 'message', 'the run timed out')
+        -- a run a worker had begun gets the error a worker gives it (the step it was at named, as $5 has it)
+        error = CASE WHEN r.started_at IS NULL
+          THEN jsonb_build_object('name', 'TimeoutError', 'code', 'timeout', 'message', 'the run timed out')
+          ELSE jsonb_strip_nulls(jsonb_build_object('name', 'TimeoutError', 'code', 'timeout',
+            'message', format('workflow "%s" timed out', r.workflow), 'step', $5::jsonb -> r.workflow -> r.step)) END
       WHERE r.id IN (SELECT id FROM past_deadline UNION ALL SELECT id FROM never_begun)
         AND r.status IN ('pending', 'waiting')
       RETURNING r.status, ${ENDED}`,

@@ -264,7 +264,9 @@ export class RunsStore {
    * have no compensations). Runs past it of `compensable` (by workflow, for each step a run may be
    * at, the index of the step whose compensation runs first, -1 for none) become compensating
    * without a node (or fail, for -1); runs of other workflows are failed, and compensated, by a
-   * worker. `minTimeoutMs`: the shortest workflow timeout there is (0 when unknown).
+   * worker. `minTimeoutMs`: the shortest workflow timeout there is (0 when unknown). A run a worker
+   * had begun gets the error a worker gives a run past its deadline (`workflow "<name>" timed out`,
+   * with its step's name from `stepNames`, by workflow); one never begun, `the run timed out`.
    */
   async failTimedOut(
     q: Queryable,
@@ -272,8 +274,15 @@ export class RunsStore {
     batch: number,
     minTimeoutMs: number,
     compensable: Record<string, number[]> = {},
+    stepNames: Record<string, string[]> = {},
   ): Promise<TimedOutRuns> {
-    const rows = await q.query<EndedRow & { status: string }>(this.sql.timeouts, [withoutCompensation, batch, minTimeoutMs, JSON.stringify(compensable)]);
+    const rows = await q.query<EndedRow & { status: string }>(this.sql.timeouts, [
+      withoutCompensation,
+      batch,
+      minTimeoutMs,
+      JSON.stringify(compensable),
+      JSON.stringify(stepNames),
+    ]);
     const { runs, tx } = endedRuns(rows);
     const compensating = new Set(rows.filter((r) => r.status === 'compensating').map((r) => r.id));
     return { runs: runs.filter((r) => !compensating.has(r.id)), compensating: runs.filter((r) => compensating.has(r.id)), tx };

@@ -121,17 +121,19 @@ export class Maintenance {
       TIMEOUT_BATCH,
       Number.isFinite(minTimeoutMs) ? minTimeoutMs : 0,
       Object.fromEntries(withCompensation.map((d) => [d.name, firstCompensations(d)])),
+      Object.fromEntries(defs.map((d) => [d.name, d.steps.map((st) => st.name)])),
     );
+    // the log line of a run the sweep timed out, with its error's message (see RunsStore.failTimedOut)
+    const timedOutLine = (r: (typeof timedOut.runs)[number]) => {
+      const step = r.started ? registry.stepName(r.workflow, r.step) : null;
+      const message = r.started ? `workflow "${r.workflow}" timed out` : 'the run timed out';
+      return `run ${r.id} (${r.workflow})${step ? ` step "${step}"` : ''} failed for good: TimeoutError: ${message}`;
+    };
     for (const r of timedOut.runs) {
       emitRunFinished(r.workflow, 'failed');
-      const step = r.started ? registry.stepName(r.workflow, r.step) : null;
-      logger.error(`run ${r.id} (${r.workflow})${step ? ` step "${step}"` : ''} failed for good: TimeoutError: the run timed out`);
+      logger.error(timedOutLine(r));
     }
-    for (const r of timedOut.compensating) {
-      logger.error(
-        `run ${r.id} (${r.workflow}) step "${registry.stepName(r.workflow, r.step)}" failed for good: TimeoutError: the run timed out; its compensations run on the node that claims it`,
-      );
-    }
+    for (const r of timedOut.compensating) logger.error(`${timedOutLine(r)}; its compensations run on the node that claims it`);
     await countTriggerOutcomes(this.activity, logger, q, timedOut.tx);
     // DAG flows: repair stuck flows (see docs/flows.md) and run due afterCancelled hooks
     await this.flows.maintain(q).catch((err) => logger.warn(`flow maintenance failed: ${(err as Error).message}`));

@@ -320,7 +320,7 @@ describe('engine bounds', () => {
       Array.from({ length: 5 }, () => ({})),
     );
     await sql(`ANALYZE ${S}.runs`);
-    const text = await plan(t.schema, 'timeouts', 'text[], int, int, jsonb', ["ARRAY['bounds_timed']", '1000', '3600000', "'{}'"]);
+    const text = await plan(t.schema, 'timeouts', 'text[], int, int, jsonb, jsonb', ["ARRAY['bounds_timed']", '1000', '3600000', "'{}'", "'{}'"]);
     expect(text).toMatch(/runs_deadline/);
     expect(text).toMatch(/runs_timeout_unclaimed/);
     expect(text).not.toMatch(/Seq Scan on runs/);
