@@ -43,8 +43,9 @@ export class TransitionBatcher {
     private readonly logger: Logger,
     private readonly on: {
       /**
-       * Called (and awaited) after a batch whose transaction the triggers may have acted in (key
-       * holders, parents or flow nodes ended): counts the key hand-offs and the runs they cancelled.
+       * Called (and awaited, after the batch's transitions resolved) after a batch whose transaction
+       * the triggers may have acted in (key holders, parents or flow nodes ended): counts the key
+       * hand-offs and the runs they cancelled.
        */
       triggersActed: (tx: TxMark) => Promise<void>;
       /** Called when not even a failure without details could be stored for a run: it stays as it is, held by this node. */
@@ -76,8 +77,10 @@ export class TransitionBatcher {
           batch.map((p) => p.t),
           this.nodeId,
         );
-        if (tx) await this.on.triggersActed(tx);
+        // the executions go on at once; the read-back of what the triggers did (a keyed run's end) is
+        // not theirs to wait for
         for (const p of batch) p.resolve(!notApplied.has(p.t));
+        if (tx) await this.on.triggersActed(tx);
         return;
       } catch (err) {
         if (isDataException(err)) return this.isolate(batch, err);
