@@ -1,5 +1,5 @@
 import type { Queryable } from './db';
-import { holdsKey, indexedWorkflows } from './sql';
+import { CANCELLED_BY_FLOW, holdsKey, indexedWorkflows } from './sql';
 
 /** Kinds of activity event the module records. */
 export type ActivityKind = 'key_duplicate' | 'key_handed_off' | 'key_released' | 'key_retaken' | 'dashboard_action';
@@ -111,7 +111,7 @@ export class ActivityStore {
         UNION ALL
         SELECT workflow, false FROM ${S}.runs
         WHERE finished_at = $1::timestamptz AND finished_at IS NOT NULL AND xmin = $2::xid AND status = 'cancelled'
-          AND (error->>'code' = 'key_taken' OR error ? 'parentId' OR (error ? 'reason' AND cancel_reason LIKE 'a dependency was %'))`,
+          AND (error->>'code' = 'key_taken' OR error ? 'parentId' OR ${CANCELLED_BY_FLOW})`,
       // events without a key filter ($3, the key, is null: it only keeps the parameter list of
       // listByKey), by the log's own order (activity_at, or the filters' indexes)
       list: `

@@ -1,6 +1,6 @@
 import type { Queryable } from './db';
 import { runColumns, type RunRow } from './run-row';
-import { statusLiterals } from './sql';
+import { CANCELLED_BY_FLOW, statusLiterals } from './sql';
 import { FINISHED_STATUSES, type RunStatus } from '../domain/run-info';
 import {
   depOutcome,
@@ -100,7 +100,7 @@ export class FlowsStore {
       // its now(): read through runs_finished), by the reason it writes
       cascadedNow: `
         SELECT id, workflow FROM ${S}.runs
-        WHERE finished_at = now() AND flow_id = $1 AND status = 'cancelled' AND error ? 'reason' AND cancel_reason LIKE 'a dependency was %'`,
+        WHERE finished_at = now() AND flow_id = $1 AND status = 'cancelled' AND ${CANCELLED_BY_FLOW}`,
       node: `SELECT ${runColumns(S, 'r')} FROM ${S}.runs r WHERE flow_id = $1 AND name = $2`,
       nodes: `
         SELECT ${runColumns(S, 'r')} FROM ${S}.runs r WHERE flow_id = $1 AND ($2::text[] IS NULL OR name = ANY($2::text[]))

@@ -6,6 +6,12 @@ import type { RunStatus } from '../domain/run-info';
 export const statusLiterals = (statuses: readonly RunStatus[]): string => statuses.map((st) => `'${st}'`).join(', ');
 
 /**
+ * A run `durable_flow_resolve` cancelled (its dependency failed, was cancelled or is gone), on
+ * runs' columns (unqualified): the error and reason that function writes (DurableFlows1733040003000).
+ */
+export const CANCELLED_BY_FLOW = `(error ? 'reason' AND cancel_reason LIKE 'a dependency was %')`;
+
+/**
  * A key's holder, as the `runs_key` index (workflow, key, (holds_key OR NULL)) answers it: its third
  * column is true for the holder only (migration DurableKeyIndex1733040005000). A plain `holds_key`
  * would read every run of the key.
