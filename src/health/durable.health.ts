@@ -16,10 +16,21 @@ type HealthIndicatorResult = Record<string, { status: 'up' | 'down'; [detail: st
 const DB_TIMEOUT_MS = 2_000;
 
 /**
+ * How long a claim may be out before the loop counts as stalled: 3 poll intervals, and never less
+ * than the claim may legitimately take — the statement timeout plus the second this side waits past
+ * it (the same bound `Db` puts on the claim; past it the claim is lost, not slow). Without a statement
+ * timeout nothing bounds a claim, and 3 poll intervals it is.
+ */
+function claimStallMs(pollIntervalMs: number, statementTimeoutMs: number | undefined): number {
+  return Math.max(3 * pollIntervalMs, statementTimeoutMs === undefined ? 0 : statementTimeoutMs + 1_000);
+}
+
+/**
  * Terminus indicator (`@nestjs/terminus` is an optional peer: its result shape only is used here, and a
  * `'down'` result is returned, as terminus' own indicators do, rather than thrown): down when the
  * database does not answer in time, when this node has fenced itself (it could not heartbeat), when
- * its worker loop has not ticked within 3 poll intervals or a claim has been out that long, or when
+ * its worker loop has not ticked within 3 poll intervals or a claim has been out longer than it may
+ * take (see {@link claimStallMs}), or when
  * the oldest due pending run waits longer than `maxLag`. Details carry the node id, pending count and lag.
  */
 @Injectable()
@@ -56,10 +67,11 @@ export class DurableHealthIndicator {
       if (worker.fenced) {
         return result('down', { ...details, reason: 'this node could not heartbeat: it has fenced itself and claims nothing until a beat succeeds' });
       }
-      if (silentMs > 3 * opts.worker.pollIntervalMs) {
-        const reason = worker.pulse.claimOut
-          ? `worker loop stalled: a claim has not come back for ${silentMs}ms`
-          : `worker loop has not ticked for ${silentMs}ms`;
+      // a claim out may take as long as its statement may (a busy database), the loop's ticks come every poll interval
+      const claimOut = worker.pulse.claimOut;
+      const allowedMs = claimOut ? claimStallMs(opts.worker.pollIntervalMs, opts.statementTimeoutMs) : 3 * opts.worker.pollIntervalMs;
+      if (silentMs > allowedMs) {
+        const reason = claimOut ? `worker loop stalled: a claim has not come back for ${silentMs}ms` : `worker loop has not ticked for ${silentMs}ms`;
         return result('down', { ...details, reason });
       }
     }

@@ -112,8 +112,9 @@ describe('GET /health (sample app, DurableHealthIndicator)', () => {
 
   it('is down while the claim loop hangs on a claim that does not come back, and up again once it does', async () => {
     const schema = freshSchema();
-    // a claim waits on the lock below; nodeTimeout is long enough that the node does not fence itself meanwhile
-    const t = await createApp({ schema, workflows: [Noop], options: { nodeTimeout: '60s', worker: { pollInterval: '100ms' } } });
+    // a claim waits on the lock below, bounded by no statement timeout; nodeTimeout is long enough that the node does not fence itself meanwhile
+    const options = { nodeTimeout: '60s', statementTimeout: false as const, worker: { pollInterval: '100ms' } };
+    const t = await createApp({ schema, workflows: [Noop], options });
     const indicator = t.get(DurableHealthIndicator);
     await waitFor(async () => (await indicator.isHealthy()).durable.status === 'up', { message: 'up' });
     // plain reads go on (the health query's), every claim waits
@@ -129,6 +130,28 @@ describe('GET /health (sample app, DurableHealthIndicator)', () => {
       expect(down.durable).toMatchObject({ status: 'down', reason: expect.stringMatching(/claim/) });
     });
     await waitFor(async () => (await indicator.isHealthy()).durable.status === 'up', { timeout: 10_000, message: 'up again once the claim came back' });
+  });
+
+  it('stays up while a claim is slow but within its statement timeout (a busy database), with the default pollInterval', async () => {
+    const schema = freshSchema();
+    // the default pollInterval (1s; the test apps poll faster): 3 poll intervals are 3 s, less than the claim may take (statementTimeout 20s)
+    const t = await createApp({ schema, workflows: [Noop], options: { nodeTimeout: '60s', statementTimeout: '20s', worker: { pollInterval: '1s' } } });
+    const indicator = t.get(DurableHealthIndicator);
+    await waitFor(async () => (await indicator.isHealthy()).durable.status === 'up', { message: 'up' });
+    const seen: { status: string; reason?: unknown; lastTickMsAgo?: unknown }[] = [];
+    await whileHeld(`LOCK TABLE ${ident(schema)}.runs IN EXCLUSIVE MODE`, async () => {
+      await waitForLockWait([`${ident(schema)}.runs`, 'SKIP LOCKED'], 'a claim waits for the lock');
+      // sampled until the claim has been out past 3 poll intervals and a half
+      await waitFor(
+        async () => {
+          const r = (await indicator.isHealthy()).durable;
+          seen.push({ status: r.status, reason: r.reason, lastTickMsAgo: r.lastTickMsAgo });
+          return (r.lastTickMsAgo as number) > 3_500;
+        },
+        { timeout: 10_000, message: 'the claim out for 3.5 s' },
+      );
+    });
+    expect(seen.filter((r) => r.status !== 'up')).toEqual([]);
   });
 
   it('is down while the node has fenced itself (it cannot heartbeat), and up again once a beat succeeds', async () => {
