@@ -81,8 +81,8 @@ class RfKeyedParent {
   }
 }
 
-/** A parent that waits for its child past its workflow timeout. */
-@Workflow('rf_timed_parent', { timeout: '1s', retry: { attempts: 1 } })
+/** A parent that waits for its child past its workflow timeout (long enough for the child to reach its wait first, on a loaded machine). */
+@Workflow('rf_timed_parent', { timeout: '5s', retry: { attempts: 1 } })
 class RfTimedParent {
   @Step()
   async call(ctx: RunContext) {
@@ -253,8 +253,8 @@ describe('durable.run.finished for runs ended outside the worker', () => {
         .add('a', RfFail)
         .add('b', RfNode, {}, { deps: ['a'] }),
     );
-    await waitFor(async () => (await t.durable.getRun(runIds.b))?.status === 'cancelled', { timeout: 10_000 });
-    await waitFor(async () => (await finished('rf_fail', 'failed')) > 0);
+    await waitFor(async () => (await t.durable.getRun(runIds.b))?.status === 'cancelled', { timeout: 30_000, message: 'b is cancelled behind the failed a' });
+    await waitFor(async () => (await finished('rf_fail', 'failed')) > 0, { timeout: 15_000, message: 'a is counted' });
     const before = await finished('rf_node', 'cancelled');
     // appended behind the failed a: x, and y behind x, are cancelled in the append's transaction
     const appended = await t.durable.startFlow(
@@ -272,18 +272,21 @@ describe('durable.run.finished for runs ended outside the worker', () => {
     // nodeTimeout is 1s in the tests: the grace after which the flow maintenance counts the dep deleted
     const t = await createApp({ workflows: all, options: { worker: { workflows: running } } });
     const { flowId, runIds } = await t.durable.startFlow(t.durable.flow().add('a', RfNode));
-    await t.durable.waitForRun(runIds.a, { timeout: 10_000 });
+    await t.durable.waitForRun(runIds.a, { timeout: 30_000 });
     const before = await finished('rf_node', 'cancelled');
     const { runIds: more } = await t.durable.startFlow(
       (await t.durable.appendFlow(flowId, { checkDeps: false }))
         .add('orphan', RfNode, {}, { deps: ['ghost'] })
         .add('downstream', RfNode, {}, { deps: ['orphan'] }),
     );
-    await waitFor(async () => (await t.durable.getRun(more.downstream))?.status === 'cancelled', { timeout: 15_000 });
+    await waitFor(async () => (await t.durable.getRun(more.downstream))?.status === 'cancelled', {
+      timeout: 30_000,
+      message: 'the flow maintenance cancels the nodes behind the missing dep',
+    });
     expect((await t.durable.getRun(more.orphan))!.error).toMatchObject({ reason: 'deleted' });
-    await waitFor(async () => (await finished('rf_node', 'cancelled')) === before + 2, { timeout: 5_000, message: 'both nodes are counted' });
+    await waitFor(async () => (await finished('rf_node', 'cancelled')) === before + 2, { timeout: 15_000, message: 'both nodes are counted' });
     const next = await t.durable.start('rf_node', {});
-    await t.durable.waitForRun(next.runId, { timeout: 10_000 });
+    await t.durable.waitForRun(next.runId, { timeout: 30_000 });
     expect(await finished('rf_node', 'cancelled')).toBe(before + 2);
   });
 
@@ -291,13 +294,16 @@ describe('durable.run.finished for runs ended outside the worker', () => {
     const t = await createApp({ workflows: all, options: { worker: { workflows: running } } });
     const before = { failed: await finished('rf_timed_parent', 'failed'), child: await finished('rf_hold', 'cancelled') };
     const p = await t.durable.start('rf_timed_parent', {});
-    const [child] = await waitFor(async () => {
-      const kids = await t.durable.listRuns({ parentId: p.runId });
-      return kids.length === 1 && kids[0].status === 'waiting' ? kids : undefined;
-    });
-    await waitFor(async () => (await t.durable.getRun(p.runId))?.status === 'failed', { timeout: 15_000 });
+    const [child] = await waitFor(
+      async () => {
+        const kids = await t.durable.listRuns({ parentId: p.runId });
+        return kids.length === 1 && kids[0].status === 'waiting' ? kids : undefined;
+      },
+      { timeout: 30_000, message: 'the child waits' },
+    );
+    await waitFor(async () => (await t.durable.getRun(p.runId))?.status === 'failed', { timeout: 30_000, message: 'the parent times out' });
     expect((await t.durable.getRun(child.id))!.status).toBe('cancelled');
     await waitFor(async () => (await finished('rf_timed_parent', 'failed')) === before.failed + 1, { message: 'the parent is counted' });
-    await waitFor(async () => (await finished('rf_hold', 'cancelled')) === before.child + 1, { timeout: 5_000, message: 'its child is counted' });
+    await waitFor(async () => (await finished('rf_hold', 'cancelled')) === before.child + 1, { timeout: 15_000, message: 'its child is counted' });
   });
 });
