@@ -35,7 +35,7 @@ describe('a re-add that gives a run the newer input', () => {
     const t = await createApp({ workflows: [Grouped] });
     // tenant b's run is going (unkeyed: not debounced)
     const x = await t.durable.start(Grouped, { tenant: 'b' });
-    await waitFor(async () => (await statusOf(t.schema, x.runId)) === 'running', { message: "tenant b's run is running" });
+    await waitFor(async () => (await statusOf(t.schema, x.runId)) === 'running', { timeout: 30_000, message: "tenant b's run is running" });
     // a keyed run in its debounce wait, started for tenant a, takes tenant b's input
     const r = await t.durable.start(Grouped, { tenant: 'a' }, { key: 'doc:1' });
     expect(await t.durable.start(Grouped, { tenant: 'b' }, { key: 'doc:1' })).toEqual({ runId: r.runId, outcome: 'debounced' });
@@ -45,12 +45,13 @@ describe('a re-add that gives a run the newer input', () => {
     const y = await t.durable.start(Grouped, { tenant: 'a' });
     // tenant a's run begins; the debounced run, now tenant b's, waits for tenant b's run to end
     await waitFor(async () => (await statusOf(t.schema, y.runId)) !== 'pending' || (await statusOf(t.schema, r.runId)) !== 'pending', {
+      timeout: 30_000,
       message: 'a run begins',
     });
     expect(await statusOf(t.schema, r.runId)).toBe('pending');
     expect(tenants.get('b')!.most).toBe(1);
     gate.open();
-    await t.durable.waitForRun(r.runId, { timeout: 10_000 });
+    await t.durable.waitForRun(r.runId, { timeout: 30_000 });
     expect(tenants.get('b')!.most).toBe(1);
   });
 });

@@ -61,10 +61,13 @@ const running = ['rt_hold', 'rt_keyed_parent', 'rt_fail', 'rt_node'];
 /** Starts a keyed parent under `key` and waits until its child waits. */
 async function parentWithChild(t: TestApp, key: string): Promise<{ parent: string; child: string }> {
   const p = await t.durable.start('rt_keyed_parent', {}, { key });
-  const [child] = await waitFor(async () => {
-    const kids = await t.durable.listRuns({ parentId: p.runId });
-    return kids.length === 1 && kids[0].status === 'waiting' ? kids : undefined;
-  });
+  const [child] = await waitFor(
+    async () => {
+      const kids = await t.durable.listRuns({ parentId: p.runId });
+      return kids.length === 1 && kids[0].status === 'waiting' ? kids : undefined;
+    },
+    { timeout: 30_000, message: `the child of the parent keyed ${key} waits` },
+  );
   return { parent: p.runId, child: child.id };
 }
 
@@ -105,8 +108,8 @@ describe('durable.run.finished for cascades in one transaction', () => {
         .add('a', RtFail)
         .add('b', RtNode, {}, { deps: ['a'] }),
     );
-    await waitFor(async () => (await t.durable.getRun(runIds.b))?.status === 'cancelled', { timeout: 10_000 });
-    await waitFor(async () => (await finished('rt_node', 'cancelled')) > 0, { message: 'b is counted' });
+    await waitFor(async () => (await t.durable.getRun(runIds.b))?.status === 'cancelled', { timeout: 30_000, message: 'b is cancelled behind the failed a' });
+    await waitFor(async () => (await finished('rt_node', 'cancelled')) > 0, { timeout: 15_000, message: 'b is counted' });
     const replaced = await parentWithChild(t, 'k');
     const before = { node: await finished('rt_node', 'cancelled'), child: await finished('rt_hold', 'cancelled') };
     await ds.transaction(async (manager) => {
@@ -139,8 +142,11 @@ describe('durable.run.finished for cascades in one transaction', () => {
     await app.close();
     const before = await finished('rt_node', 'cancelled');
     const node = await createApp({ workflows: all, schema: app.schema, options: { worker: { workflows: running } } });
-    await waitFor(async () => (await node.durable.getRun(runIds.c))?.status === 'cancelled', { timeout: 15_000 });
+    await waitFor(async () => (await node.durable.getRun(runIds.c))?.status === 'cancelled', {
+      timeout: 30_000,
+      message: 'the flow maintenance cancels b and c',
+    });
     expect((await node.durable.getRun(runIds.b))!.status).toBe('cancelled');
-    await waitFor(async () => (await finished('rt_node', 'cancelled')) === before + 2, { timeout: 5_000, message: 'b and c are counted' });
+    await waitFor(async () => (await finished('rt_node', 'cancelled')) === before + 2, { timeout: 15_000, message: 'b and c are counted' });
   });
 });

@@ -28,7 +28,7 @@ function repeatableReadUrl(): string {
 async function blockedBy(pid: number, message: string): Promise<void> {
   await waitFor(
     async () => (await sql<{ n: number }>(`select count(*)::int as n from pg_stat_activity where $1 = any (pg_blocking_pids(pid))`, [pid]))[0].n >= 1,
-    { message },
+    { timeout: 30_000, message },
   );
 }
 
@@ -65,7 +65,7 @@ describe('schedule fires and the locks they hold', () => {
     // Postgres ends the trigger's idle transaction (as it does a tick's), and the tick goes on
     let done: FireResult | undefined;
     void fired.then((r) => (done = r));
-    const out = await waitFor(() => done, { timeout: 15_000, message: 'the tick goes on once the stopped trigger is cut off' });
+    const out = await waitFor(() => done, { timeout: 30_000, message: 'the tick goes on once the stopped trigger is cut off' });
     expect(out).toEqual({ fired: true, runId: expect.any(String), outcome: 'created' });
     expect((await runsOf(t.schema)).map((r) => r.id)).toEqual([out.runId]);
     stuck.open();

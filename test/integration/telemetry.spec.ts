@@ -254,8 +254,8 @@ describe('OpenTelemetry', () => {
       .add('b', Two, { n: 2 }, { deps: ['a'] });
     const started = await inSpan('POST /flows', () => durable.startFlow(flow));
     const { flowId, runIds } = started.out;
-    for (const id of Object.values(runIds)) expect((await durable.waitForRun(id, { timeout: 10_000 })).status).toBe('completed');
-    await waitFor(() => Object.values(runIds).every((id) => named('durable.run', id).length === 1), { message: 'a run span per node' });
+    for (const id of Object.values(runIds)) expect((await durable.waitForRun(id, { timeout: 30_000 })).status).toBe('completed');
+    await waitFor(() => Object.values(runIds).every((id) => named('durable.run', id).length === 1), { timeout: 15_000, message: 'a run span per node' });
     for (const id of Object.values(runIds)) {
       const [run] = named('durable.run', id);
       expect(run.spanContext().traceId).toBe(started.span.spanContext().traceId);
@@ -264,8 +264,8 @@ describe('OpenTelemetry', () => {
     // a rerun's fresh runs continue the trace of the request that asked for it
     const rerun = await inSpan('POST /flows/rerun', () => durable.rerunFlow(flowId, { from: 'b' }));
     const id = rerun.out.runIds.b;
-    await durable.waitForRun(id, { timeout: 10_000 });
-    await waitFor(() => named('durable.run', id).length === 1, { message: 'the rerun node’s run span' });
+    await durable.waitForRun(id, { timeout: 30_000 });
+    await waitFor(() => named('durable.run', id).length === 1, { timeout: 15_000, message: 'the rerun node’s run span' });
     expect(named('durable.run', id)[0].spanContext().traceId).toBe(rerun.span.spanContext().traceId);
   });
 

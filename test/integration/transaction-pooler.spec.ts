@@ -46,7 +46,7 @@ describe('transactionPooler', () => {
   it('the proxy sees what a transaction pooler breaks on when the option is off', async () => {
     const t = await createApp({ workflows: [Steps], options: { url: proxy.url(databaseUrl()) } });
     const { runId } = await t.durable.start(Steps, { n: 1 });
-    expect(await t.durable.waitForRun(runId, { timeout: 10_000 })).toMatchObject({ status: 'completed' });
+    expect(await t.durable.waitForRun(runId, { timeout: 30_000 })).toMatchObject({ status: 'completed' });
     expect(proxy.violations).toEqual(
       expect.arrayContaining([
         expect.stringMatching(/^startup parameter statement_timeout/),
@@ -61,7 +61,7 @@ describe('transactionPooler', () => {
     const t = await createApp({ workflows: [Steps], logger, options: { url: proxy.url(databaseUrl()), transactionPooler: true } });
     const runs = await Promise.all([1, 2, 3].map((n) => t.durable.start(Steps, { n })));
     for (const [i, { runId }] of runs.entries()) {
-      expect(await t.durable.waitForRun(runId, { timeout: 10_000 })).toMatchObject({ status: 'completed', result: (i + 1) * 2 });
+      expect(await t.durable.waitForRun(runId, { timeout: 30_000 })).toMatchObject({ status: 'completed', result: (i + 1) * 2 });
     }
     expect(logger.find('log', 'transactionPooler: no LISTEN').length).toBe(1);
     // the run went through the claim and the transition statements, unnamed
@@ -78,5 +78,5 @@ describe('transactionPooler', () => {
     expect(await cli('status', '--transaction-pooler', '--schema', schema)).toMatchObject({ code: 0, stderr: '' });
     expect(await cli('runs', 'list', '--transaction-pooler', '--schema', schema)).toMatchObject({ code: 0, stderr: '' });
     expect(proxy.violations).toEqual([]);
-  });
+  }, 180_000);
 });

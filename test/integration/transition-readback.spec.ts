@@ -29,10 +29,13 @@ describe('the read-back after a batch in which key holders ended', () => {
       await lock.query('BEGIN');
       await lock.query(`LOCK TABLE ${S}.activity IN ACCESS EXCLUSIVE MODE`);
       const r = await t.durable.start('tr_keyed', {}, { key: 'k' });
-      await waitFor(async () => (await countRuns(t.schema, "id = $1 AND status = 'completed'", [r.runId])) === 1, { message: 'the run completed' });
+      await waitFor(async () => (await countRuns(t.schema, "id = $1 AND status = 'completed'", [r.runId])) === 1, {
+        timeout: 30_000,
+        message: 'the run completed',
+      });
       await waitForLockWait([`${S}.activity`, 'WHERE at = $1'], 'the read-back waits for the lock');
       await waitFor(async () => (await counter('durable.run.finished', { workflow: 'tr_keyed', status: 'completed' })) === before + 1, {
-        timeout: 3_000,
+        timeout: 15_000,
         message: 'the completion is counted while the read-back waits',
       });
     } finally {
