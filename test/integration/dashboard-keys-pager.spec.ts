@@ -19,6 +19,9 @@ function link(html: string, rel: 'first' | 'next'): string | undefined {
 /** The keys a keys page lists, in its order. */
 const listed = (html: string): string[] => [...html.matchAll(/<td class="mono"><a href="[^"]*">([^<]*)<\/a><\/td>/g)].map((m) => m[1]);
 
+// 22,000 runs written and eight pages read across them: tens of seconds on a loaded machine
+jest.setTimeout(180_000);
+
 describe('dashboard keys pager', () => {
   let t: TestApp;
 
