@@ -230,7 +230,7 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
   async trigger(name: string): Promise<StartResult> {
     if (unstorableName(name)) throw new ScheduleNotFoundError(String(name));
     let taken: KeyTakenError | undefined;
-    const result = await this.connection.dataSource.transaction(FIRE_ISOLATION, async (manager) => {
+    const result = await this.fireTransaction(async (manager) => {
       const q = managerQueryable(manager);
       // as in a tick: a node that stops in the middle of the trigger does not hold the row for good
       await this.store.fireSession(q);
@@ -334,7 +334,7 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
     try {
       const tick = tickAt(local.cron, local.timezone, at);
       if (!tick) return { fired: false }; // an instant the cron library named in a repeated hour, of no tick
-      const out = await this.connection.dataSource.transaction(FIRE_ISOLATION, async (manager) => {
+      const out = await this.fireTransaction(async (manager) => {
         const q = managerQueryable(manager);
         await this.store.fireSession(q);
         const claimed = await this.store.claimTick(q, local, tick, this.options.nodeId, next);
@@ -357,6 +357,22 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
       return { fired: false, outcome: 'failed' };
     } finally {
       stat.ticks++;
+    }
+  }
+
+  /**
+   * Runs a fire (tick or trigger) in a transaction of its own, on a connection of its own: never in
+   * one the app keeps in an async context (with `typeorm-transactional` the DataSource's `manager` is
+   * the running `@Transactional()` method's, and the fire would join it as a savepoint: its isolation
+   * level ignored, its idle timeout left on the caller's transaction, the schedule's row locked and
+   * its run uncommitted until the caller ends).
+   */
+  private async fireTransaction<T>(fn: (manager: EntityManager) => Promise<T>): Promise<T> {
+    const runner = this.connection.dataSource.createQueryRunner();
+    try {
+      return await runner.manager.transaction(FIRE_ISOLATION, fn);
+    } finally {
+      await runner.release();
     }
   }
 
