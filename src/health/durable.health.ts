@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { MAX_TIMER_MS, toMs, type Duration } from '../domain/duration';
+import { monotonicMs } from '../domain/monotonic-clock';
 import { DurableConnection } from '../core/durable.connection';
 import { RESOLVED_OPTIONS } from '../core/durable.constants';
 import type { ResolvedOptions } from '../options/resolve-options';
@@ -61,9 +62,10 @@ export class DurableHealthIndicator {
     const details: Record<string, unknown> = { nodeId, pending: backlog.pending, lagMs: Math.round(backlog.lagMs) };
     if (opts.worker !== false) {
       const { worker } = this;
-      const silentMs = Date.now() - worker.pulse.aliveAt;
+      // on the clock the pulse keeps (monotonic): a wall clock set forward does not turn the node down
+      const silentMs = Math.round(monotonicMs() - worker.pulse.aliveAt);
       details.running = worker.running.size;
-      details.lastTickMsAgo = silentMs;
+      details.lastTickMsAgo = Number.isFinite(silentMs) ? silentMs : null;
       if (worker.fenced) {
         return result('down', { ...details, reason: 'this node could not heartbeat: it has fenced itself and claims nothing until a beat succeeds' });
       }

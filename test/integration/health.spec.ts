@@ -5,7 +5,7 @@ import * as path from 'path';
 import { Client } from 'pg';
 import { AppModule } from '../../sample-app/src/app.module';
 import { DurableHealthIndicator, DurableValidationError, Step, Workflow } from '../../src';
-import { createApp, databaseUrl, DIST_ENTRY, freshSchema, ident, PgProxy, RecordingLogger, sql, waitFor, waitForLockWait } from '../support';
+import { createApp, databaseUrl, DIST_ENTRY, freshSchema, ident, PgProxy, RecordingLogger, sql, waitFor, waitForLockWait, withClockOff } from '../support';
 
 /** A workflow for the worker to claim (the claim loop claims only for registered workflows). */
 @Workflow('health_noop')
@@ -152,6 +152,15 @@ describe('GET /health (sample app, DurableHealthIndicator)', () => {
       );
     });
     expect(seen.filter((r) => r.status !== 'up')).toEqual([]);
+  });
+
+  it("stays up when the node's wall clock is set forward (the loop's silence is timed on a clock that never steps)", async () => {
+    const t = await createApp({ workflows: [Noop], options: { nodeTimeout: '60s' } });
+    const indicator = t.get(DurableHealthIndicator);
+    await waitFor(async () => (await indicator.isHealthy()).durable.status === 'up', { message: 'up' });
+    const ahead = await withClockOff(3_600_000, () => indicator.isHealthy());
+    expect(ahead.durable).toMatchObject({ status: 'up' });
+    expect(ahead.durable.lastTickMsAgo).toBeLessThan(60_000);
   });
 
   it('is down while the node has fenced itself (it cannot heartbeat), and up again once a beat succeeds', async () => {
