@@ -38,6 +38,9 @@ async function get(base: string, route: string) {
   return { status: res.status, body: (await res.json()) as Record<string, any> }; // eslint-disable-line @typescript-eslint/no-explicit-any -- JSON of any shape
 }
 
+/** The health check's database read may take long on a loaded machine: these tests are about the worker's state, not that read. */
+const PATIENT = { timeout: '20s' };
+
 describe('GET /health (sample app, DurableHealthIndicator)', () => {
   let app: INestApplication | undefined;
   let proxy: PgProxy;
@@ -116,20 +119,23 @@ describe('GET /health (sample app, DurableHealthIndicator)', () => {
     const options = { nodeTimeout: '60s', statementTimeout: false as const, worker: { pollInterval: '100ms' } };
     const t = await createApp({ schema, workflows: [Noop], options });
     const indicator = t.get(DurableHealthIndicator);
-    await waitFor(async () => (await indicator.isHealthy()).durable.status === 'up', { message: 'up' });
+    await waitFor(async () => (await indicator.isHealthy('durable', PATIENT)).durable.status === 'up', { message: 'up' });
     // plain reads go on (the health query's), every claim waits
     await whileHeld(`LOCK TABLE ${ident(schema)}.runs IN EXCLUSIVE MODE`, async () => {
       await waitForLockWait([`${ident(schema)}.runs`, 'SKIP LOCKED'], 'a claim waits for the lock');
       const down = await waitFor(
         async () => {
-          const r = await indicator.isHealthy();
+          const r = await indicator.isHealthy('durable', PATIENT);
           return r.durable.status === 'down' ? r : undefined;
         },
-        { timeout: 10_000, message: 'down while the claim hangs' },
+        { timeout: 30_000, message: 'down while the claim hangs' },
       );
       expect(down.durable).toMatchObject({ status: 'down', reason: expect.stringMatching(/claim/) });
     });
-    await waitFor(async () => (await indicator.isHealthy()).durable.status === 'up', { timeout: 10_000, message: 'up again once the claim came back' });
+    await waitFor(async () => (await indicator.isHealthy('durable', PATIENT)).durable.status === 'up', {
+      timeout: 30_000,
+      message: 'up again once the claim came back',
+    });
   });
 
   it('stays up while a claim is slow but within its statement timeout (a busy database), with the default pollInterval', async () => {
@@ -137,18 +143,18 @@ describe('GET /health (sample app, DurableHealthIndicator)', () => {
     // the default pollInterval (1s; the test apps poll faster): 3 poll intervals are 3 s, less than the claim may take (statementTimeout 20s)
     const t = await createApp({ schema, workflows: [Noop], options: { nodeTimeout: '60s', statementTimeout: '20s', worker: { pollInterval: '1s' } } });
     const indicator = t.get(DurableHealthIndicator);
-    await waitFor(async () => (await indicator.isHealthy()).durable.status === 'up', { message: 'up' });
+    await waitFor(async () => (await indicator.isHealthy('durable', PATIENT)).durable.status === 'up', { message: 'up' });
     const seen: { status: string; reason?: unknown; lastTickMsAgo?: unknown }[] = [];
     await whileHeld(`LOCK TABLE ${ident(schema)}.runs IN EXCLUSIVE MODE`, async () => {
       await waitForLockWait([`${ident(schema)}.runs`, 'SKIP LOCKED'], 'a claim waits for the lock');
       // sampled until the claim has been out past 3 poll intervals and a half
       await waitFor(
         async () => {
-          const r = (await indicator.isHealthy()).durable;
+          const r = (await indicator.isHealthy('durable', PATIENT)).durable;
           seen.push({ status: r.status, reason: r.reason, lastTickMsAgo: r.lastTickMsAgo });
           return (r.lastTickMsAgo as number) > 3_500;
         },
-        { timeout: 10_000, message: 'the claim out for 3.5 s' },
+        { timeout: 30_000, message: 'the claim out for 3.5 s' },
       );
     });
     expect(seen.filter((r) => r.status !== 'up')).toEqual([]);
@@ -157,8 +163,8 @@ describe('GET /health (sample app, DurableHealthIndicator)', () => {
   it("stays up when the node's wall clock is set forward (the loop's silence is timed on a clock that never steps)", async () => {
     const t = await createApp({ workflows: [Noop], options: { nodeTimeout: '60s' } });
     const indicator = t.get(DurableHealthIndicator);
-    await waitFor(async () => (await indicator.isHealthy()).durable.status === 'up', { message: 'up' });
-    const ahead = await withClockOff(3_600_000, () => indicator.isHealthy());
+    await waitFor(async () => (await indicator.isHealthy('durable', PATIENT)).durable.status === 'up', { message: 'up' });
+    const ahead = await withClockOff(3_600_000, () => indicator.isHealthy('durable', PATIENT));
     expect(ahead.durable).toMatchObject({ status: 'up' });
     expect(ahead.durable.lastTickMsAgo).toBeLessThan(60_000);
   });
@@ -169,13 +175,13 @@ describe('GET /health (sample app, DurableHealthIndicator)', () => {
     // fenced 3 s after its last beat; each beat waits up to its lock timeout for the row held below
     const t = await createApp({ schema, workflows: [Noop], logger, options: { nodeId: 'health-fenced', nodeTimeout: '4s' } });
     const indicator = t.get(DurableHealthIndicator);
-    await waitFor(async () => (await indicator.isHealthy()).durable.status === 'up', { message: 'up' });
+    await waitFor(async () => (await indicator.isHealthy('durable', PATIENT)).durable.status === 'up', { message: 'up' });
     await whileHeld(`SELECT 1 FROM ${ident(schema)}.nodes WHERE id = 'health-fenced' FOR UPDATE`, async () => {
-      await waitFor(() => logger.find('warn', 'could not heartbeat').length > 0, { timeout: 10_000, message: 'the node fences itself' });
-      const fenced = await indicator.isHealthy();
+      await waitFor(() => logger.find('warn', 'could not heartbeat').length > 0, { timeout: 30_000, message: 'the node fences itself' });
+      const fenced = await indicator.isHealthy('durable', PATIENT);
       expect(fenced.durable).toMatchObject({ status: 'down', nodeId: 'health-fenced', reason: expect.stringMatching(/heartbeat/) });
     });
-    await waitFor(async () => (await indicator.isHealthy()).durable.status === 'up', { timeout: 10_000, message: 'up again after a beat' });
+    await waitFor(async () => (await indicator.isHealthy('durable', PATIENT)).durable.status === 'up', { timeout: 30_000, message: 'up again after a beat' });
   });
 
   it('shows the sample’s keyed cleanup schedule', async () => {
