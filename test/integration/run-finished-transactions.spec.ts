@@ -102,6 +102,7 @@ describe('durable.run.finished for cascades in one transaction', () => {
 
   it("an append behind a failed node and a cancelExisting start in one caller's transaction count their cascades once each", async () => {
     const t = await createApp({ workflows: all, options: { worker: { workflows: running } } });
+    const start = await finished('rt_node', 'cancelled');
     const { flowId, runIds } = await t.durable.startFlow(
       t.durable
         .flow()
@@ -109,7 +110,7 @@ describe('durable.run.finished for cascades in one transaction', () => {
         .add('b', RtNode, {}, { deps: ['a'] }),
     );
     await waitFor(async () => (await t.durable.getRun(runIds.b))?.status === 'cancelled', { timeout: 30_000, message: 'b is cancelled behind the failed a' });
-    await waitFor(async () => (await finished('rt_node', 'cancelled')) > 0, { timeout: 15_000, message: 'b is counted' });
+    await waitFor(async () => (await finished('rt_node', 'cancelled')) === start + 1, { timeout: 15_000, message: 'b is counted' });
     const replaced = await parentWithChild(t, 'k');
     const before = { node: await finished('rt_node', 'cancelled'), child: await finished('rt_hold', 'cancelled') };
     await ds.transaction(async (manager) => {
