@@ -62,3 +62,12 @@ export function groupOf(def: WorkflowDefinition, key: string | null, input: unkn
   assertValid(`workflow "${def.name}"`, [nameProblem(group, 'by(input)')]);
   return group as string;
 }
+
+/**
+ * Index of the last step of `def` at or before `from` that has a `compensate`, or -1: where the
+ * compensations of a run that failed after step `from` begin.
+ */
+export function lastCompensable(def: WorkflowDefinition, from: number): number {
+  for (let j = Math.min(from, def.steps.length - 1); j >= 0; j--) if (def.steps[j].compensate) return j;
+  return -1;
+}

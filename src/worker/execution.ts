@@ -1,5 +1,5 @@
 import { CancelledError, ChildFailedError, TimeoutError } from '../errors';
-import type { StepDefinition, WorkflowDefinition } from '../definition/workflow-definition';
+import { lastCompensable, type StepDefinition, type WorkflowDefinition } from '../definition/workflow-definition';
 import type { ClaimedRow, StepAttemptStatus, Transition } from '../store/runs.types';
 import type { RunServices } from './run-services';
 import { describeError, serializeError, type StoredError } from '../domain/serialize-error';
@@ -315,9 +315,7 @@ export class Execution implements ExecutionHandle {
 
   /** Index of the last step at or before `from` with a `compensate`, or -1. */
   private lastCompensable(from: number): number {
-    const { steps } = this.def;
-    for (let j = Math.min(from, steps.length - 1); j >= 0; j--) if (steps[j].compensate) return j;
-    return -1;
+    return lastCompensable(this.def, from);
   }
 
   /**

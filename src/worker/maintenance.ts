@@ -3,7 +3,7 @@ import { MAX_SPAN_MS, toMs, type Duration } from '../domain/duration';
 import { monotonicMs } from '../domain/monotonic-clock';
 import { callOptions } from '../domain/call-options';
 import { WorkflowRegistry } from '../definition/workflow.registry';
-import type { WorkflowDefinition } from '../definition/workflow-definition';
+import { lastCompensable, type WorkflowDefinition } from '../definition/workflow-definition';
 import { DurableConnection } from '../core/durable.connection';
 import { LOG_CONTEXT, RESOLVED_OPTIONS } from '../core/durable.constants';
 import type { ResolvedOptions } from '../options/resolve-options';
@@ -40,9 +40,7 @@ const SWEEP_EVERY_MS = 10 * 60_000;
  * (-1: none), as the worker's own failure of a run picks it.
  */
 function firstCompensations(def: WorkflowDefinition): number[] {
-  const first: number[] = [-1];
-  def.steps.forEach((st, i) => first.push(st.compensate !== undefined ? i : first[i]));
-  return first;
+  return Array.from({ length: def.steps.length + 1 }, (_, step) => lastCompensable(def, step - 1));
 }
 
 /**
@@ -110,7 +108,7 @@ export class Maintenance {
       }
     }
     const defs = registry.names().map((n) => registry.find(n)!);
-    const withCompensation = defs.filter((d) => d.steps.some((st) => st.compensate !== undefined));
+    const withCompensation = defs.filter((d) => lastCompensable(d, d.steps.length - 1) >= 0);
     const withoutCompensation = defs.filter((d) => !withCompensation.includes(d)).map((d) => d.name);
     const minTimeoutMs = Math.min(...defs.map((d) => d.timeoutMs ?? Infinity));
     // a timed-out holder's key goes to the run waiting behind it (key trigger), a timed-out parent's
