@@ -15,8 +15,16 @@ module.exports = {
     // the app's TypeScript, with its tsconfig.json but compiled to CommonJS: an ES module app's
     // `module: nodenext` would make ES modules of them, which Jest cannot run without
     // --experimental-vm-modules. `bundler` resolution (for the type check) because with `nodenext`
-    // TypeScript still emits ES modules for the .ts files of a "type": "module" package.
-    '^.+\\.tsx?$': ['ts-jest', { tsconfig: { module: 'commonjs', moduleResolution: 'bundler' } }],
+    // TypeScript still emits ES modules for the .ts files of a "type": "module" package. TypeScript
+    // 5 refuses `bundler` beside `commonjs`, so there ts-jest resolves the `node10` way, where the
+    // `resolvePackageJsonExports: true` of a `nest new` tsconfig is an error (TS5098): `null` unsets
+    // it and its `imports` twin, leaving each at the default of the resolution in use.
+    '^.+\\.tsx?$': [
+      'ts-jest',
+      {
+        tsconfig: { module: 'commonjs', moduleResolution: 'bundler', resolvePackageJsonExports: null, resolvePackageJsonImports: null },
+      },
+    ],
     // ES modules (.mjs, or .js of a "type": "module" package) to CommonJS; other files untouched
     '^.+\\.m?js$': require.resolve('./esm-to-cjs.js'),
   },
