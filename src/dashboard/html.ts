@@ -34,9 +34,25 @@ export function markup(strings: TemplateStringsArray, ...values: unknown[]): Saf
   return new SafeHtml(out);
 }
 
-/** A JSON value as indented text, for a `<pre>`. */
-export function json(value: unknown): string {
-  return value === undefined ? '' : JSON.stringify(value, null, 2);
+/** Most characters of one JSON value a page shows in full view (a run's input, context, result, error). */
+export const VALUE_CHARS = 65_536;
+
+/** Most characters of one JSON value a page shows in a table cell (a step's error, an activity's details). */
+export const CELL_CHARS = 2_048;
+
+/**
+ * `text` cut after `max` characters (never inside a surrogate pair), ending with how many bytes
+ * (UTF-8) were left out: a page never carries a value whole however big it is stored.
+ */
+export function clip(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const cut = /[\uD800-\uDBFF]/.test(text[max - 1]) ? max - 1 : max;
+  return `${text.slice(0, cut)}… ${Buffer.byteLength(text.slice(cut), 'utf8')} more bytes`;
+}
+
+/** A JSON value as indented text, for a `<pre>`, cut after `max` characters (see {@link clip}). */
+export function json(value: unknown, max = VALUE_CHARS): string {
+  return value === undefined ? '' : clip(JSON.stringify(value, null, 2), max);
 }
 
 /** A date as an ISO string (UTC), or a dash. */

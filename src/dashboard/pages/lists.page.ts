@@ -1,7 +1,7 @@
 import type { NodeInfo } from '../../runs/cluster-reader';
 import type { ActivityEvent } from '../../runs/key-insights';
 import type { ScheduleInfo } from '../../schedules/scheduler';
-import { markup, json, raw, when } from '../html';
+import { CELL_CHARS, markup, json, raw, when } from '../html';
 import { layout, live, pager, query, table, type PageContext } from '../layout';
 
 /** `/schedules`: every stored schedule, with a trigger button when actions are allowed. */
@@ -33,7 +33,7 @@ export function activityPage(ctx: PageContext, d: { events: ActivityEvent[]; kin
         <td>${when(e.at)}</td>
         <td>${e.kind}</td>
         <td>${e.runId ? markup`<a class="mono" href="${ctx.base}/runs/${e.runId}">${e.runId}</a>` : '—'}</td>
-        <td><pre>${json(e.details)}</pre></td>
+        <td><pre>${json(e.details, CELL_CHARS)}</pre></td>
       </tr>`,
   );
   const next = d.events.length === d.limit ? `${ctx.base}/activity${query({ kind: d.kind, cursor: d.events[d.events.length - 1].id })}` : null;

@@ -3,8 +3,8 @@ import type { StartExplanation } from '../../domain/keys.explain';
 import type { ActivityEvent } from '../../runs/key-insights';
 import { attemptLabel, type StepAttempt } from '../../runs/run-reader';
 import { jsonDiff } from '../diff';
-import { markup, json, raw, when, type SafeHtml } from '../html';
-import { badge, layout, live, table, type PageContext } from '../layout';
+import { CELL_CHARS, clip, markup, json, raw, when, type SafeHtml } from '../html';
+import { badge, layout, live, query, table, type PageContext } from '../layout';
 import { RUN_HEAD, runRows } from './runs.page';
 
 /** What the run page shows besides the run. */
@@ -21,17 +21,28 @@ export interface RunPageData {
   startNow?: StartExplanation;
 }
 
-const pre = (value: unknown): SafeHtml => markup`<pre>${json(value)}</pre>`;
+/** Children of a run linked from its page; the rest are found by the search `parent:<id>`. */
+export const CHILDREN_SHOWN = 50;
 
-/** A value of a diff: its JSON, or "absent". */
-const shown = (v: unknown): string => (v === undefined ? '(absent)' : JSON.stringify(v));
+/** Changed JSON paths shown per re-add; how many more there are is said. */
+export const DIFF_CHANGES_SHOWN = 20;
+
+/** Most characters of one side of a changed JSON path. */
+const DIFF_CHARS = 1_024;
+
+const pre = (value: unknown, max?: number): SafeHtml => markup`<pre>${json(value, max)}</pre>`;
+
+/** A value of a diff: its JSON (cut short when long), or "absent". */
+const shown = (v: unknown): string => (v === undefined ? '(absent)' : clip(JSON.stringify(v), DIFF_CHARS));
 
 /** The dropped input of a re-add against the run's input, per changed JSON path: the holder's in `<del>`, the dropped one in `<ins>`. */
 export function inputDiff(holderInput: unknown, dropped: unknown): SafeHtml {
   const changes = jsonDiff(holderInput, dropped);
   if (!changes.length) return markup`<p class="same">same input</p>`;
+  const more = changes.length - DIFF_CHANGES_SHOWN;
   return markup`<ul class="diff">
-    ${changes.map((c) => markup`<li><code>${c.path}</code> <del>${shown(c.before)}</del> <ins>${shown(c.after)}</ins></li>`)}
+    ${changes.slice(0, DIFF_CHANGES_SHOWN).map((c) => markup`<li><code>${c.path}</code> <del>${shown(c.before)}</del> <ins>${shown(c.after)}</ins></li>`)}
+    ${more > 0 ? markup`<li class="more">and ${more} more changed paths</li>` : ''}
   </ul>`;
 }
 
@@ -94,7 +105,7 @@ function keyPanel(ctx: PageContext, d: RunPageData): SafeHtml {
       markup`<tr>
         <td>${e.kind}</td>
         <td>${when(e.at)}</td>
-        <td><pre>${json(e.details)}</pre></td>
+        <td><pre>${json(e.details, CELL_CHARS)}</pre></td>
       </tr>`,
   );
   return markup`<section class="key-panel" id="key-panel">
@@ -121,6 +132,15 @@ function keyPanel(ctx: PageContext, d: RunPageData): SafeHtml {
   </section>`;
 }
 
+/** The run's first children as links, and a link to the search of all of them when there are more. */
+function children(ctx: PageContext, run: RunInfo, link: (id: string) => SafeHtml | string): SafeHtml | string {
+  const all = run.children;
+  if (!all.length) return '—';
+  const first = all.slice(0, CHILDREN_SHOWN).map((c) => markup`${link(c)} `);
+  if (all.length <= CHILDREN_SHOWN) return markup`${first}`;
+  return markup`${first}… <a href="${ctx.base}/runs${query({ q: `parent:${run.id}` })}">all ${all.length} children →</a>`;
+}
+
 /** `/runs/:id`: the run, its step timeline, its waits and family, and its Key panel. */
 export function runPage(ctx: PageContext, d: RunPageData): string {
   const { run } = d;
@@ -134,7 +154,7 @@ export function runPage(ctx: PageContext, d: RunPageData): string {
         <td>${when(h.startedAt)}</td>
         <td>${when(h.finishedAt)}</td>
         <td class="mono">${h.nodeId ?? ''}</td>
-        <td>${h.error ? pre(h.error) : ''}</td>
+        <td>${h.error ? pre(h.error, CELL_CHARS) : ''}</td>
       </tr>`,
   );
   const body = markup`${live(
@@ -147,7 +167,7 @@ export function runPage(ctx: PageContext, d: RunPageData): string {
           <dt>step</dt>
           <dd>${run.step ?? '—'} (attempt ${run.attempt})</dd>
           <dt>progress</dt>
-          <dd>${run.progress === null ? '—' : markup`<code class="progress">${JSON.stringify(run.progress)}</code>`}</dd>
+          <dd>${run.progress === null ? '—' : markup`<code class="progress">${clip(JSON.stringify(run.progress), CELL_CHARS)}</code>`}</dd>
           <dt>waiting for</dt>
           <dd>
             ${run.waitingFor ? markup`${run.waitingFor.kind} ${run.waitingFor.name ?? ''} ${run.waitingFor.until ? `until ${when(run.waitingFor.until)}` : ''}` : '—'}
@@ -161,7 +181,7 @@ export function runPage(ctx: PageContext, d: RunPageData): string {
           <dt>parent</dt>
           <dd>${link(run.parentId)}</dd>
           <dt>children</dt>
-          <dd>${run.children.length ? run.children.map((c) => markup`${link(c)} `) : '—'}</dd>
+          <dd>${children(ctx, run, link)}</dd>
           <dt>flow</dt>
           <dd>
             ${run.flowId ? markup`<a href="${ctx.base}/flows/${encodeURIComponent(run.flowId)}">${run.flowName ?? run.flowId}</a> (node ${run.name ?? ''})` : '—'}
