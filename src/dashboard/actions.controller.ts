@@ -1,4 +1,4 @@
-import { Body, Controller, HttpStatus, Param, Post, Req, Res, UseGuards, UseInterceptors } from '@nestjs/common';
+import { Body, Controller, HttpStatus, Param, Post, Req, Res, UseGuards } from '@nestjs/common';
 import { DurableConnection } from '../core/durable.connection';
 import { DurableValidationError, RunNotFoundError } from '../errors';
 import { assertValid, nameProblem } from '../domain/validation';
@@ -8,9 +8,8 @@ import { RunAdmin } from '../runs/run-admin';
 import { RunEvents } from '../runs/run-events';
 import { Scheduler } from '../schedules/scheduler';
 import { ActivityStore } from '../store/activity.store';
-import { DashboardContext, type HtmlResponse } from './dashboard.context';
+import { DashboardContext, runIdParam, type HtmlResponse } from './dashboard.context';
 import { DashboardGuard } from './dashboard.guard';
-import { DashboardHeaders } from './dashboard.headers';
 import { DashboardReads } from './dashboard-reads';
 import type { DashboardAction } from './dashboard.options';
 import { errorPage } from './pages/lists.page';
@@ -80,7 +79,6 @@ function formName(body: Record<string, unknown>, field: string, action: string):
  */
 @Controller()
 @UseGuards(DashboardGuard)
-@UseInterceptors(DashboardHeaders)
 export class ActionsController {
   constructor(
     private readonly context: DashboardContext,
@@ -98,7 +96,7 @@ export class ActionsController {
   async runAction(
     @Req() req: ActionRequest,
     @Res() res: Redirecting,
-    @Param('id') id: string,
+    @Param('id') given: string,
     @Param('action') slug: string,
     @Body() body: Record<string, unknown> = {},
   ) {
@@ -108,6 +106,7 @@ export class ActionsController {
     if (refused) return this.refuse(res, HttpStatus.FORBIDDEN, refused);
     let target = '';
     const answer = await this.context.render(async (ctx) => {
+      const id = runIdParam(given);
       const run = await this.reads.readers.runs.get(id);
       if (!run) throw new RunNotFoundError(id);
       const details: Record<string, unknown> = { action };

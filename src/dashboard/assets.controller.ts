@@ -1,12 +1,10 @@
-import { Controller, Get, Header, UseGuards, UseInterceptors } from '@nestjs/common';
+import { Controller, Get, Header, UseGuards } from '@nestjs/common';
 import { DASHBOARD_CSS, DASHBOARD_JS } from './assets';
 import { DashboardGuard } from './dashboard.guard';
-import { DashboardHeaders } from './dashboard.headers';
 
 /** The dashboard's stylesheet and script (behind the same guards as its pages). */
 @Controller('assets')
 @UseGuards(DashboardGuard)
-@UseInterceptors(DashboardHeaders)
 export class AssetsController {
   @Get('dashboard.css')
   @Header('Content-Type', 'text/css; charset=utf-8')

@@ -2,6 +2,7 @@ import { HttpStatus, Inject, Injectable } from '@nestjs/common';
 import { ApplicationConfig } from '@nestjs/core';
 import { DurableError, DurableValidationError, RunNotFoundError, ScheduleNotFoundError, UnknownWorkflowError } from '../errors';
 import { MAX_TIMER_MS, toMs } from '../domain/duration';
+import { isUuid } from '../domain/uuid';
 import { sqlState } from '../store/db';
 import { DASHBOARD_OPTIONS, type DurableDashboardOptions } from './dashboard.options';
 import type { PageContext } from './layout';
@@ -25,10 +26,25 @@ export interface HtmlResponse {
   redirect?: (...args: unknown[]) => unknown;
 }
 
+/**
+ * `id` from a URL, when it is a run id (a UUID); else a `DurableValidationError` (400) saying so,
+ * with the id quoted as JSON (a NUL or a control character shows as its escape) and cut short.
+ */
+export function runIdParam(id: string): string {
+  if (isUuid(id)) return id;
+  const text = String(id);
+  throw new DurableValidationError(`${JSON.stringify(text.length > 80 ? `${text.slice(0, 80)}…` : text)} is not a run id (a UUID)`);
+}
+
+/** A page that names something no stored record has (a flow): 404 with its message. */
+export class DashboardNotFoundError extends Error {}
+
 /** The status of a page for a failure: a bad request, an unknown run, a refused change, a slow database. */
 function statusOf(err: unknown): number | undefined {
   if (err instanceof SearchError || err instanceof DurableValidationError) return HttpStatus.BAD_REQUEST;
-  if (err instanceof RunNotFoundError || err instanceof ScheduleNotFoundError || err instanceof UnknownWorkflowError) return HttpStatus.NOT_FOUND;
+  if (err instanceof RunNotFoundError || err instanceof ScheduleNotFoundError || err instanceof UnknownWorkflowError || err instanceof DashboardNotFoundError) {
+    return HttpStatus.NOT_FOUND;
+  }
   if (err instanceof DurableError) return HttpStatus.CONFLICT;
   if (sqlState(err) === '57014') return HttpStatus.SERVICE_UNAVAILABLE; // statement timeout
   return undefined;

@@ -1,5 +1,4 @@
-import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
-import type { Observable } from 'rxjs';
+import { Injectable, NestMiddleware } from '@nestjs/common';
 
 /** The Content-Security-Policy of every dashboard response: its own script and stylesheet only, no inline code, no framing. */
 export const DASHBOARD_CSP =
@@ -13,21 +12,19 @@ const HEADERS: Record<string, string> = {
   'Cache-Control': 'no-store',
 };
 
-/** A response as Express or Fastify has it. */
+/** A response as a middleware sees it (Express's, or the raw Node response under Fastify). */
 interface HeaderTarget {
-  setHeader?: (name: string, value: string) => void;
-  header?: (name: string, value: string) => void;
+  setHeader(name: string, value: string): unknown;
 }
 
-/** Sets the dashboard's security headers on each of its responses. */
+/**
+ * Sets the dashboard's security headers on each of its responses. A middleware, so they are set
+ * before any guard runs: a refusal (403), a bad request or a server error carries them too.
+ */
 @Injectable()
-export class DashboardHeaders implements NestInterceptor {
-  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    const res = context.switchToHttp().getResponse<HeaderTarget>();
-    for (const [name, value] of Object.entries(HEADERS)) {
-      if (typeof res.header === 'function') res.header(name, value);
-      else res.setHeader?.(name, value);
-    }
-    return next.handle();
+export class DashboardHeaders implements NestMiddleware {
+  use(_req: unknown, res: HeaderTarget, next: () => void): void {
+    for (const [name, value] of Object.entries(HEADERS)) res.setHeader(name, value);
+    next();
   }
 }

@@ -1,4 +1,4 @@
-import { DynamicModule, Module, Provider } from '@nestjs/common';
+import { DynamicModule, MiddlewareConsumer, Module, NestModule, Provider } from '@nestjs/common';
 import { RouterModule } from '@nestjs/core';
 import { assertValid, unknownOptionProblems } from '../domain/validation';
 import { ActionsController } from './actions.controller';
@@ -11,13 +11,15 @@ import { DashboardReads } from './dashboard-reads';
 import { PagesController } from './pages.controller';
 import { RunsController } from './runs.controller';
 
+const CONTROLLERS = [RunsController, PagesController, ActionsController, AssetsController];
+
 /**
  * The dashboard: plain Nest controllers mounted with `RouterModule` at `path` (default
  * `'durable'`), so the app's global prefix, guards, filters and interceptors apply, plus the
  * `guards` given here. Read-only unless `readOnly: false`. Import it next to `DurableModule`.
  */
 @Module({})
-export class DurableDashboardModule {
+export class DurableDashboardModule implements NestModule {
   /** Mounts the dashboard with these options. */
   static forRoot(options: DurableDashboardOptions = {}): DynamicModule {
     checkDashboardOptions(options);
@@ -41,8 +43,13 @@ export class DurableDashboardModule {
     return {
       module: DurableDashboardModule,
       imports: [...imports, RouterModule.register([{ path, module: DurableDashboardModule }])],
-      controllers: [RunsController, PagesController, ActionsController, AssetsController],
-      providers: [optionsProvider, DashboardContext, DashboardReads, DashboardGuard, DashboardHeaders],
+      controllers: CONTROLLERS,
+      providers: [optionsProvider, DashboardContext, DashboardReads, DashboardGuard],
     };
+  }
+
+  /** The security headers on every dashboard response, set before the app's and the dashboard's guards run. */
+  configure(consumer: MiddlewareConsumer): void {
+    consumer.apply(DashboardHeaders).forRoutes(...CONTROLLERS);
   }
 }

@@ -1,8 +1,7 @@
-import { Controller, Get, Param, Query, Res, UseGuards, UseInterceptors } from '@nestjs/common';
+import { Controller, Get, Param, Query, Res, UseGuards } from '@nestjs/common';
 import { Scheduler } from '../schedules/scheduler';
-import { DashboardContext, type HtmlResponse } from './dashboard.context';
+import { DashboardContext, DashboardNotFoundError, type HtmlResponse } from './dashboard.context';
 import { DashboardGuard } from './dashboard.guard';
-import { DashboardHeaders } from './dashboard.headers';
 import { DashboardReads } from './dashboard-reads';
 import { flowPage } from './pages/flow.page';
 import { keysPage } from './pages/keys.page';
@@ -10,7 +9,7 @@ import { activityPage, nodesPage, schedulesPage } from './pages/lists.page';
 import { overviewPage } from './pages/overview.page';
 import { workflowPage, workflowsPage } from './pages/workflows.page';
 import { PAGE_SIZE } from './runs.controller';
-import { UnknownWorkflowError } from '../errors';
+import { RunNotFoundError, UnknownWorkflowError } from '../errors';
 
 /** Figures of the overview count at most this many runs each (a page never counts the history). */
 const OVERVIEW_CAP = 1000;
@@ -18,7 +17,6 @@ const OVERVIEW_CAP = 1000;
 /** The overview, workflows, keys, flows, schedules, activity and nodes pages. */
 @Controller()
 @UseGuards(DashboardGuard)
-@UseInterceptors(DashboardHeaders)
 export class PagesController {
   constructor(
     private readonly context: DashboardContext,
@@ -78,7 +76,16 @@ export class PagesController {
 
   @Get('flows/:id')
   async flow(@Res() res: HtmlResponse, @Param('id') id: string) {
-    this.context.send(res, await this.context.render(async (ctx) => flowPage(ctx, await this.reads.readers.flows.graph(id))));
+    this.context.send(
+      res,
+      await this.context.render(async (ctx) => {
+        const graph = await this.reads.readers.flows.graph(id).catch((err: unknown) => {
+          // the flows engine says "run … not found" of a flow id no flow has
+          throw err instanceof RunNotFoundError ? new DashboardNotFoundError(`flow ${id} not found`) : err;
+        });
+        return flowPage(ctx, graph);
+      }),
+    );
   }
 
   @Get('schedules')

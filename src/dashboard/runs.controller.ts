@@ -1,8 +1,7 @@
-import { Controller, Get, Param, Query, Res, UseGuards, UseInterceptors } from '@nestjs/common';
+import { Controller, Get, Param, Query, Res, UseGuards } from '@nestjs/common';
 import { RunNotFoundError } from '../errors';
-import { DashboardContext, type HtmlResponse } from './dashboard.context';
+import { DashboardContext, runIdParam, type HtmlResponse } from './dashboard.context';
 import { DashboardGuard } from './dashboard.guard';
-import { DashboardHeaders } from './dashboard.headers';
 import { DashboardReads } from './dashboard-reads';
 import { runPage } from './pages/run.page';
 import { runsPage } from './pages/runs.page';
@@ -14,7 +13,6 @@ export const PAGE_SIZE = 50;
 /** The runs list with its search, and the run page. */
 @Controller()
 @UseGuards(DashboardGuard)
-@UseInterceptors(DashboardHeaders)
 export class RunsController {
   constructor(
     private readonly context: DashboardContext,
@@ -52,10 +50,11 @@ export class RunsController {
     this.context.send(res, answer);
   }
 
-  /** `/runs/:id`: the run page. */
+  /** `/runs/:id`: the run page; an id that is not a run id answers 400. */
   @Get('runs/:id')
-  async run(@Res() res: HtmlResponse, @Param('id') id: string) {
+  async run(@Res() res: HtmlResponse, @Param('id') given: string) {
     const answer = await this.context.render(async (ctx) => {
+      const id = runIdParam(given);
       const { runs, keys } = this.reads.readers;
       const run = await runs.get(id);
       if (!run) throw new RunNotFoundError(id);
