@@ -1,5 +1,6 @@
 import type { QueryRunner } from 'typeorm';
 import { DurableMigration } from './durable-migration';
+import { flowResolveFunction } from './flow-resolve-function';
 
 /**
  * DAG flows. A flow node is a run with `flow_id`/`name`/`deps`; this migration adds:
@@ -68,71 +69,7 @@ export class DurableFlows1733040003000 extends DurableMigration {
       )`);
     await q.query(`CREATE INDEX IF NOT EXISTS flow_hooks_due ON ${s}.flow_hooks (due_at)`);
 
-    await q.query(`
-      CREATE OR REPLACE FUNCTION ${s}.durable_flow_resolve(fid text, names text[], outcomes text[]) RETURNS integer
-      LANGUAGE plpgsql AS $fn$
-      DECLARE
-        ids uuid[]; oks int[]; bads text[];
-        nbad int; nok int;
-        next_names text[];
-        woke int := 0;
-        n int;
-      BEGIN
-        LOOP
-          EXIT WHEN names IS NULL OR cardinality(names) = 0;
-          -- resolve every open edge leaving these nodes, grouped by dependant
-          WITH e AS (
-            UPDATE ${s}.flow_deps d SET resolved = true, missing = false
-            FROM unnest(names, outcomes) AS x(n, o)
-            WHERE d.flow_id = fid AND d.dep_name = x.n AND NOT d.resolved
-            RETURNING d.run_id, x.o,
-              (x.o = 'completed' OR (x.o = 'cancelled' AND d.ignore_cancelled)
-                OR (x.o = 'failed' AND d.ignore_failed) OR (x.o = 'deleted' AND d.ignore_deleted)) AS ok
-          ), g AS (
-            SELECT run_id, (count(*) FILTER (WHERE ok))::int AS oks, (array_agg(o) FILTER (WHERE NOT ok))[1] AS bad
-            FROM e GROUP BY run_id
-          )
-          SELECT array_agg(g.run_id ORDER BY g.run_id), array_agg(g.oks ORDER BY g.run_id), array_agg(g.bad ORDER BY g.run_id),
-              count(*) FILTER (WHERE g.bad IS NOT NULL), count(*) FILTER (WHERE g.bad IS NULL AND g.oks > 0)
-            INTO ids, oks, bads, nbad, nok
-          FROM g;
-          EXIT WHEN ids IS NULL;
-          -- dependants whose dep counts as completed: one dep fewer; the last one makes them pending
-          IF nok > 0 THEN
-          WITH w AS (
-            UPDATE ${s}.runs r SET
-              deps_left = r.deps_left - x.oks,
-              status = CASE WHEN r.deps_left - x.oks <= 0 THEN 'pending' ELSE r.status END,
-              run_at = CASE WHEN r.deps_left - x.oks <= 0 THEN now() ELSE r.run_at END
-            FROM unnest(ids, oks, bads) AS x(id, oks, bad)
-            WHERE r.id = x.id AND x.bad IS NULL AND x.oks > 0 AND r.status = 'waiting' AND r.deps_left > 0
-            RETURNING r.status
-          ) SELECT count(*) FILTER (WHERE status = 'pending') INTO n FROM w;
-          woke := woke + n;
-          END IF;
-          EXIT WHEN nbad = 0;
-          -- dependants with a dep that cancels them: cancelled now, hook due; their own dependants next
-          PERFORM set_config('durable.flow_resolving', 'on', true);
-          WITH c AS (
-            UPDATE ${s}.runs r SET status = 'cancelled', finished_at = now(),
-              cancel_reason = 'a dependency was ' || x.bad,
-              error = jsonb_build_object('name', 'CancelledError', 'code', 'cancelled',
-                'message', 'cancelled because a dependency was ' || x.bad, 'reason', x.bad)
-            FROM unnest(ids, bads) AS x(id, bad)
-            WHERE r.id = x.id AND x.bad IS NOT NULL AND r.status = 'waiting' AND r.deps_left > 0
-            RETURNING r.id, r.name, x.bad
-          ), h AS (
-            INSERT INTO ${s}.flow_hooks (run_id, reason) SELECT id, bad FROM c ON CONFLICT DO NOTHING
-          )
-          SELECT array_agg(name) INTO next_names FROM c;
-          PERFORM set_config('durable.flow_resolving', '', true);
-          names := next_names;
-          outcomes := CASE WHEN next_names IS NULL THEN NULL ELSE array_fill('cancelled'::text, ARRAY[cardinality(next_names)]) END;
-        END LOOP;
-        IF woke > 0 THEN PERFORM pg_notify('${channel}', ''); END IF;
-        RETURN woke;
-      END
-      $fn$`);
+    await q.query(flowResolveFunction(s, channel));
 
     // One call per UPDATE statement, not per row: a batch of finished parents of one flow is
     // resolved together (a fan-in child is updated once per batch, not once per parent).

@@ -24,6 +24,7 @@ import { DurableScheduleFiresKept1733040024000 } from './1733040024000-durable-s
 import { DurableChildWaits1733040025000 } from './1733040025000-durable-child-waits';
 import { DurableFlowScanIndexes1733040027000 } from './1733040027000-durable-flow-scan-indexes';
 import { DurableFlowCascadeHooks1733040028000 } from './1733040028000-durable-flow-cascade-hooks';
+import { DurableFlowResolveCascaded1733040029000 } from './1733040029000-durable-flow-resolve-cascaded';
 
 export { DurableInit1733040000000, DurableKeys1733040001000, DurableWaits1733040002000 };
 export { DurableFlows1733040003000 };
@@ -48,6 +49,7 @@ export { DurableScheduleFiresKept1733040024000 };
 export { DurableChildWaits1733040025000 };
 export { DurableFlowScanIndexes1733040027000 };
 export { DurableFlowCascadeHooks1733040028000 };
+export { DurableFlowResolveCascaded1733040029000 };
 
 /** The module's migration classes in order, for schema `durable` (TypeORM `migrations: [...]`). */
 export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[] = [
@@ -76,6 +78,7 @@ export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[]
   DurableChildWaits1733040025000,
   DurableFlowScanIndexes1733040027000,
   DurableFlowCascadeHooks1733040028000,
+  DurableFlowResolveCascaded1733040029000,
 ];
 
 /**

@@ -1,6 +1,6 @@
 import type { Queryable } from './db';
 import { runColumns, type RunRow } from './run-row';
-import { CANCELLED_BY_FLOW, statusLiterals } from './sql';
+import { statusLiterals } from './sql';
 import { FINISHED_STATUSES, type RunStatus } from '../domain/run-info';
 import {
   depOutcome,
@@ -19,7 +19,8 @@ const FINAL = `(${statusLiterals(FINISHED_STATUSES)})`;
 /**
  * Every statement of DAG flows: the `flows` and `flow_deps` tables (hooks: `HooksStore`) and the flow
  * columns of `runs`. Dependency resolution itself is `durable_flow_resolve` (see the flows
- * migration), called by the triggers on `runs` and, for repairs and appends, from here.
+ * migration), called by the triggers on `runs`, and, for repairs, appends and reruns, from here as
+ * `durable_flow_resolve_cascaded`, which also reports the nodes it cancelled.
  */
 export class FlowsStore {
   private readonly sql: Record<string, string>;
@@ -95,12 +96,9 @@ export class FlowsStore {
       clearMissing: `
         UPDATE ${S}.flow_deps SET missing = false
         WHERE flow_id = $1 AND dep_name = ANY($2::text[]) AND missing AND NOT resolved`,
-      resolve: `SELECT ${S}.durable_flow_resolve($1, $2::text[], $3::text[]) AS woke`,
-      // the nodes of flow $1 that durable_flow_resolve cancelled in this transaction (finished_at is
-      // its now(): read through runs_finished), by the reason it writes
-      cascadedNow: `
-        SELECT id, workflow FROM ${S}.runs
-        WHERE finished_at = now() AND flow_id = $1 AND status = 'cancelled' AND ${CANCELLED_BY_FLOW}`,
+      // woke: nodes made pending; cancelled: the workflow of each node it cancelled (a dependency
+      // that did not complete), its dependants' dependants included
+      resolve: `SELECT woke, cancelled_workflows AS cancelled FROM ${S}.durable_flow_resolve_cascaded($1, $2::text[], $3::text[])`,
       node: `SELECT ${runColumns(S, 'r')} FROM ${S}.runs r WHERE flow_id = $1 AND name = $2`,
       nodes: `
         SELECT ${runColumns(S, 'r')} FROM ${S}.runs r WHERE flow_id = $1 AND ($2::text[] IS NULL OR name = ANY($2::text[]))
@@ -257,27 +255,15 @@ export class FlowsStore {
   }
 
   /**
-   * Resolves the open edges leaving the named nodes with the given outcomes; returns how many nodes
-   * woke. With `cancelled`, the workflow of each node it cancelled (a dependency that did not
-   * complete) is pushed to it: `q` must then be a transaction, whose cancelled nodes of the flow are
-   * read before and after the call (so those it cancelled earlier are not taken again); nothing is
-   * read when every outcome is `completed` (none can cancel).
+   * Resolves the open edges leaving the named nodes with the given outcomes, in one statement;
+   * returns how many nodes woke. The workflow of each node it cancelled (a dependency that did not
+   * complete, and so on down the graph) is pushed to `cancelled`, as the database reports it.
    */
   async resolve(q: Queryable, flowId: string, names: string[], outcomes: DepOutcome[], cancelled?: string[]): Promise<number> {
     if (names.length === 0) return 0;
-    const counting = cancelled !== undefined && outcomes.some((o) => o !== 'completed');
-    const before = counting ? await this.cascadedNow(q, flowId) : [];
-    const [row] = await q.query<{ woke: number }>(this.sql.resolve, [flowId, names, outcomes]);
-    if (counting) {
-      const seen = new Set(before.map((r) => r.id));
-      for (const r of await this.cascadedNow(q, flowId)) if (!seen.has(r.id)) cancelled!.push(r.workflow);
-    }
+    const [row] = await q.query<{ woke: number; cancelled: string[] }>(this.sql.resolve, [flowId, names, outcomes]);
+    if (cancelled) for (const workflow of row.cancelled) cancelled.push(workflow);
     return row.woke;
-  }
-
-  /** The nodes of the flow `durable_flow_resolve` cancelled in the transaction of `q`. */
-  private cascadedNow(q: Queryable, flowId: string): Promise<{ id: string; workflow: string }[]> {
-    return q.query<{ id: string; workflow: string }>(this.sql.cascadedNow, [flowId]);
   }
 
   /** One node by name, or undefined. */
