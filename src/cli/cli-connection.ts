@@ -14,8 +14,15 @@ export interface CliTarget {
   schema: string;
   /** The cluster's `nodeTimeout` in ms, which tells a live node (default: the module's). */
   nodeTimeoutMs?: number;
+  /** How long to wait for the database to answer a connection, in ms (none: wait as long as pg does). */
+  connectTimeoutMs?: number;
   /** The URL is a pooler in transaction mode: the module's `transactionPooler` (no session settings, no named statements). */
   transactionPooler?: boolean;
+}
+
+/** The error of a database that did not answer within `ms`, with Node's code for it. */
+function timedOut(ms: number): Error {
+  return Object.assign(new Error(`no answer from the database within ${ms}ms (--connect-timeout)`), { code: 'ETIMEDOUT' });
 }
 
 /**
@@ -27,6 +34,7 @@ export interface CliTarget {
 export class CliConnection {
   private app?: INestApplicationContext;
   private bare?: DataSource;
+  private reached?: Promise<void>;
 
   constructor(readonly target: CliTarget) {}
 
@@ -70,8 +78,13 @@ export class CliConnection {
 
   /** A DataSource of its own (for migrations: the module would apply them when it starts). */
   async dataSource(): Promise<DataSource> {
+    await this.reach();
     const { createDataSource } = await import('../store/typeorm-adapter');
-    this.bare ??= await createDataSource(this.target.url).initialize();
+    const { connectTimeoutMs } = this.target;
+    this.bare ??= await createDataSource(
+      this.target.url,
+      connectTimeoutMs === undefined ? undefined : { connectionTimeoutMillis: connectTimeoutMs },
+    ).initialize();
     return this.bare;
   }
 
@@ -80,7 +93,31 @@ export class CliConnection {
     if (this.bare?.isInitialized) await this.bare.destroy();
   }
 
+  /**
+   * Opens (and closes) one connection, bounded by `connectTimeoutMs`, before the module or the
+   * DataSource connects: a host that never answers fails the command with `ETIMEDOUT` instead of
+   * hanging it (the module's pool waits as long as its statement timeout, a bare DataSource for ever).
+   */
+  private reach(): Promise<void> {
+    this.reached ??= (async () => {
+      const { connectTimeoutMs, url } = this.target;
+      const { Client } = await import('pg');
+      const client = new Client({ connectionString: url, connectionTimeoutMillis: connectTimeoutMs });
+      try {
+        await client.connect();
+      } catch (err) {
+        // pg's own: 'Connection terminated due to connection timeout', without a code
+        const timeout = connectTimeoutMs !== undefined && !(err as { code?: unknown }).code && /timeout/i.test(String((err as Error)?.message));
+        throw timeout ? timedOut(connectTimeoutMs) : err;
+      } finally {
+        void client.end().catch(() => undefined);
+      }
+    })();
+    return this.reached;
+  }
+
   private async context(): Promise<INestApplicationContext> {
+    await this.reach();
     const [{ NestFactory }, { DurableModule }] = await Promise.all([import('@nestjs/core'), import('../durable.module')]);
     this.app ??= await NestFactory.createApplicationContext(
       DurableModule.forRoot({

@@ -18,9 +18,13 @@ export interface CliIo {
   env: NodeJS.ProcessEnv;
 }
 
+/** How long a command waits for the database to answer its connection, by default. */
+export const CONNECT_TIMEOUT_MS = 10_000;
+
 const GLOBAL_OPTIONS: Record<string, string> = {
   '--url <url>': 'the database (default: DATABASE_URL)',
   '--schema <name>': 'the module’s schema (default: durable)',
+  '--connect-timeout <duration>': `give up when the database does not answer within this (default ${CONNECT_TIMEOUT_MS / 1000}s)`,
   '--transaction-pooler':
     'the URL is a pooler in transaction mode (PgBouncer pool_mode = transaction): no session settings, no named prepared statements (the module option transactionPooler)',
   '--json': 'print one JSON document for scripts instead of tables',
@@ -126,6 +130,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   let found: ReturnType<typeof findCommand>;
   let nodeTimeoutMs: number | undefined;
   let schema: string;
+  let connectTimeoutMs: number;
   try {
     parsed = parseArgs(argv);
     found = findCommand(parsed);
@@ -152,6 +157,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     }
     checkUsage(found.command, found.args, parsed);
     nodeTimeoutMs = durationOption(parsed, 'node-timeout', MIN_NODE_TIMEOUT_MS); // as the module takes it
+    connectTimeoutMs = durationOption(parsed, 'connect-timeout') ?? CONNECT_TIMEOUT_MS;
     schema = stringOption(parsed, 'schema') ?? 'durable';
     // quoted into statements (migrate uses no module, which would check it)
     if (!SCHEMA_NAME.pattern.test(schema) || schema.length > SCHEMA_NAME.maxLength) {
@@ -166,7 +172,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     io.stderr(errorLine(new UsageError('no database: give --url postgres://… or set DATABASE_URL')));
     return EXIT.usage;
   }
-  const connection = new CliConnection({ url, schema, nodeTimeoutMs, transactionPooler: parsed.options.has('transaction-pooler') });
+  const connection = new CliConnection({ url, schema, nodeTimeoutMs, connectTimeoutMs, transactionPooler: parsed.options.has('transaction-pooler') });
   try {
     const out = await found.command.run({ args: found.args, parsed, connection });
     io.stdout(parsed.options.has('json') ? JSON.stringify(out.json, null, 2) : out.text);
