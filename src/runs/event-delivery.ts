@@ -17,11 +17,14 @@ export interface DeliverOptions {
  * Delivers an event to a run, on `q` (a transaction: the caller's — e.g. a start's for
  * `onDuplicate: { sendEvent }` — or one of its own). Row-locks the run, so "is it waiting for it?"
  * and the status change are atomic:
- * - the run waits for `name` → the event is stored as received and the run becomes pending: `'delivered'`;
+ * - the run waits for `name` and that wait's timeout has not passed → the event is stored as
+ *   received and the run becomes pending: `'delivered'`;
  * - else, while the run is going, with `buffer` — or whatever `buffer` says when its running step
- *   has reached that wait and is suspending on it — the event is kept (the newest kept one is what
- *   a later wait gets; after the run got one for that name, later ones are kept but never read): `'kept'`;
- * - else (finished, or not buffered): `'dropped'`.
+ *   has reached that wait, is suspending on it and its timeout has not passed — the event is kept
+ *   (the newest kept one is what a later wait gets, if it was kept before that wait's timeout
+ *   passed; after the run got one for that name, later ones are kept but never read): `'kept'`;
+ * - else (finished, past its workflow deadline, or not buffered): `'dropped'`.
+ * The send's moment is when the run's lock was asked for (see `EventsStore.lockRun`).
  * Resolves undefined when the run does not exist.
  */
 export async function deliverEvent(
@@ -35,15 +38,17 @@ export async function deliverEvent(
   const kind = options.kind ?? 'event';
   const run = await events.lockRun(q, runId);
   if (!run) return undefined;
-  if (isFinished(run.status)) return 'dropped';
+  // a run past its workflow deadline times out: it will not wait for anything again
+  if (isFinished(run.status) || run.past_deadline) return 'dropped';
   const mark = inboxMark(kind, name);
-  if (run.status === 'waiting' && run.wait_kind === kind && run.wait_name === name) {
-    await events.insert(q, runId, kind, name, payload, true);
+  if (run.status === 'waiting' && run.wait_kind === kind && run.wait_name === name && run.timer_open) {
+    await events.insert(q, runId, kind, name, payload, true, run.at);
     await events.wake(q, runId, mark);
     return 'delivered';
   }
-  if (options.buffer || (await events.waitOpen(q, runId, kind, name))) {
-    await events.insert(q, runId, kind, name, payload, false);
+  // a wait whose timeout has passed takes no event sent since, even when no worker has got to it yet
+  if (options.buffer || (await events.waitOpen(q, runId, kind, name, run.at))) {
+    await events.insert(q, runId, kind, name, payload, false, run.at);
     await events.mark(q, runId, mark);
     return 'kept';
   }

@@ -32,8 +32,14 @@ export class TestEnvStore {
             AND (run_at > now() OR debounce_until > now() OR wake_at > now() OR deadline_at > now() OR timeout_ms IS NOT NULL)
           RETURNING 1
         ), w AS (
-          -- after the runs (it reads r): a run's lock is taken before its waits', as a send and a step do
-          UPDATE ${S}.waits SET until = until - ${by} WHERE (SELECT count(*) FROM r) >= 0 AND until > now()
+          -- after the runs (it reads r): a run's lock is taken before its waits', as a send and a step do;
+          -- an event or input wait's end moves even once due (until a worker marks it timed out), and
+          -- kept events move with it: an event kept before a wait's end stays before it, one kept
+          -- after stays after (only those are its answer, see EventsStore.receive)
+          UPDATE ${S}.waits SET until = until - ${by}
+          WHERE (SELECT count(*) FROM r) >= 0 AND (until > now() OR (kind IN ('event', 'input') AND until IS NOT NULL AND NOT timed_out))
+        ), e AS (
+          UPDATE ${S}.events SET created_at = created_at - ${by} WHERE (SELECT count(*) FROM r) >= 0 AND received_at IS NULL
         ), s AS (
           UPDATE ${S}.schedules SET next_fire_at = next_fire_at - ${by} WHERE next_fire_at > now()
         ), h AS (
@@ -61,7 +67,8 @@ export class TestEnvStore {
    * Moves every not-yet-due time of the schema's runs `ms` earlier, in one statement: pending and
    * compensating runs' `run_at` (delays, retry back-offs, debounce windows) and debounce limits,
    * waiting runs' `wake_at`, deadlines, recorded waits (sleeps, wait timeouts), schedules' next
-   * ticks and flow hooks; then wakes the workers.
+   * ticks and flow hooks, and the times of events kept (with the ends of the waits they may answer);
+   * then wakes the workers.
    */
   async skip(q: Queryable, ms: number): Promise<void> {
     await q.query(this.sql.skip, [ms, this.channel]);

@@ -84,14 +84,15 @@ export async function waitFor<T>(scope: WaitScope, kind: EventKind, name: string
   const { services } = scope;
   const row = scope.recorded ?? (await services.waits.upsert(services.db, scope.runId, scope.step, scope.call, kind, name, timeoutMs));
   if (!row.timed_out) {
-    const got = await services.events.receive(services.db, scope.runId, kind, name);
+    // only an event sent before the wait's timeout passed is its answer
+    const got = await services.events.receive(services.db, scope.runId, kind, name, row.until);
     if (got) return got.payload as T;
     if (!row.due) throw scope.suspend(new Suspension(kind, name, row.until && new Date(row.until)));
     // timed out, unless the event came in just now: under the run's lock, which a send takes too, an
     // event kept for this wait is its answer; a send after this sees the wait closed
     const late = await services.db.tx(async (q) => {
       await services.events.lockRun(q, scope.runId);
-      const event = await services.events.receive(q, scope.runId, kind, name);
+      const event = await services.events.receive(q, scope.runId, kind, name, row.until);
       if (!event) await services.waits.markTimedOut(q, scope.runId, scope.step, scope.call, 'timeoutValue' in options);
       return event;
     });
