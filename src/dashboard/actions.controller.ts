@@ -140,9 +140,10 @@ export class ActionsController {
     if (refused) return this.refuse(res, HttpStatus.FORBIDDEN, refused);
     let target = '';
     const answer = await this.context.render(async (ctx) => {
-      const schedule = (await this.scheduler.list()).find((s) => s.name === name);
       const started = await this.scheduler.trigger(name);
-      await this.record(req, started.runId, schedule?.workflow ?? null, schedule?.key ?? null, {
+      // the run it started (or the key's holder it went to) has the schedule's workflow and key
+      const run = await this.reads.readers.runs.get(started.runId);
+      await this.record(req, started.runId, run?.workflow ?? null, run?.key ?? null, {
         action: 'triggerSchedule',
         schedule: name,
         outcome: started.outcome,

@@ -10,9 +10,13 @@ import { overviewPage } from './pages/overview.page';
 import { workflowPage, workflowsPage } from './pages/workflows.page';
 import { PAGE_SIZE } from './runs.controller';
 import { RunNotFoundError, UnknownWorkflowError } from '../errors';
+import { assertValid, nameProblem } from '../domain/validation';
 
 /** Figures of the overview count at most this many runs each (a page never counts the history). */
 const OVERVIEW_CAP = 1000;
+
+/** Schedules listed on a workflow's page (the Schedules page of the workflow lists them all, paged). */
+const WORKFLOW_SCHEDULES = 20;
 
 /** The overview, workflows, keys, flows, schedules, activity and nodes pages. */
 @Controller()
@@ -53,9 +57,9 @@ export class PagesController {
           runs.list({ workflow: name, limit: 20 }),
           keys.keyStats({ workflow: name }),
           keys.listKeys({ workflow: name, limit: 20 }),
-          this.scheduler.list(),
+          this.scheduler.list({ workflow: name, limit: WORKFLOW_SCHEDULES }),
         ]);
-        return workflowPage(ctx, { workflow, recent, stats, keys: keyList, schedules: schedules.filter((s) => s.workflow === name) });
+        return workflowPage(ctx, { workflow, recent, stats, keys: keyList, schedules, schedulesLimit: WORKFLOW_SCHEDULES });
       }),
     );
   }
@@ -88,9 +92,19 @@ export class PagesController {
     );
   }
 
+  /** `/schedules?workflow=&after=`: 50 schedules a page by name (of one workflow, when given), from the one after `after`. */
   @Get('schedules')
-  async schedules(@Res() res: HtmlResponse) {
-    this.context.send(res, await this.context.render(async (ctx) => schedulesPage(ctx, await this.scheduler.list())));
+  async schedules(@Res() res: HtmlResponse, @Query('workflow') workflow?: string, @Query('after') after?: string) {
+    this.context.send(
+      res,
+      await this.context.render(async (ctx) => {
+        const wf = workflow === '' ? undefined : workflow;
+        const from = after === '' ? undefined : after;
+        assertValid('schedules', [wf === undefined ? undefined : nameProblem(wf, 'workflow'), from === undefined ? undefined : nameProblem(from, 'after')]);
+        const schedules = await this.scheduler.list({ workflow: wf, after: from, limit: PAGE_SIZE });
+        return schedulesPage(ctx, { schedules, workflow: wf, after: from, limit: PAGE_SIZE });
+      }),
+    );
   }
 
   @Get('activity')

@@ -251,9 +251,11 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
     return this.jobs.names();
   }
 
-  /** Every stored schedule, by name. */
-  async list(): Promise<ScheduleInfo[]> {
-    return (await this.store.all(this.connection.db)).map((r) => this.info(r));
+  /** Every stored schedule by name; with `page`, at most `limit` of them (of `workflow`) named after `after`. */
+  async list(page?: { after?: string; workflow?: string; limit: number }): Promise<ScheduleInfo[]> {
+    const { db } = this.connection;
+    const rows = page ? await this.store.page(db, page.after ?? null, page.workflow ?? null, page.limit) : await this.store.all(db);
+    return rows.map((r) => this.info(r));
   }
 
   private info(r: ScheduleRow): ScheduleInfo {

@@ -59,6 +59,7 @@ export class SchedulesStore {
       // the key, in that order (the other order deadlocks a trigger and a tick of a keyed schedule)
       lockForFire: `SELECT * FROM ${S}.schedules WHERE name = $1 FOR NO KEY UPDATE`,
       all: `SELECT * FROM ${S}.schedules ORDER BY name`,
+      page: `SELECT * FROM ${S}.schedules WHERE ($1::text IS NULL OR name > $1) AND ($2::text IS NULL OR workflow = $2) ORDER BY name LIMIT $3`,
       // Inside a fire's transaction: a node that stops in the middle of it (paused process, lost
       // network) is cut off after this long, so the schedule row it locked does not hold up the
       // other nodes' ticks.
@@ -138,6 +139,11 @@ export class SchedulesStore {
 
   all(q: Queryable): Promise<ScheduleRow[]> {
     return q.query<ScheduleRow>(this.sql.all);
+  }
+
+  /** At most `limit` schedules (of `workflow`, when given) named after `after` (none: from the first), by name. */
+  page(q: Queryable, after: string | null, workflow: string | null, limit: number): Promise<ScheduleRow[]> {
+    return q.query<ScheduleRow>(this.sql.page, [after, workflow, limit]);
   }
 
   /** First statement of a fire's transaction (see `fireSession` above). */

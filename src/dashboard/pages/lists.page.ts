@@ -4,8 +4,14 @@ import type { ScheduleInfo } from '../../schedules/scheduler';
 import { CELL_CHARS, markup, json, raw, when } from '../html';
 import { layout, live, pager, query, table, type PageContext } from '../layout';
 
-/** `/schedules`: every stored schedule, with a trigger button when actions are allowed. */
-export function schedulesPage(ctx: PageContext, schedules: ScheduleInfo[]): string {
+/**
+ * `/schedules?workflow=&after=`: a page of stored schedules by name (of `workflow`, when given),
+ * with a trigger button when actions are allowed; "next" when the page is full, "first" past the first page.
+ */
+export function schedulesPage(ctx: PageContext, d: { schedules: ScheduleInfo[]; workflow?: string; after?: string; limit: number }): string {
+  const { schedules } = d;
+  const href = (after?: string) => `${ctx.base}/schedules${query({ workflow: d.workflow, after })}`;
+  const full = schedules.length === d.limit;
   const rows = schedules.map(
     (s) =>
       markup`<tr>
@@ -22,7 +28,18 @@ export function schedulesPage(ctx: PageContext, schedules: ScheduleInfo[]): stri
         </td>
       </tr>`,
   );
-  return layout(ctx, 'Schedules', table(['name', 'workflow', 'cron', 'time zone', 'key', 'source', 'next', 'last fired', ''], rows, 'no schedule'));
+  const filter = d.workflow
+    ? markup`<p class="hint">schedules of <a href="${ctx.base}/workflows/${encodeURIComponent(d.workflow)}">${d.workflow}</a> ·
+        <a href="${ctx.base}/schedules">every schedule</a></p>`
+    : '';
+  const nav =
+    d.after !== undefined || full
+      ? markup`<nav class="pager">
+          ${d.after !== undefined ? markup`<a rel="first" href="${href()}">← first page</a>` : ''}${full ? markup`<a rel="next" href="${href(schedules[schedules.length - 1].name)}">next →</a>` : ''}
+        </nav>`
+      : '';
+  const body = markup`${filter}${table(['name', 'workflow', 'cron', 'time zone', 'key', 'source', 'next', 'last fired', ''], rows, 'no schedule')}${nav}`;
+  return layout(ctx, 'Schedules', body);
 }
 
 /** `/activity?kind=`: the activity log, newest first, paged back by cursor. */

@@ -38,7 +38,9 @@ export interface WorkflowPageData {
   recent: RunInfo[];
   stats: KeyStats;
   keys: KeyInfo[];
+  /** Its first schedules by name, at most `schedulesLimit`. */
   schedules: ScheduleInfo[];
+  schedulesLimit: number;
 }
 
 /** `/workflows/:name`: its definition, counts, recent runs, Keys section (with a chart of re-adds) and schedules. */
@@ -117,6 +119,11 @@ export function workflowPage(ctx: PageContext, d: WorkflowPageData): string {
       <p><a href="${ctx.base}/keys${query({ workflow: w.name })}">all keys of ${w.name} →</a></p>
     </section>
     <h2>Schedules</h2>
-    ${table(['name', 'cron', 'time zone', 'next'], schedules, 'none')}`;
+    ${table(['name', 'cron', 'time zone', 'next'], schedules, 'none')}
+    ${
+      d.schedules.length >= d.schedulesLimit
+        ? markup`<p><a href="${ctx.base}/schedules${query({ workflow: w.name })}">all schedules of ${w.name} →</a></p>`
+        : ''
+    }`;
   return layout(ctx, `Workflow ${w.name}`, body);
 }
