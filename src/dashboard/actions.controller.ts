@@ -8,7 +8,7 @@ import { RunAdmin } from '../runs/run-admin';
 import { RunEvents } from '../runs/run-events';
 import { Scheduler } from '../schedules/scheduler';
 import { ActivityStore } from '../store/activity.store';
-import { DashboardContext, runIdParam, type HtmlResponse } from './dashboard.context';
+import { DashboardContext, flowError, runIdParam, type HtmlResponse } from './dashboard.context';
 import { DashboardGuard } from './dashboard.guard';
 import { DashboardReads } from './dashboard-reads';
 import type { DashboardAction } from './dashboard.options';
@@ -163,7 +163,9 @@ export class ActionsController {
     let target = '';
     const answer = await this.context.render(async (ctx) => {
       const from = formName(body, 'from', 'rerunFlow');
-      const { runIds } = await this.flows.rerun(id, { from });
+      const { runIds } = await this.flows.rerun(id, { from }).catch((err: unknown) => {
+        throw flowError(id, err);
+      });
       const run = await this.reads.readers.runs.get(runIds[from]);
       await this.record(req, runIds[from], run?.workflow ?? null, run?.key ?? null, { action: 'rerunFlow', flowId: id, from, runIds });
       target = `${ctx.base}/flows/${encodeURIComponent(id)}`;

@@ -1,6 +1,6 @@
 import { Controller, Get, Param, Query, Res, UseGuards } from '@nestjs/common';
 import { Scheduler } from '../schedules/scheduler';
-import { DashboardContext, DashboardNotFoundError, type HtmlResponse } from './dashboard.context';
+import { DashboardContext, flowError, type HtmlResponse } from './dashboard.context';
 import { DashboardGuard } from './dashboard.guard';
 import { DashboardReads } from './dashboard-reads';
 import { flowPage } from './pages/flow.page';
@@ -9,7 +9,7 @@ import { activityPage, nodesPage, schedulesPage } from './pages/lists.page';
 import { overviewPage } from './pages/overview.page';
 import { workflowPage, workflowsPage } from './pages/workflows.page';
 import { PAGE_SIZE } from './runs.controller';
-import { RunNotFoundError, UnknownWorkflowError } from '../errors';
+import { UnknownWorkflowError } from '../errors';
 import { assertValid, nameProblem } from '../domain/validation';
 
 /** Figures of the overview count at most this many runs each (a page never counts the history). */
@@ -84,8 +84,7 @@ export class PagesController {
       res,
       await this.context.render(async (ctx) => {
         const graph = await this.reads.readers.flows.graph(id).catch((err: unknown) => {
-          // the flows engine says "run … not found" of a flow id no flow has
-          throw err instanceof RunNotFoundError ? new DashboardNotFoundError(`flow ${id} not found`) : err;
+          throw flowError(id, err);
         });
         return flowPage(ctx, graph);
       }),

@@ -56,6 +56,13 @@ describe('dashboard requests: bad parameters, unknown flows, refusals (HTTP)', (
     expect(res.text).toContain('flow no-such-flow not found');
   });
 
+  it('rerunning a node of an unknown flow answers 404 saying no flow has that id', async () => {
+    const t = await dashboardApp({ readOnly: false });
+    const res = await request(t.server).post(`${BASE}/flows/no-such-flow/rerun`).set('Sec-Fetch-Site', 'same-origin').type('form').send({ from: 'a' });
+    expect(res.status).toBe(404);
+    expect(res.text).toContain('flow no-such-flow not found');
+  });
+
   it('a request the guards refuse still carries the security headers (CSP, nosniff, no-store)', async () => {
     const t = await dashboardApp({ guards: [Nobody] });
     for (const page of ['/', '/runs', '/assets/dashboard.js']) {
