@@ -1,6 +1,6 @@
 import type { QueryRunner } from 'typeorm';
 import { DurableMigration } from './durable-migration';
-import { flowResolveFunction } from './flow-resolve-function';
+import { flowResolveFunction, flowTriggerFunctions } from './flow-resolution';
 
 /**
  * DAG flows. A flow node is a run with `flow_id`/`name`/`deps`; this migration adds:
@@ -71,56 +71,7 @@ export class DurableFlows1733040003000 extends DurableMigration {
 
     await q.query(flowResolveFunction(s, channel));
 
-    // One call per UPDATE statement, not per row: a batch of finished parents of one flow is
-    // resolved together (a fan-in child is updated once per batch, not once per parent).
-    await q.query(`
-      CREATE OR REPLACE FUNCTION ${s}.durable_flow_on_finish() RETURNS trigger
-      LANGUAGE plpgsql AS $fn$
-      DECLARE
-        f record;
-      BEGIN
-        -- rows cancelled by durable_flow_resolve itself: its loop handles their dependants
-        IF current_setting('durable.flow_resolving', true) = 'on' THEN RETURN NULL; END IF;
-        IF NOT EXISTS (SELECT 1 FROM new_rows n WHERE n.flow_id IS NOT NULL
-                         AND n.status IN ('completed', 'failed', 'cancelled', 'compensated', 'compensation_failed')) THEN
-          RETURN NULL;
-        END IF;
-        FOR f IN
-          SELECT n.flow_id, array_agg(n.name) AS names,
-            array_agg(CASE n.status WHEN 'completed' THEN 'completed' WHEN 'cancelled' THEN 'cancelled' ELSE 'failed' END) AS outcomes
-          FROM new_rows n JOIN old_rows o ON o.id = n.id
-          WHERE n.flow_id IS NOT NULL AND o.status IS DISTINCT FROM n.status
-            AND n.status IN ('completed', 'failed', 'cancelled', 'compensated', 'compensation_failed')
-          GROUP BY n.flow_id ORDER BY n.flow_id
-        LOOP
-          PERFORM ${s}.durable_flow_resolve(f.flow_id, f.names, f.outcomes);
-        END LOOP;
-        RETURN NULL;
-      END
-      $fn$`);
-    // Deleted runs (pruning, or by hand): their edges and hooks go too (no foreign keys: one
-    // statement per DELETE instead of a check per inserted edge); unfinished deleted nodes count
-    // as `deleted` for their dependants.
-    await q.query(`
-      CREATE OR REPLACE FUNCTION ${s}.durable_flow_on_delete() RETURNS trigger
-      LANGUAGE plpgsql AS $fn$
-      DECLARE
-        f record;
-      BEGIN
-        IF NOT EXISTS (SELECT 1 FROM old_rows o WHERE o.flow_id IS NOT NULL) THEN RETURN NULL; END IF;
-        DELETE FROM ${s}.flow_deps d USING old_rows o WHERE o.flow_id IS NOT NULL AND d.run_id = o.id;
-        DELETE FROM ${s}.flow_hooks h USING old_rows o WHERE o.flow_id IS NOT NULL AND h.run_id = o.id;
-        FOR f IN
-          SELECT o.flow_id, array_agg(o.name) AS names FROM old_rows o
-          WHERE o.flow_id IS NOT NULL
-            AND o.status NOT IN ('completed', 'failed', 'cancelled', 'compensated', 'compensation_failed')
-          GROUP BY o.flow_id ORDER BY o.flow_id
-        LOOP
-          PERFORM ${s}.durable_flow_resolve(f.flow_id, f.names, array_fill('deleted'::text, ARRAY[cardinality(f.names)]));
-        END LOOP;
-        RETURN NULL;
-      END
-      $fn$`);
+    for (const fn of flowTriggerFunctions(s, 'durable_flow_resolve')) await q.query(fn);
     await q.query(`DROP TRIGGER IF EXISTS runs_flow_deps_trg ON ${s}.runs`);
     await q.query(`
       CREATE TRIGGER runs_flow_deps_trg AFTER UPDATE ON ${s}.runs

@@ -18,9 +18,9 @@ const FINAL = `(${statusLiterals(FINISHED_STATUSES)})`;
 
 /**
  * Every statement of DAG flows: the `flows` and `flow_deps` tables (hooks: `HooksStore`) and the flow
- * columns of `runs`. Dependency resolution itself is `durable_flow_resolve` (see the flows
- * migration), called by the triggers on `runs`, and, for repairs, appends and reruns, from here as
- * `durable_flow_resolve_cascaded`, which also reports the nodes it cancelled.
+ * columns of `runs`. Dependency resolution itself is `durable_flow_resolve_cascaded` (migrations/
+ * flow-resolution.ts), called by the triggers on `runs` and, for repairs, appends and reruns, from
+ * here: it also reports the nodes it cancelled.
  */
 export class FlowsStore {
   private readonly sql: Record<string, string>;

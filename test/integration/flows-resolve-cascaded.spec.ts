@@ -119,14 +119,16 @@ describe('DAG flows: the migration DurableFlowResolveCascaded', () => {
     const statuses = async (ids: Record<string, string>) =>
       (await sql(`select status from ${S}.runs where id = any($1::uuid[]) order by name`, [[ids.b, ids.c]])).map((r) => r.status);
     const fail = (id: string) => sql(`update ${S}.runs set status = 'failed', finished_at = now() where id = $1`, [id]);
-    const language = async () =>
+    // the functions that call durable_flow_resolve_cascaded
+    const callers = async () =>
       (
         await sql(
-          `select l.lanname from pg_proc p join pg_namespace n on n.oid = p.pronamespace join pg_language l on l.oid = p.prolang
-           where n.nspname = $1 and p.proname = 'durable_flow_resolve'`,
+          `select p.proname from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+           where n.nspname = $1 and p.prosrc like '%durable_flow_resolve_cascaded(%' order by p.proname`,
           [schema],
         )
-      ).map((r) => r.lanname);
+      ).map((r) => r.proname);
+    const callersUp = ['durable_flow_on_delete', 'durable_flow_on_finish', 'durable_flow_resolve'];
     const reporting = async () =>
       (await sql(`select to_regprocedure($1) is not null as yes`, [`${S}.durable_flow_resolve_cascaded(text, text[], text[])`]))[0].yes;
     try {
@@ -137,7 +139,7 @@ describe('DAG flows: the migration DurableFlowResolveCascaded', () => {
       await sql(`update ${S}.flow_deps set ignore_failed = true where flow_id = 'direct' and run_id = $1`, [direct.kept]);
       await new all[at]().up(runner);
       await new all[at]().up(runner); // re-runnable
-      expect(await language()).toEqual(['sql']);
+      expect(await callers()).toEqual(callersUp);
       // the triggers' resolution (durable_flow_resolve) cancels as before
       await fail(byTrigger.a);
       expect(await statuses(byTrigger)).toEqual(['cancelled', 'cancelled']);
@@ -152,16 +154,22 @@ describe('DAG flows: the migration DurableFlowResolveCascaded', () => {
       // down: durable_flow_resolve is the resolution itself again, and the triggers use it
       await new all[at]().down(runner);
       expect(await reporting()).toBe(false);
-      expect(await language()).toEqual(['plpgsql']);
+      expect(await callers()).toEqual([]);
       const down = await storedFlow(S, 'down', chain);
       await fail(down.a);
       expect(await statuses(down)).toEqual(['cancelled', 'cancelled']);
       // and up again
       await new all[at]().up(runner);
       expect(await reporting()).toBe(true);
+      expect(await callers()).toEqual(callersUp);
       const again = await storedFlow(S, 'again', chain);
       await fail(again.a);
       expect(await statuses(again)).toEqual(['cancelled', 'cancelled']);
+      // an unfinished node deleted: its dependants count it deleted (the delete trigger)
+      const deleted = await storedFlow(S, 'deleted', chain);
+      await sql(`delete from ${S}.runs where id = $1`, [deleted.a]);
+      expect(await statuses(deleted)).toEqual(['cancelled', 'cancelled']);
+      expect((await sql(`select error->>'reason' as reason from ${S}.runs where id = $1`, [deleted.b]))[0].reason).toBe('deleted');
     } finally {
       await runner.release();
       await ds.destroy();
