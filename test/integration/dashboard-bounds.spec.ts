@@ -72,4 +72,21 @@ describe('dashboard bounds (HTTP)', () => {
     expect(page).toContain(`href="${BASE}/runs?q=parent%3A${parent}"`);
     expect(page).toContain('120 children');
   });
+  it('a flow of more nodes than are drawn lists its first nodes with counts per status and links to the search of all of them', async () => {
+    const t = await dashboardApp();
+    const { durable } = t;
+    let builder = durable.flow({ name: 'wide flow' });
+    for (let i = 0; i < 250; i++) builder = builder.add(`n${String(i).padStart(3, '0')}`, 'bounds_node', i);
+    const flow = await durable.startFlow(builder);
+    const page = (await request(t.server).get(`${BASE}/flows/${flow.flowId}`).expect(200)).text;
+    expect(page).not.toMatch(/<svg\s+class="flow"/);
+    expect(page).not.toContain('flowchart TD');
+    expect(page).toContain('250 nodes');
+    expect(page).toMatch(/pending<\/span><\/dt>\s*<dd>250<\/dd>/);
+    expect(page.match(/<td>n\d\d\d<\/td>/g)).toHaveLength(200);
+    expect(page).toContain(`href="${BASE}/runs?q=flow%3A${flow.flowId}"`);
+    // a flow of fewer nodes is drawn as before
+    const small = await durable.startFlow(durable.flow().add('a', 'bounds_node', 1));
+    expect((await request(t.server).get(`${BASE}/flows/${small.flowId}`).expect(200)).text).toMatch(/<svg\s+class="flow"/);
+  });
 });

@@ -1,8 +1,12 @@
 import { isFinished } from '../../domain/run-info';
 import { reachable, type FlowGraph, type FlowGraphNode } from '../../flows/flow.graph';
 import { markup, raw, type SafeHtml } from '../html';
-import { badge, layout, live, table, type PageContext } from '../layout';
+import { badge, layout, live, query, table, type PageContext } from '../layout';
+import { searchValue } from '../search';
 import { flowSvg } from '../svg';
+
+/** Most nodes of a flow drawn (SVG, Mermaid, DOT) and listed on its page; a bigger flow lists its first ones and counts the rest by status. */
+export const FLOW_NODES_SHOWN = 200;
 
 /**
  * The nodes `rerunFlow` would take as `from` now: a node still going blocks the rerun of itself and
@@ -20,6 +24,26 @@ function rerunForm(ctx: PageContext, flowId: string, n: FlowGraphNode): SafeHtml
   return markup`<form class="action" method="post" action="${ctx.base}/flows/${encodeURIComponent(flowId)}/rerun"><input type="hidden" name="from" value="${n.name}"><button>Rerun from here</button></form>`;
 }
 
+/** What the page of a flow too big to draw says instead: its nodes per status, and where to find them all. */
+function bigFlowSummary(ctx: PageContext, graph: FlowGraph): SafeHtml {
+  const counts = new Map<string, number>();
+  for (const n of graph.nodes) counts.set(n.status ?? 'unknown', (counts.get(n.status ?? 'unknown') ?? 0) + 1);
+  const search = graph.flowId ? `${ctx.base}/runs${query({ q: `flow:${searchValue(graph.flowId)}` })}` : null;
+  return markup`<p class="hint">
+      ${graph.nodes.length} nodes: a flow of more than ${FLOW_NODES_SHOWN} is not drawn (its Mermaid and DOT text are in
+      <code>getFlowGraph</code>); the first ${FLOW_NODES_SHOWN} are listed${search ? markup`, <a href="${search}">all ${graph.nodes.length} nodes →</a>` : ''}
+    </p>
+    <dl class="figures">
+      ${[...counts].map(
+        ([status, n]) =>
+          markup`<div>
+            <dt>${badge(status)}</dt>
+            <dd>${n}</dd>
+          </div>`,
+      )}
+    </dl>`;
+}
+
 /**
  * `/flows/:id`: the flow's graph with each node's status, links to the nodes' runs, its Mermaid and
  * DOT text; with actions on, a node can be run again with everything downstream of it once they have all finished.
@@ -29,7 +53,8 @@ export function flowPage(ctx: PageContext, graph: FlowGraph): string {
   const { flowId } = graph;
   // with actions on, the nodes that can be run again now (with everything downstream) get a button
   const canRerun = ctx.actions && flowId ? rerunnable(graph) : new Set<string>();
-  const rows = graph.nodes.map(
+  const big = graph.nodes.length > FLOW_NODES_SHOWN;
+  const rows = graph.nodes.slice(0, FLOW_NODES_SHOWN).map(
     (n) =>
       markup`<tr>
         <td>${n.name}</td>
@@ -40,10 +65,13 @@ export function flowPage(ctx: PageContext, graph: FlowGraph): string {
         <td>${flowId && canRerun.has(n.name) ? rerunForm(ctx, flowId, n) : raw('')}</td>
       </tr>`,
   );
-  const body = markup`${live('flow-graph', markup`${flowSvg(graph, runHref)}${table(['node', 'workflow', 'deps', 'status', 'run', ''], rows)}`)}
-    <h2>Mermaid</h2>
-    <pre class="source">${graph.toMermaid()}</pre>
-    <h2>DOT</h2>
-    <pre class="source">${graph.toDot()}</pre>`;
+  const nodes = table(['node', 'workflow', 'deps', 'status', 'run', ''], rows);
+  const body = big
+    ? markup`${live('flow-graph', markup`${bigFlowSummary(ctx, graph)}${nodes}`)}`
+    : markup`${live('flow-graph', markup`${flowSvg(graph, runHref)}${nodes}`)}
+        <h2>Mermaid</h2>
+        <pre class="source">${graph.toMermaid()}</pre>
+        <h2>DOT</h2>
+        <pre class="source">${graph.toDot()}</pre>`;
   return layout(ctx, `Flow ${graph.flowName ?? graph.flowId ?? ''}`, body);
 }
