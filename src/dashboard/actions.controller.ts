@@ -104,6 +104,8 @@ export class ActionsController {
     if (!action) return this.refuse(res, HttpStatus.NOT_FOUND, `there is no action "${slug}"`);
     const refused = await this.refusal(req, action);
     if (refused) return this.refuse(res, HttpStatus.FORBIDDEN, refused);
+    // who acts, asked before anything changes: an action is never done without its record
+    const actor = await this.actorOf(req);
     let target = '';
     const answer = await this.context.render(async (ctx) => {
       const id = runIdParam(given);
@@ -114,7 +116,7 @@ export class ActionsController {
       if (action === 'cancel') await this.admin.cancel(id, { reason: 'cancelled from the dashboard' });
       else if (action === 'retry') await this.admin.retry(id);
       else if (action === 'rerun') shownId = details.newRunId = (await this.admin.rerun(id)).runId;
-      else if (action === 'releaseKey') await this.admin.releaseKey(id, { by: (await this.actorOf(req)) ?? 'dashboard' });
+      else if (action === 'releaseKey') await this.admin.releaseKey(id, { by: actor ?? 'dashboard' });
       else if (action === 'provideInput') {
         const name = formName(body, 'name', action);
         const value = parseJson(body.value, 'value');
@@ -126,7 +128,7 @@ export class ActionsController {
         details.outcome = await this.events.send(id, name, payload);
         details.name = name;
       }
-      await this.record(req, id, run.workflow, run.key, details);
+      await this.record(actor, id, run.workflow, run.key, details);
       target = `${ctx.base}/runs/${shownId}`;
       return '';
     });
@@ -138,12 +140,14 @@ export class ActionsController {
   async trigger(@Req() req: ActionRequest, @Res() res: Redirecting, @Param('name') name: string) {
     const refused = await this.refusal(req, 'triggerSchedule');
     if (refused) return this.refuse(res, HttpStatus.FORBIDDEN, refused);
+    // who acts, asked before anything changes: an action is never done without its record
+    const actor = await this.actorOf(req);
     let target = '';
     const answer = await this.context.render(async (ctx) => {
       const started = await this.scheduler.trigger(name);
       // the run it started (or the key's holder it went to) has the schedule's workflow and key
       const run = await this.reads.readers.runs.get(started.runId);
-      await this.record(req, started.runId, run?.workflow ?? null, run?.key ?? null, {
+      await this.record(actor, started.runId, run?.workflow ?? null, run?.key ?? null, {
         action: 'triggerSchedule',
         schedule: name,
         outcome: started.outcome,
@@ -160,6 +164,8 @@ export class ActionsController {
   async rerunFlow(@Req() req: ActionRequest, @Res() res: Redirecting, @Param('id') id: string, @Body() body: Record<string, unknown> = {}) {
     const refused = await this.refusal(req, 'rerunFlow');
     if (refused) return this.refuse(res, HttpStatus.FORBIDDEN, refused);
+    // who acts, asked before anything changes: an action is never done without its record
+    const actor = await this.actorOf(req);
     let target = '';
     const answer = await this.context.render(async (ctx) => {
       const from = formName(body, 'from', 'rerunFlow');
@@ -167,7 +173,7 @@ export class ActionsController {
         throw flowError(id, err);
       });
       const run = await this.reads.readers.runs.get(runIds[from]);
-      await this.record(req, runIds[from], run?.workflow ?? null, run?.key ?? null, { action: 'rerunFlow', flowId: id, from, runIds });
+      await this.record(actor, runIds[from], run?.workflow ?? null, run?.key ?? null, { action: 'rerunFlow', flowId: id, from, runIds });
       target = `${ctx.base}/flows/${encodeURIComponent(id)}`;
       return '';
     });
@@ -181,10 +187,12 @@ export class ActionsController {
     if (action !== 'pause' && action !== 'resume') return this.refuse(res, HttpStatus.NOT_FOUND, `there is no action "${action}"`);
     const refused = await this.refusal(req, action);
     if (refused) return this.refuse(res, HttpStatus.FORBIDDEN, refused);
+    // who acts, asked before anything changes: an action is never done without its record
+    const actor = await this.actorOf(req);
     let target = '';
     const answer = await this.context.render(async (ctx) => {
       await (action === 'pause' ? this.controls.pause(name) : this.controls.resume(name));
-      await this.record(req, null, name, null, { action });
+      await this.record(actor, null, name, null, { action });
       target = `${ctx.base}/workflows/${encodeURIComponent(name)}`;
       return '';
     });
@@ -210,7 +218,13 @@ export class ActionsController {
     return (await this.context.options.actor?.(req)) ?? null;
   }
 
-  private async record(req: ActionRequest, runId: string | null, workflow: string | null, key: string | null, details: Record<string, unknown>): Promise<void> {
-    await this.activity.record(this.connection.db, 'dashboard_action', runId, workflow, key, { ...details, actor: await this.actorOf(req) });
+  private async record(
+    actor: string | null,
+    runId: string | null,
+    workflow: string | null,
+    key: string | null,
+    details: Record<string, unknown>,
+  ): Promise<void> {
+    await this.activity.record(this.connection.db, 'dashboard_action', runId, workflow, key, { ...details, actor });
   }
 }

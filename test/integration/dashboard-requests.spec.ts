@@ -73,4 +73,17 @@ describe('dashboard requests: bad parameters, unknown flows, refusals (HTTP)', (
       expect(res.headers['content-security-policy']).toBe(DASHBOARD_CSP);
     }
   });
+  it('an action whose actor cannot be told (the actor option throws) is refused before anything changes, so no action goes unrecorded', async () => {
+    const t = await dashboardApp({
+      readOnly: false,
+      actor: () => {
+        throw new Error('no session');
+      },
+    });
+    const run = (await t.durable.start('requests_node', 1, { runAt: new Date(Date.now() + 3_600_000) })).runId;
+    const res = await request(t.server).post(`${BASE}/runs/${run}/cancel`).set('Sec-Fetch-Site', 'same-origin');
+    expect(res.status).toBe(500);
+    expect((await t.durable.getRun(run))?.status).toBe('pending');
+    expect(await t.durable.listActivity({ kinds: ['dashboard_action'] })).toEqual([]);
+  });
 });
