@@ -1,5 +1,8 @@
 import { UsageError } from '../errors';
+import type { ValidationError } from 'class-validator';
 import { MAX_TIMER_MS, tryParseDuration } from '../domain/duration';
+import { keyProblem, problem, textProblem, uuidProblem } from '../domain/validation';
+import { workflowRefProblem } from '../domain/filters';
 
 /** Options that take no value. */
 const SWITCHES = new Set(['json', 'help', 'print-sql', 'buffer', 'concurrently', 'transaction-pooler']);
@@ -80,4 +83,32 @@ export function jsonArgument(text: string, what: string): unknown {
   } catch {
     throw new UsageError(`${what} must be JSON (e.g. '{"approved":true}' or '"text"'), got ${JSON.stringify(text)}`);
   }
+}
+
+/** What a value given as `what` (an argument or option) must be: the check of the value the API takes, with `what` as its name. */
+export type ValueCheck = (value: string, what: string) => ValidationError | undefined;
+
+/** A run id (a UUID). */
+export const RUN_ID: ValueCheck = (value, what) => uuidProblem(value, what);
+/** A key (1 to 255 bytes of UTF-8). */
+export const KEY: ValueCheck = (value, what) => keyProblem(value, what);
+/** A name: of an event, an input, a node, an activity kind, a `by` (1 to 255 bytes). */
+export const NAME: ValueCheck = (value, what) => textProblem(value, what, 255);
+/** A cancel reason (1 to 1000 bytes). */
+export const REASON: ValueCheck = (value, what) => textProblem(value, what, 1000);
+/** A workflow name (non-empty). */
+export const WORKFLOW: ValueCheck = (value, what) =>
+  value === '' ? problem(what, value, 'isWorkflow', `${what} must be a workflow name (a non-empty string)`) : workflowRefProblem(value, false, what);
+
+/** `value`, given as `what`, when `check` passes it; else a usage error naming `what` and the value. */
+export function checked(value: string, what: string, check: ValueCheck): string {
+  const bad = check(value, what);
+  if (bad) throw new UsageError(`${Object.values(bad.constraints ?? {}).join('; ')}, got ${JSON.stringify(value)}`);
+  return value;
+}
+
+/** Option `name` when `check` passes it, or undefined when absent; else a usage error. */
+export function checkedOption(args: ParsedArgs, name: string, check: ValueCheck): string | undefined {
+  const value = stringOption(args, name);
+  return value === undefined ? undefined : checked(value, `--${name}`, check);
 }

@@ -31,6 +31,9 @@ const GLOBAL_OPTIONS: Record<string, string> = {
   '--help': 'this help',
 };
 
+/** What pg takes as a connection string: a postgres URL, a `socket:` URL or a socket directory. */
+const CONNECTION_STRING = /^(?:postgres(?:ql)?:\/\/|socket:|\/)/i;
+
 /** Exit codes: done, refused or failed, bad usage. */
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
 
@@ -170,6 +173,12 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   const url = stringOption(parsed, 'url') ?? io.env.DATABASE_URL;
   if (!url) {
     io.stderr(errorLine(new UsageError('no database: give --url postgres://… or set DATABASE_URL')));
+    return EXIT.usage;
+  }
+  if (!CONNECTION_STRING.test(url)) {
+    // not echoed: it may hold a password
+    const given = stringOption(parsed, 'url') === undefined ? 'DATABASE_URL' : '--url';
+    io.stderr(errorLine(new UsageError(`${given} must be a postgres:// or postgresql:// URL (postgres://user:password@host:5432/database)`)));
     return EXIT.usage;
   }
   const connection = new CliConnection({ url, schema, nodeTimeoutMs, connectTimeoutMs, transactionPooler: parsed.options.has('transaction-pooler') });

@@ -1,6 +1,6 @@
 import { UsageError } from '../errors';
 import type { FlowGraph } from '../flows/flow.graph';
-import { stringOption } from './args';
+import { checkedOption, NAME } from './args';
 import type { Command, CommandContext, Output } from './command';
 import { table } from './table';
 
@@ -34,7 +34,7 @@ export const flowsCommands: Command[] = [
     summary: 'runs a node of a flow and everything downstream of it again, reusing the other nodes’ results',
     async run(ctx) {
       const [id] = ctx.args;
-      const from = stringOption(ctx.parsed, 'from');
+      const from = checkedOption(ctx.parsed, 'from', NAME);
       if (from === undefined) throw new UsageError('--from <node> is required: the node to run again');
       const { runIds } = await (await ctx.connection.durable()).rerunFlow(id, { from });
       const out = shown(await graphOf(ctx, id), `ran again from "${from}": ${Object.keys(runIds).length} node(s)`);

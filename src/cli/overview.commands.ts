@@ -2,7 +2,7 @@ import { UnknownWorkflowError } from '../errors';
 import { GOING_STATUSES } from '../domain/run-info';
 import { concurrentIndexStatements, migrateConcurrently, pendingMigrations, runMigrations } from '../store/migrator';
 import type { StatusCount } from '../store/overview.store';
-import { countOption, stringOption } from './args';
+import { checked, checkedOption, countOption, KEY, NAME, RUN_ID, stringOption, WORKFLOW } from './args';
 import { keysExplainCommand } from './keys-explain.command';
 import type { Command, CommandContext } from './command';
 import { table } from './table';
@@ -60,7 +60,7 @@ const pauseCommand = (verb: 'pause' | 'resume'): Command => ({
       ? "stops claiming a workflow's runs on every node (running steps finish; pending runs wait)"
       : "claims a paused workflow's runs again on every node",
   async run(ctx) {
-    const [name] = ctx.args;
+    const name = checked(ctx.args[0], '<name>', WORKFLOW);
     const durable = await ctx.connection.durable();
     const { db, definitions } = await ctx.connection.overview();
     const [runs, schedules, paused, definition] = await Promise.all([
@@ -161,14 +161,10 @@ export const overviewCommands: Command[] = [
     summary: 'keys with their holder, runs and re-adds in the last day',
     async run(ctx) {
       const limit = countOption(ctx.parsed, 'limit', 1000);
-      const { keys, next } = await (
-        await ctx.connection.insights()
-      ).keysPage({
-        workflow: stringOption(ctx.parsed, 'workflow'),
-        search: stringOption(ctx.parsed, 'search'),
-        limit,
-        cursor: stringOption(ctx.parsed, 'cursor'),
-      });
+      const workflow = checkedOption(ctx.parsed, 'workflow', WORKFLOW);
+      // with a workflow, the cursor is a key; across workflows, a run id
+      const cursor = checkedOption(ctx.parsed, 'cursor', workflow === undefined ? RUN_ID : KEY);
+      const { keys, next } = await (await ctx.connection.insights()).keysPage({ workflow, search: stringOption(ctx.parsed, 'search'), limit, cursor });
       const text = table(
         ['WORKFLOW', 'KEY', 'HOLDER', 'HOLDER STATUS', 'RUNS', 'RE-ADDS (1D)'],
         keys.map((k) => [k.workflow, k.key, k.holderId, k.holderStatus, k.runs, k.readdsLastDay]),
@@ -191,17 +187,16 @@ export const overviewCommands: Command[] = [
     },
     summary: 'the activity log (key duplicates, hand-offs, releases, retakes), newest first',
     async run(ctx) {
-      const kind = stringOption(ctx.parsed, 'kind');
+      const kind = checkedOption(ctx.parsed, 'kind', NAME);
       const limit = countOption(ctx.parsed, 'limit', 1000);
-      const events = await (
-        await ctx.connection.durable()
-      ).listActivity({
-        key: stringOption(ctx.parsed, 'key'),
+      const filter = {
+        key: checkedOption(ctx.parsed, 'key', KEY),
         kinds: kind === undefined ? undefined : [kind],
-        workflow: stringOption(ctx.parsed, 'workflow'),
-        runId: stringOption(ctx.parsed, 'run'),
+        workflow: checkedOption(ctx.parsed, 'workflow', WORKFLOW),
+        runId: checkedOption(ctx.parsed, 'run', RUN_ID),
         limit,
-      });
+      };
+      const events = await (await ctx.connection.durable()).listActivity(filter);
       const text = table(
         ['AT', 'KIND', 'RUN', 'WORKFLOW', 'KEY', 'DETAILS'],
         events.map((e) => {

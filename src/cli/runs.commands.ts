@@ -1,7 +1,7 @@
 import { userInfo } from 'os';
 import { RunNotFoundError, UsageError } from '../errors';
 import { RUN_STATUSES, type RunInfo, type RunStatus } from '../domain/run-info';
-import { countOption, jsonArgument, stringOption } from './args';
+import { checked, checkedOption, countOption, jsonArgument, KEY, NAME, REASON, RUN_ID, stringOption, WORKFLOW } from './args';
 import type { Command, CommandContext, Output } from './command';
 import { fields, table } from './table';
 import { attemptLabel } from '../runs/run-reader';
@@ -52,11 +52,13 @@ export const runsCommands: Command[] = [
         throw new UsageError(`--status must be one of ${RUN_STATUSES.join(', ')}, got ${JSON.stringify(status)}`);
       }
       const limit = countOption(ctx.parsed, 'limit', 1000);
+      const workflow = checkedOption(ctx.parsed, 'workflow', WORKFLOW);
+      const key = checkedOption(ctx.parsed, 'key', KEY);
       const runs = await (
         await ctx.connection.durable()
       ).listRuns({
-        workflow: stringOption(ctx.parsed, 'workflow'),
-        key: stringOption(ctx.parsed, 'key'),
+        workflow,
+        key,
         status: status as RunStatus | undefined,
         limit,
       });
@@ -69,7 +71,7 @@ export const runsCommands: Command[] = [
     options: {},
     summary: 'one run: status, step, progress, input, context, result, error, key',
     async run(ctx) {
-      const run = await getRun(ctx, ctx.args[0]);
+      const run = await getRun(ctx, checked(ctx.args[0], '<id>', RUN_ID));
       const text = fields([
         ['id', run.id],
         ['workflow', run.workflow],
@@ -100,7 +102,8 @@ export const runsCommands: Command[] = [
     options: {},
     summary: 'every attempt of every step of a run, in the order they ended',
     async run(ctx) {
-      const attempts = await (await ctx.connection.durable()).getRunHistory(ctx.args[0]);
+      const id = checked(ctx.args[0], '<id>', RUN_ID); // before connecting
+      const attempts = await (await ctx.connection.durable()).getRunHistory(id);
       const text = table(
         ['STEP', 'ATTEMPT', 'STATUS', 'STARTED', 'FINISHED', 'NODE', 'ERROR'],
         attempts.map((a) => [
@@ -123,8 +126,9 @@ export const runsCommands: Command[] = [
     options: { '--reason <text>': 'recorded as the cancel reason (1 to 1000 bytes)' },
     summary: 'cancels a run that is still going (a finished run is left as it is)',
     async run(ctx) {
-      const [id] = ctx.args;
-      await (await ctx.connection.durable()).cancel(id, { reason: stringOption(ctx.parsed, 'reason') });
+      const id = checked(ctx.args[0], '<id>', RUN_ID);
+      const reason = checkedOption(ctx.parsed, 'reason', REASON);
+      await (await ctx.connection.durable()).cancel(id, { reason });
       return after(ctx, id, 'cancel');
     },
   },
@@ -134,7 +138,7 @@ export const runsCommands: Command[] = [
     options: {},
     summary: 'resumes a failed run at its failed step, under its workflow’s key rules',
     async run(ctx) {
-      const [id] = ctx.args;
+      const id = checked(ctx.args[0], '<id>', RUN_ID);
       await (await ctx.connection.durable()).retry(id);
       return after(ctx, id, 'retried');
     },
@@ -145,8 +149,8 @@ export const runsCommands: Command[] = [
     options: { '--by <who>': 'recorded in the key_released event (default cli:<user>)' },
     summary: 'lets a finished run’s key go, so the item can be processed again',
     async run(ctx) {
-      const [id] = ctx.args;
-      const by = stringOption(ctx.parsed, 'by') ?? `cli:${userInfo().username}`;
+      const id = checked(ctx.args[0], '<id>', RUN_ID);
+      const by = checkedOption(ctx.parsed, 'by', NAME) ?? `cli:${userInfo().username}`;
       await (await ctx.connection.durable()).releaseKey(id, { by });
       return after(ctx, id, 'key released', { releasedBy: by });
     },
@@ -157,7 +161,7 @@ export const runsCommands: Command[] = [
     options: {},
     summary: 'provides the value a run waits for with ctx.waitForInput(name)',
     async run(ctx) {
-      const [id, name, json] = ctx.args;
+      const [id, name, json] = [checked(ctx.args[0], '<id>', RUN_ID), checked(ctx.args[1], '<name>', NAME), ctx.args[2]];
       const value = jsonArgument(json, '<json>');
       await (await ctx.connection.durable()).provideInput(id, name, value);
       return after(ctx, id, `input "${name}" provided`, { name });
@@ -169,7 +173,7 @@ export const runsCommands: Command[] = [
     options: { '--buffer': 'keep the event for a later waitForEvent when the run is not waiting for it' },
     summary: 'sends an event to a run (delivered, kept or dropped)',
     async run(ctx) {
-      const [id, name, json] = ctx.args;
+      const [id, name, json] = [checked(ctx.args[0], '<id>', RUN_ID), checked(ctx.args[1], '<name>', NAME), ctx.args[2]];
       const payload = json === undefined ? undefined : jsonArgument(json, '<json>');
       const outcome = await (await ctx.connection.durable()).sendEvent(id, name, payload, { buffer: ctx.parsed.options.has('buffer') });
       return after(ctx, id, `event "${name}" ${outcome}`, { name, outcome });

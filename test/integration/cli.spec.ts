@@ -208,7 +208,7 @@ describe('nestjs-durable runs', () => {
     expect((await on('runs', 'get', waiting.runId)).stdout).toMatch(/^step:\s+#0$/m);
     await app.durable.cancel(waiting.runId);
     expectError(await on('runs', 'get', '0190d7a0-0000-7000-8000-000000000000'), 1, 'run_not_found');
-    expectError(await on('runs', 'get', 'not-a-uuid'), 1, 'run_not_found');
+    expectError(await on('runs', 'get', 'not-a-uuid'), 2, 'usage'); // not a run id: bad usage (cli-values.spec)
   });
 
   it('runs cancel: a waiting run is cancelled; the reason is recorded', async () => {
