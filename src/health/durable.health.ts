@@ -32,7 +32,8 @@ function claimStallMs(pollIntervalMs: number, statementTimeoutMs: number | undef
  * database does not answer in time, when this node has fenced itself (it could not heartbeat), when
  * its worker loop has not ticked within 3 poll intervals or a claim has been out longer than it may
  * take (see {@link claimStallMs}), or when
- * the oldest due pending run waits longer than `maxLag`. Details carry the node id, pending count and lag.
+ * the oldest due pending run of a workflow that is not paused waits longer than `maxLag`. Details
+ * carry the node id, pending count and lag.
  */
 @Injectable()
 export class DurableHealthIndicator {
@@ -44,7 +45,8 @@ export class DurableHealthIndicator {
   ) {}
 
   /**
-   * Checks this node. `maxLag`: how long the oldest due pending run may wait (default unlimited);
+   * Checks this node. `maxLag`: how long the oldest due pending run may wait (default unlimited;
+   * a paused workflow's runs are not counted);
    * `timeout`: how long the database may take to answer (default 2s).
    */
   async isHealthy(key = 'durable', options: { maxLag?: Duration; timeout?: Duration } = {}): Promise<HealthIndicatorResult> {

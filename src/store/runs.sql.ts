@@ -328,8 +328,9 @@ ${claimUpdate(S, '$5')}`,
       FROM unnest($1::uuid[], $3::int[]) AS x(id, epoch)
       WHERE r.id = x.id AND r.epoch = x.epoch AND r.node_id = $2 AND r.status IN ('running', 'compensating')`,
     wake: `SELECT pg_notify($1, '')`,
+    // a paused workflow's runs are held on purpose, not a backlog
     backlog: `
       SELECT count(*)::int AS pending, coalesce(extract(epoch FROM now() - min(run_at)) * 1000, 0)::float8 AS lag_ms
-      FROM ${S}.runs WHERE status = 'pending' AND run_at <= now()`,
+      FROM ${S}.runs r WHERE r.status = 'pending' AND r.run_at <= now() AND ${notPaused(S, 'r.workflow')}`,
   };
 }

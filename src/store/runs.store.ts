@@ -322,7 +322,7 @@ export class RunsStore {
     await q.query(this.sql.wake, [this.channel]);
   }
 
-  /** Due pending runs and how long the oldest has waited. */
+  /** Due pending runs, a paused workflow's left out, and how long the oldest has waited. */
   async backlog(q: Queryable): Promise<{ pending: number; lagMs: number }> {
     const [row] = await q.query<{ pending: number; lag_ms: number }>(this.sql.backlog);
     return { pending: row.pending, lagMs: row.lag_ms };
