@@ -3,7 +3,8 @@
  * `nest new`: `module` and `moduleResolution` `nodenext` with `resolvePackageJsonExports: true`,
  * `isolatedModules`, decorators. The preset compiles the app's TypeScript to CommonJS, and with the
  * TypeScript 5 this repository uses ts-jest then resolves modules the `node10` way, where
- * `resolvePackageJsonExports` is an error (TS5098) unless the preset unsets it. Each case is a
+ * `resolvePackageJsonExports` is an error (TS5098) unless the preset unsets it (reported when
+ * ts-jest compiles each file on its own, as it does under `isolatedModules`). Each case is a
  * small app in a temporary folder (its `node_modules` a link to the repository's), run by the
  * repository's Jest with the preset: a CommonJS app and an ES module app (`"type": "module"`), each
  * with a spec that imports a sibling by its `.js` name and loads NestJS 12 (ES modules only).

@@ -357,8 +357,12 @@ describe('packaging: the packed module in a fresh app', () => {
       writeFileSync(path.join(app, 'package.json'), JSON.stringify({ ...manifest, jest: setup.jest }, null, 2));
       const files = docsTestFiles();
       for (const [name, code] of files) writeFileSync(path.join(app, 'src', name), code);
-      // the app's own tsconfig (as for its build), with jest's types for the test file
-      const tsconfig = { compilerOptions: { ...compilerOptions, ...pair.build, types: ['node', 'jest'] }, include: ['src'] };
+      // the app's own tsconfig (as for its build), with jest's types for the test file and the
+      // `resolvePackageJsonExports` and `isolatedModules` that `nest new` (11 and 12) turns on
+      const tsconfig = {
+        compilerOptions: { ...compilerOptions, ...pair.build, resolvePackageJsonExports: true, isolatedModules: true, types: ['node', 'jest'] },
+        include: ['src'],
+      };
       writeFileSync(path.join(app, 'tsconfig.json'), JSON.stringify(tsconfig, null, 2));
 
       // a database of its own: the example makes the tutorial's `articles` table with synchronize
