@@ -19,8 +19,6 @@ export interface ActionRequest {
   headers: Record<string, string | string[] | undefined>;
 }
 
-type Redirecting = HtmlResponse & { redirect(status: number, url: string): unknown };
-
 /** The run actions by their URL segment. */
 const RUN_ACTIONS: Record<string, DashboardAction> = {
   cancel: 'cancel',
@@ -95,7 +93,7 @@ export class ActionsController {
   @Post('runs/:id/:action')
   async runAction(
     @Req() req: ActionRequest,
-    @Res() res: Redirecting,
+    @Res() res: HtmlResponse,
     @Param('id') given: string,
     @Param('action') slug: string,
     @Body() body: Record<string, unknown> = {},
@@ -132,12 +130,12 @@ export class ActionsController {
       target = `${ctx.base}/runs/${shownId}`;
       return '';
     });
-    if (target) return void res.redirect(HttpStatus.SEE_OTHER, target);
+    if (target) return this.context.redirect(res, target);
     this.context.send(res, answer);
   }
 
   @Post('schedules/:name/trigger')
-  async trigger(@Req() req: ActionRequest, @Res() res: Redirecting, @Param('name') name: string) {
+  async trigger(@Req() req: ActionRequest, @Res() res: HtmlResponse, @Param('name') name: string) {
     const refused = await this.refusal(req, 'triggerSchedule');
     if (refused) return this.refuse(res, HttpStatus.FORBIDDEN, refused);
     // who acts, asked before anything changes: an action is never done without its record
@@ -155,13 +153,13 @@ export class ActionsController {
       target = `${ctx.base}/runs/${started.runId}`;
       return '';
     });
-    if (target) return void res.redirect(HttpStatus.SEE_OTHER, target);
+    if (target) return this.context.redirect(res, target);
     this.context.send(res, answer);
   }
 
   /** Runs a flow's node `from` and everything downstream of it again, then shows the flow again. */
   @Post('flows/:id/rerun')
-  async rerunFlow(@Req() req: ActionRequest, @Res() res: Redirecting, @Param('id') id: string, @Body() body: Record<string, unknown> = {}) {
+  async rerunFlow(@Req() req: ActionRequest, @Res() res: HtmlResponse, @Param('id') id: string, @Body() body: Record<string, unknown> = {}) {
     const refused = await this.refusal(req, 'rerunFlow');
     if (refused) return this.refuse(res, HttpStatus.FORBIDDEN, refused);
     // who acts, asked before anything changes: an action is never done without its record
@@ -177,13 +175,13 @@ export class ActionsController {
       target = `${ctx.base}/flows/${encodeURIComponent(id)}`;
       return '';
     });
-    if (target) return void res.redirect(HttpStatus.SEE_OTHER, target);
+    if (target) return this.context.redirect(res, target);
     this.context.send(res, answer);
   }
 
   /** Pauses or resumes a workflow on every node, then shows its page again. */
   @Post('workflows/:name/:action')
-  async workflowAction(@Req() req: ActionRequest, @Res() res: Redirecting, @Param('name') name: string, @Param('action') action: string) {
+  async workflowAction(@Req() req: ActionRequest, @Res() res: HtmlResponse, @Param('name') name: string, @Param('action') action: string) {
     if (action !== 'pause' && action !== 'resume') return this.refuse(res, HttpStatus.NOT_FOUND, `there is no action "${action}"`);
     const refused = await this.refusal(req, action);
     if (refused) return this.refuse(res, HttpStatus.FORBIDDEN, refused);
@@ -196,7 +194,7 @@ export class ActionsController {
       target = `${ctx.base}/workflows/${encodeURIComponent(name)}`;
       return '';
     });
-    if (target) return void res.redirect(HttpStatus.SEE_OTHER, target);
+    if (target) return this.context.redirect(res, target);
     this.context.send(res, answer);
   }
 

@@ -1,5 +1,5 @@
 import { HttpStatus, Inject, Injectable } from '@nestjs/common';
-import { ApplicationConfig } from '@nestjs/core';
+import { ApplicationConfig, HttpAdapterHost } from '@nestjs/core';
 import { DurableError, DurableValidationError, RunNotFoundError, ScheduleNotFoundError, UnknownWorkflowError } from '../errors';
 import { MAX_TIMER_MS, toMs } from '../domain/duration';
 import { isUuid } from '../domain/uuid';
@@ -23,7 +23,6 @@ export interface HtmlResponse {
   /** Fastify. */
   header?: (name: string, value: string) => unknown;
   send(body: string): unknown;
-  redirect?: (...args: unknown[]) => unknown;
 }
 
 /**
@@ -67,6 +66,7 @@ export class DashboardContext {
   constructor(
     @Inject(DASHBOARD_OPTIONS) readonly options: DurableDashboardOptions & { path: string },
     private readonly app: ApplicationConfig,
+    private readonly adapterHost: HttpAdapterHost,
   ) {
     this.path = options.path;
     this.refreshMs = toMs(options.refreshInterval ?? '5s', 'refreshInterval', MAX_TIMER_MS);
@@ -98,6 +98,15 @@ export class DashboardContext {
       const message = status === HttpStatus.SERVICE_UNAVAILABLE ? 'the database did not answer in time; try a narrower search' : (err as Error).message;
       return { status, html: errorPage(ctx, status === HttpStatus.BAD_REQUEST ? 'Bad request' : 'Cannot do that', message) };
     }
+  }
+
+  /**
+   * Sends the browser to `url` with a 303 (See Other), through the app's HTTP adapter: Express's
+   * `res.redirect(status, url)` and Fastify's `reply.redirect(url, status)` take their arguments
+   * in opposite orders.
+   */
+  redirect(res: HtmlResponse, url: string): void {
+    this.adapterHost.httpAdapter.redirect(res, HttpStatus.SEE_OTHER, url);
   }
 
   /** Writes an answer as an HTML response. */

@@ -10,6 +10,14 @@ export interface PageContext {
   refreshMs: number;
 }
 
+/**
+ * The overview's URL: the dashboard's path itself, without a trailing slash (Fastify's router, unlike
+ * Express's, tells `/durable/` from `/durable`), or `/` when the dashboard is the site's root.
+ */
+export function overviewHref(ctx: PageContext): string {
+  return ctx.base || '/';
+}
+
 const NAV: [string, string][] = [
   ['', 'Overview'],
   ['/runs', 'Runs'],
@@ -35,8 +43,8 @@ export function layout(ctx: PageContext, title: string, body: SafeHtml): string 
       </head>
       <body>
         <header>
-          <a class="brand" href="${base}/">nestjs-durable</a>
-          <nav>${NAV.map(([href, label]) => markup`<a href="${base}${href || '/'}">${label}</a>`)}</nav>
+          <a class="brand" href="${overviewHref(ctx)}">nestjs-durable</a>
+          <nav>${NAV.map(([href, label]) => markup`<a href="${href ? base + href : overviewHref(ctx)}">${label}</a>`)}</nav>
           <form class="search" method="get" action="${base}/runs">
             <input type="search" name="q" placeholder="key:article:42 status:failed" aria-label="search runs" /><button>Search</button>
           </form>

@@ -21,12 +21,7 @@ export class RunsController {
 
   /** `/runs?q=&before=&after=`: a bare run id (or `id:`) opens the run. */
   @Get('runs')
-  async runs(
-    @Res() res: HtmlResponse & { redirect(status: number, url: string): unknown },
-    @Query('q') q = '',
-    @Query('before') before?: string,
-    @Query('after') after?: string,
-  ) {
+  async runs(@Res() res: HtmlResponse, @Query('q') q = '', @Query('before') before?: string, @Query('after') after?: string) {
     const search = String(q);
     let opened: string | undefined;
     const answer = await this.context.render(async (ctx) => {
@@ -46,7 +41,7 @@ export class RunsController {
       const page = await runs.list({ ...filter, before, after, limit: PAGE_SIZE });
       return runsPage(ctx, { q: search, runs: page, limit: PAGE_SIZE, before, after });
     });
-    if (opened) return void res.redirect(303, opened);
+    if (opened) return this.context.redirect(res, opened);
     this.context.send(res, answer);
   }
 

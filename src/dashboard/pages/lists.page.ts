@@ -2,7 +2,7 @@ import type { NodeInfo } from '../../runs/cluster-reader';
 import type { ActivityEvent } from '../../runs/key-insights';
 import type { ScheduleInfo } from '../../schedules/scheduler';
 import { CELL_CHARS, markup, json, raw, when } from '../html';
-import { layout, live, pager, query, table, type PageContext } from '../layout';
+import { layout, live, overviewHref, pager, query, table, type PageContext } from '../layout';
 
 /**
  * `/schedules?workflow=&after=`: a page of stored schedules by name (of `workflow`, when given),
@@ -91,6 +91,6 @@ export function errorPage(ctx: PageContext, title: string, message: string): str
     ctx,
     title,
     markup`<p class="error" role="alert">${message}</p>
-      <p><a href="${ctx.base}/">back to the overview</a></p>`,
+      <p><a href="${overviewHref(ctx)}">back to the overview</a></p>`,
   );
 }
