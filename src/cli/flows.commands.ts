@@ -1,4 +1,4 @@
-import { UsageError } from '../errors';
+import { RunNotFoundError, UsageError } from '../errors';
 import type { FlowGraph } from '../flows/flow.graph';
 import { checkedOption, NAME } from './args';
 import type { Command, CommandContext, Output } from './command';
@@ -14,7 +14,18 @@ function shown(graph: FlowGraph, text?: string): Output {
   return { json: { flowId: graph.flowId, flowName: graph.flowName, nodes: graph.nodes, edges: graph.edges }, text: text ? `${text}\n${nodes}` : nodes };
 }
 
-const graphOf = async (ctx: CommandContext, flowId: string) => (await ctx.connection.durable()).getFlowGraph(flowId);
+const graphOf = async (ctx: CommandContext, flowId: string) => (await ctx.connection.durable()).getFlowGraph(flowId).catch(notFound(flowId));
+
+/**
+ * The API answers a flow it does not find as `RunNotFoundError(flowId)` ("run … not found"): said
+ * here as the flow it is, with the same code.
+ */
+const notFound =
+  (flowId: string) =>
+  (err: unknown): never => {
+    if (err instanceof RunNotFoundError && err.runId === flowId) err.message = `flow ${flowId} not found`;
+    throw err;
+  };
 
 /** `flows …`: show a flow's nodes, run part of it again. */
 export const flowsCommands: Command[] = [
@@ -36,7 +47,7 @@ export const flowsCommands: Command[] = [
       const [id] = ctx.args;
       const from = checkedOption(ctx.parsed, 'from', NAME);
       if (from === undefined) throw new UsageError('--from <node> is required: the node to run again');
-      const { runIds } = await (await ctx.connection.durable()).rerunFlow(id, { from });
+      const { runIds } = await (await ctx.connection.durable()).rerunFlow(id, { from }).catch(notFound(id));
       const out = shown(await graphOf(ctx, id), `ran again from "${from}": ${Object.keys(runIds).length} node(s)`);
       return { json: { flowId: id, from, runIds, graph: out.json }, text: out.text };
     },

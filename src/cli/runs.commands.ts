@@ -1,6 +1,6 @@
 import { userInfo } from 'os';
 import { RunNotFoundError, UsageError } from '../errors';
-import { RUN_STATUSES, type RunInfo, type RunStatus } from '../domain/run-info';
+import { isFinished, RUN_STATUSES, type RunInfo, type RunStatus } from '../domain/run-info';
 import { checked, checkedOption, countOption, jsonArgument, KEY, NAME, REASON, RUN_ID, stringOption, WORKFLOW } from './args';
 import type { Command, CommandContext, Output } from './command';
 import { fields, table } from './table';
@@ -128,8 +128,13 @@ export const runsCommands: Command[] = [
     async run(ctx) {
       const id = checked(ctx.args[0], '<id>', RUN_ID);
       const reason = checkedOption(ctx.parsed, 'reason', REASON);
+      const before = await getRun(ctx, id);
       await (await ctx.connection.durable()).cancel(id, { reason });
-      return after(ctx, id, 'cancel');
+      const run = await getRun(ctx, id);
+      // a finished run is left as it is (also one that finished between the two reads)
+      const cancelled = !isFinished(before.status) && run.status === 'cancelled';
+      const text = cancelled ? `cancelled: run ${id} is cancelled` : `not cancelled: run ${id} had already finished (${run.status}); it is left as it is`;
+      return { json: { runId: id, status: run.status, cancelled }, text };
     },
   },
   {
@@ -163,8 +168,14 @@ export const runsCommands: Command[] = [
     async run(ctx) {
       const [id, name, json] = [checked(ctx.args[0], '<id>', RUN_ID), checked(ctx.args[1], '<name>', NAME), ctx.args[2]];
       const value = jsonArgument(json, '<json>');
+      const before = await getRun(ctx, id);
+      // a finished run ignores it (durable.provideInput)
+      if (isFinished(before.status)) {
+        const text = `input "${name}" ignored: run ${id} had already finished (${before.status})`;
+        return { json: { runId: id, name, status: before.status, ignored: true }, text };
+      }
       await (await ctx.connection.durable()).provideInput(id, name, value);
-      return after(ctx, id, `input "${name}" provided`, { name });
+      return after(ctx, id, `input "${name}" provided`, { name, ignored: false });
     },
   },
   {

@@ -214,7 +214,7 @@ describe('nestjs-durable runs', () => {
   it('runs cancel: a waiting run is cancelled; the reason is recorded', async () => {
     const { runId } = await app.durable.start(Approval);
     await waitFor(async () => (await statusOf(runId)) === 'waiting');
-    expect(await json('runs', 'cancel', runId, '--reason', 'operator')).toEqual({ runId, status: 'cancelled' });
+    expect(await json('runs', 'cancel', runId, '--reason', 'operator')).toEqual({ runId, status: 'cancelled', cancelled: true });
     expect((await app.durable.getRun(runId))?.error).toMatchObject({ message: 'operator' });
   });
 
