@@ -118,12 +118,14 @@ function checkUsage(command: Command, args: string[], parsed: ParsedArgs): void 
 
 /**
  * One line naming the error's code: `error <code>: <message>` (a durable error's code, else
- * Postgres' SQLSTATE or Node's error code).
+ * Postgres' SQLSTATE or Node's error code). A missing table names the `schema` read and both ways out.
  */
-function errorLine(err: unknown): string {
+function errorLine(err: unknown, schema?: string): string {
   const code = (err as { code?: unknown } | null)?.code;
   let message = err instanceof Error ? err.message : String(err);
-  if (code === UNDEFINED_TABLE) message += ' (is the schema migrated? see nestjs-durable migrate --help)';
+  if (code === UNDEFINED_TABLE && schema !== undefined) {
+    message += ` (schema "${schema}" has no tables of the module: give the schema your app uses with --schema <name>, or apply the migrations to this one: nestjs-durable migrate --help)`;
+  }
   return `error ${typeof code === 'string' || typeof code === 'number' ? code : 'failed'}: ${message.replace(/\s*\n\s*/g, ' ')}`;
 }
 
@@ -187,7 +189,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     io.stdout(parsed.options.has('json') ? JSON.stringify(out.json, null, 2) : out.text);
     return EXIT.ok;
   } catch (err) {
-    io.stderr(errorLine(err));
+    io.stderr(errorLine(err, schema));
     return err instanceof UsageError ? EXIT.usage : EXIT.failed;
   } finally {
     await connection.close().catch(() => undefined);
