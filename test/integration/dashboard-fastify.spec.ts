@@ -1,10 +1,12 @@
 import { CanActivate, ExecutionContext, Injectable, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { readFileSync } from 'fs';
+import * as path from 'path';
 import { DurableModule, DurableService, RunContext, Step, Workflow } from '../../src';
 import { DASHBOARD_CSP, DurableDashboardModule, type DurableDashboardOptions } from '../../src/dashboard';
 import { testOptions } from '../support';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { FastifyPluginCallback } from 'fastify';
 
 /**
  * The dashboard on an app served by Fastify (`@nestjs/platform-fastify`), over real HTTP: pages,
@@ -60,7 +62,7 @@ afterEach(async () => {
 });
 
 /** An app on the Fastify adapter, listening on a free port, with the dashboard under the global prefix `api`. */
-async function fastifyDashboard(dashboard: DurableDashboardOptions, setUp?: (app: NestFastifyApplication) => void): Promise<FastifyDashboard> {
+async function fastifyDashboard(dashboard: DurableDashboardOptions, setUp?: (app: NestFastifyApplication) => Promise<void> | void): Promise<FastifyDashboard> {
   const { FastifyAdapter } = await import('@nestjs/platform-fastify');
   const moduleRef = await Test.createTestingModule({
     imports: [DurableModule.forRoot(testOptions({ options: { worker: false } }) as never), DurableDashboardModule.forRoot(dashboard)],
@@ -69,7 +71,7 @@ async function fastifyDashboard(dashboard: DurableDashboardOptions, setUp?: (app
   const app = moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), { logger: false, bodyParser: !setUp });
   open.push(app);
   app.setGlobalPrefix('api');
-  setUp?.(app);
+  await setUp?.(app);
   await app.listen(0, '127.0.0.1');
   const host = new URL(await app.getUrl()).host.replace('[::1]', '127.0.0.1');
   return { app, durable: app.get(DurableService), base: `http://${host}/api/durable`, host };
@@ -234,13 +236,18 @@ describeOnFastify('dashboard on the Fastify adapter (HTTP)', () => {
     expect(readOnly.status).toBe(403);
   });
 
-  it("an app without Nest's body parsers (bodyParser: false) answers 415 to an action until it parses urlencoded forms itself", async () => {
+  it("an app without Nest's body parsers (bodyParser: false) answers 415 to an action until it registers @fastify/formbody", async () => {
     const bare = await fastifyDashboard({ guards: [AdminHeader], readOnly: false }, () => undefined);
     const run = await pendingRun(bare.durable);
     expect((await post(`${bare.base}/runs/${run}/cancel`)).status).toBe(415);
     expect((await bare.durable.getRun(run))?.status).toBe('pending');
 
-    const t = await fastifyDashboard({ guards: [AdminHeader], readOnly: false }, (app) => app.useBodyParser('application/x-www-form-urlencoded'));
+    // @fastify/formbody, as the adapter itself depends on it (the version made for its Fastify)
+    const formBodyPath = require.resolve('@fastify/formbody', { paths: [path.dirname(require.resolve('@nestjs/platform-fastify'))] });
+    const { default: formBody } = (await import(formBodyPath)) as { default: FastifyPluginCallback };
+    const t = await fastifyDashboard({ guards: [AdminHeader], readOnly: false }, async (app) => {
+      await app.register(formBody);
+    });
     const other = await pendingRun(t.durable);
     const sent = await post(`${t.base}/runs/${other}/send-event`, { name: 'approved', payload: '1' });
     expect(sent.status).toBe(303);
