@@ -13,8 +13,13 @@ export interface ParsedArgs {
   options: Map<string, string | true>;
 }
 
-/** Splits `argv`: `--name value`, `--name=value`, switches (`--json`), `--` ends the options. */
-export function parseArgs(argv: string[]): ParsedArgs {
+/**
+ * Splits `argv`: `--name value`, `--name=value`, switches (`--json`), `--` ends the options.
+ * `valued`: the names of the options that take a value (of any command); an option of no command
+ * takes none, so that a misspelt one (`--jsn <id>`) is reported as unknown rather than eat the word
+ * after it or be said to need a value.
+ */
+export function parseArgs(argv: string[], valued: ReadonlySet<string>): ParsedArgs {
   const words: string[] = [];
   const options = new Map<string, string | true>();
   for (let i = 0; i < argv.length; i++) {
@@ -37,6 +42,8 @@ export function parseArgs(argv: string[]): ParsedArgs {
       if (eq >= 0) throw new UsageError(`--${name} takes no value`);
       options.set(name, true);
     } else if (eq >= 0) options.set(name, arg.slice(eq + 1));
+    else if (!valued.has(name))
+      options.set(name, true); // unknown: refused by the command's check
     else {
       const value = argv[i + 1];
       if (value === undefined || value.startsWith('--')) throw new UsageError(`--${name} needs a value`);

@@ -34,6 +34,14 @@ const GLOBAL_OPTIONS: Record<string, string> = {
 /** What pg takes as a connection string: a postgres URL, a `socket:` URL or a socket directory. */
 const CONNECTION_STRING = /^(?:postgres(?:ql)?:\/\/|socket:|\/)/i;
 
+/** An option's name as parsed: `--limit <n>` → `limit`. */
+const optionName = (spelt: string) => spelt.split(' ')[0].slice(2);
+
+/** The options, of any command, that take a value (`--limit <n>`, not `--json`). */
+const VALUED: ReadonlySet<string> = new Set(
+  [...COMMANDS.flatMap((c) => Object.keys(c.options)), ...Object.keys(GLOBAL_OPTIONS)].filter((o) => o.includes(' <')).map(optionName),
+);
+
 /** Exit codes: done, refused or failed, bad usage. */
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
 
@@ -104,16 +112,16 @@ function findCommand(parsed: ParsedArgs): { command: Command; args: string[] } |
   return undefined;
 }
 
-/** Refuses arguments and options the command does not take. */
+/** Refuses options the command does not take (first: a misspelt option explains the rest), then arguments. */
 function checkUsage(command: Command, args: string[], parsed: ParsedArgs): void {
+  const known = new Set([...Object.keys(command.options), ...Object.keys(GLOBAL_OPTIONS)].map(optionName));
+  for (const name of parsed.options.keys()) if (!known.has(name)) throw new UsageError(`${command.name} has no option --${name}`);
   const required = command.args.filter((a) => a.startsWith('<')).length;
   if (args.length < required || args.length > command.args.length) {
     throw new UsageError(
       `${command.name} takes ${command.args.join(' ') || 'no arguments'}, got ${args.length ? args.map((a) => JSON.stringify(a)).join(' ') : 'none'}`,
     );
   }
-  const known = new Set([...Object.keys(command.options), ...Object.keys(GLOBAL_OPTIONS)].map((o) => o.split(' ')[0].slice(2)));
-  for (const name of parsed.options.keys()) if (!known.has(name)) throw new UsageError(`${command.name} has no option --${name}`);
 }
 
 /**
@@ -137,7 +145,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   let schema: string;
   let connectTimeoutMs: number;
   try {
-    parsed = parseArgs(argv);
+    parsed = parseArgs(argv, VALUED);
     found = findCommand(parsed);
     if (!found) {
       if (parsed.words.length === 0 && parsed.options.has('help')) {

@@ -44,6 +44,20 @@ describe('nestjs-durable: bad values are bad usage, before connecting', () => {
     expect(r.stderr).toContain(message);
   });
 
+  it.each([
+    [['runs', 'list', '--colour'], 'runs list has no option --colour'],
+    [['runs', 'list', '--colour', 'red'], 'runs list has no option --colour'],
+    [['runs', 'cancel', '--jsn', RUN], 'runs cancel has no option --jsn'],
+    [['runs', 'list', '--jsn', '--limit', '5'], 'runs list has no option --jsn'],
+    [['runs', 'get', RUN, '--limit', '5'], 'runs get has no option --limit'],
+    [['runs', 'list', '--limit'], '--limit needs a value'],
+    [['runs', 'list', '--workflow', '--json'], '--workflow needs a value'],
+  ])('an unknown option is named as such, wherever it stands: %j', async (args, message) => {
+    const r = await cli([...args, ...nowhere]);
+    expectError(r, 2, 'usage');
+    expect(r.stderr.trim()).toBe(`error usage: ${message}`);
+  });
+
   it('a database URL that is not a postgres URL is bad usage naming where it came from, without echoing it', async () => {
     for (const [args, env, from] of [
       [['--url', 'notaurl'], {}, '--url'],
