@@ -1,11 +1,21 @@
-import { UnknownWorkflowError } from '../errors';
+import { UnknownWorkflowError, UsageError } from '../errors';
 import { GOING_STATUSES } from '../domain/run-info';
 import { concurrentIndexStatements, migrateConcurrently, pendingMigrations, runMigrations } from '../store/migrator';
 import type { StatusCount } from '../store/overview.store';
-import { checked, checkedOption, countOption, KEY, NAME, RUN_ID, stringOption, WORKFLOW } from './args';
+import type { ActivityKind } from '../store/activity.store';
+import { checked, checkedOption, countOption, KEY, RUN_ID, stringOption, WORKFLOW } from './args';
 import { keysExplainCommand } from './keys-explain.command';
 import type { Command, CommandContext } from './command';
 import { table } from './table';
+
+/** The kinds of event the activity log holds (every one: the type makes a new kind a compile error here). */
+const ACTIVITY_KINDS: Record<ActivityKind, true> = {
+  key_duplicate: true,
+  key_handed_off: true,
+  key_released: true,
+  key_retaken: true,
+  dashboard_action: true,
+};
 
 /** The window of "finished lately" in `status` and `workflows list`. */
 const RECENT_MS = 3_600_000;
@@ -180,14 +190,17 @@ export const overviewCommands: Command[] = [
     args: [],
     options: {
       '--key <key>': 'only events of this key',
-      '--kind <kind>': 'only events of this kind (key_duplicate, key_handed_off, key_released, key_retaken, …)',
+      '--kind <kind>': `only events of this kind (${Object.keys(ACTIVITY_KINDS).join(', ')})`,
       '--workflow <name>': 'only events of this workflow',
       '--run <id>': 'only events of this run',
       '--limit <n>': 'at most this many, newest first (default 100, at most 1000)',
     },
     summary: 'the activity log (key duplicates, hand-offs, releases, retakes), newest first',
     async run(ctx) {
-      const kind = checkedOption(ctx.parsed, 'kind', NAME);
+      const kind = stringOption(ctx.parsed, 'kind');
+      if (kind !== undefined && !Object.hasOwn(ACTIVITY_KINDS, kind)) {
+        throw new UsageError(`--kind must be one of ${Object.keys(ACTIVITY_KINDS).join(', ')}, got ${JSON.stringify(kind)}`);
+      }
       const limit = countOption(ctx.parsed, 'limit', 1000);
       const filter = {
         key: checkedOption(ctx.parsed, 'key', KEY),

@@ -34,7 +34,7 @@ describe('nestjs-durable: bad values are bad usage, before connecting', () => {
     [['activity', '--run', 'nope'], '--run must be a run id (a UUID), got "nope"'],
     [['activity', '--key', ''], '--key must be 1 to 255 bytes of UTF-8'],
     [['activity', '--workflow', ''], '--workflow must be a workflow name (a non-empty string)'],
-    [['activity', '--kind', ''], '--kind must be a string of 1 to 255 bytes'],
+    [['activity', '--kind', ''], '--kind must be one of'],
     [['workflows', 'pause', ''], '<name> must be a workflow name (a non-empty string)'],
     [['keys', 'explain', '', 'k'], '<workflow> must be a workflow name (a non-empty string)'],
     [['flows', 'rerun', 'f1', '--from', ''], '--from must be a string of 1 to 255 bytes'],
@@ -56,6 +56,15 @@ describe('nestjs-durable: bad values are bad usage, before connecting', () => {
     const r = await cli([...args, ...nowhere]);
     expectError(r, 2, 'usage');
     expect(r.stderr.trim()).toBe(`error usage: ${message}`);
+  });
+
+  it('activity --kind takes the kinds the log holds: a misspelt one is bad usage, not an empty log', async () => {
+    const r = await cli(['activity', '--kind', 'key_relased', ...nowhere]);
+    expectError(r, 2, 'usage');
+    expect(r.stderr).toContain('--kind must be one of key_duplicate, key_handed_off, key_released, key_retaken, dashboard_action, got "key_relased"');
+    for (const kind of ['key_duplicate', 'key_handed_off', 'key_released', 'key_retaken', 'dashboard_action']) {
+      expectError(await cli(['activity', '--kind', kind, ...nowhere]), 1, 'ECONNREFUSED');
+    }
   });
 
   it('a database URL that is not a postgres URL is bad usage naming where it came from, without echoing it', async () => {
