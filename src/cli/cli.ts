@@ -45,7 +45,7 @@ const VALUED: ReadonlySet<string> = new Set(
 /** Exit codes: done, refused or failed, bad usage. */
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
 
-const usageOf = (c: Command) => `nestjs-durable ${c.name}${c.args.map((a) => ` ${a}`).join('')}`;
+const usageOf = (c: Command) => `nestjs-durable ${c.name}${[...c.args, ...(c.required ?? [])].map((a) => ` ${a}`).join('')}`;
 
 function optionLines(options: Record<string, string>): string[] {
   const width = Math.max(...Object.keys(options).map((o) => o.length));
@@ -116,6 +116,8 @@ function findCommand(parsed: ParsedArgs): { command: Command; args: string[] } |
 function checkUsage(command: Command, args: string[], parsed: ParsedArgs): void {
   const known = new Set([...Object.keys(command.options), ...Object.keys(GLOBAL_OPTIONS)].map(optionName));
   for (const name of parsed.options.keys()) if (!known.has(name)) throw new UsageError(`${command.name} has no option --${name}`);
+  const missing = (command.required ?? []).find((o) => !parsed.options.has(optionName(o)));
+  if (missing) throw new UsageError(`${command.name} needs ${missing}: ${command.options[missing]}`);
   const required = command.args.filter((a) => a.startsWith('<')).length;
   if (args.length < required || args.length > command.args.length) {
     throw new UsageError(

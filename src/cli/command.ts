@@ -22,6 +22,8 @@ export interface Command {
   name: string;
   /** Positional arguments: `<id>` required, `[<json>]` optional (last). */
   args: string[];
+  /** Those of its options that must be given (as spelt in `options`, e.g. `--from <node>`): shown in its usage line. */
+  required?: string[];
   /** Its own options (beyond `--url`, `--schema`, `--json`, `--help`), with what each does. */
   options: Record<string, string>;
   summary: string;

@@ -1,4 +1,4 @@
-import { RunNotFoundError, UsageError } from '../errors';
+import { RunNotFoundError } from '../errors';
 import type { FlowGraph } from '../flows/flow.graph';
 import { checkedOption, NAME } from './args';
 import type { Command, CommandContext, Output } from './command';
@@ -41,12 +41,12 @@ export const flowsCommands: Command[] = [
   {
     name: 'flows rerun',
     args: ['<id>'],
-    options: { '--from <node>': 'the node to run again, with every node downstream of it (required)' },
+    required: ['--from <node>'],
+    options: { '--from <node>': 'the node to run again, with every node downstream of it' },
     summary: 'runs a node of a flow and everything downstream of it again, reusing the other nodes’ results',
     async run(ctx) {
       const [id] = ctx.args;
-      const from = checkedOption(ctx.parsed, 'from', NAME);
-      if (from === undefined) throw new UsageError('--from <node> is required: the node to run again');
+      const from = checkedOption(ctx.parsed, 'from', NAME)!; // required: checked with the command line
       const { runIds } = await (await ctx.connection.durable()).rerunFlow(id, { from }).catch(notFound(id));
       const out = shown(await graphOf(ctx, id), `ran again from "${from}": ${Object.keys(runIds).length} node(s)`);
       return { json: { flowId: id, from, runIds, graph: out.json }, text: out.text };

@@ -67,6 +67,15 @@ describe('nestjs-durable: bad values are bad usage, before connecting', () => {
     }
   });
 
+  it('flows rerun shows its required --from <node> in its usage, as docs/cli.md does, and refuses a line without it', async () => {
+    const help = await cli(['flows', 'rerun', '--help'], { DATABASE_URL: '' });
+    expect(help.stdout.split('\n')[0]).toBe('usage: nestjs-durable flows rerun <id> --from <node> [options]');
+    expect((await cli(['--help'], { DATABASE_URL: '' })).stdout).toMatch(/^ {2}nestjs-durable flows rerun <id> --from <node> +runs a node/m);
+    const r = await cli(['flows', 'rerun', 'f1', ...nowhere]);
+    expectError(r, 2, 'usage');
+    expect(r.stderr).toContain('flows rerun needs --from <node>');
+  });
+
   it('a database URL that is not a postgres URL is bad usage naming where it came from, without echoing it', async () => {
     for (const [args, env, from] of [
       [['--url', 'notaurl'], {}, '--url'],
