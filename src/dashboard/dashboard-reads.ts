@@ -11,6 +11,7 @@ import { KeyInsights } from '../runs/key-insights';
 import { RunReader } from '../runs/run-reader';
 import { ActivityStore } from '../store/activity.store';
 import { ControlsStore } from '../store/controls.store';
+import { DashboardStore } from '../store/dashboard.store';
 import { DefinitionsStore } from '../store/definitions.store';
 import { Db } from '../store/db';
 import { FlowsStore } from '../store/flows.store';
@@ -18,6 +19,7 @@ import { HistoryStore } from '../store/history.store';
 import { NodesStore } from '../store/nodes.store';
 import { RunsStore } from '../store/runs.store';
 import { DASHBOARD_OPTIONS, type DurableDashboardOptions } from './dashboard.options';
+import { PageReads } from './page-reads';
 
 /** The readers the pages use. */
 export interface Readers {
@@ -27,6 +29,8 @@ export interface Readers {
   flows: FlowsEngine;
   /** The overview's backlog figures. */
   backlog: () => Promise<{ pending: number; lagMs: number }>;
+  /** The run and flow pages' reads, bounded by what those pages show. */
+  pages: PageReads;
 }
 
 /**
@@ -72,6 +76,7 @@ export class DashboardReads implements OnApplicationShutdown {
       cluster: new ClusterReader(bounded, registry, runsStore, nodes, this.controls, this.options),
       flows: new FlowsEngine(bounded, registry, this.flowsStore, runsStore, activity),
       backlog: () => runsStore.backlog(bounded.db),
+      pages: new PageReads(bounded.db, registry, new DashboardStore(this.options.schema), this.flowsStore),
     };
     return this.made;
   }

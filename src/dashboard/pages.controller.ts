@@ -3,7 +3,7 @@ import { Scheduler } from '../schedules/scheduler';
 import { DashboardContext, flowError, type HtmlResponse } from './dashboard.context';
 import { DashboardGuard } from './dashboard.guard';
 import { DashboardReads } from './dashboard-reads';
-import { flowPage } from './pages/flow.page';
+import { FLOW_NODES_SHOWN, flowPage } from './pages/flow.page';
 import { keysPage } from './pages/keys.page';
 import { activityPage, nodesPage, schedulesPage } from './pages/lists.page';
 import { overviewPage } from './pages/overview.page';
@@ -83,10 +83,10 @@ export class PagesController {
     this.context.send(
       res,
       await this.context.render(async (ctx) => {
-        const graph = await this.reads.readers.flows.graph(id).catch((err: unknown) => {
+        const view = await this.reads.readers.pages.flow(id, FLOW_NODES_SHOWN, ctx.actions).catch((err: unknown) => {
           throw flowError(id, err);
         });
-        return flowPage(ctx, graph);
+        return flowPage(ctx, view);
       }),
     );
   }

@@ -3,7 +3,7 @@ import { RunNotFoundError } from '../errors';
 import { DashboardContext, runIdParam, type HtmlResponse } from './dashboard.context';
 import { DashboardGuard } from './dashboard.guard';
 import { DashboardReads } from './dashboard-reads';
-import { runPage } from './pages/run.page';
+import { CHILDREN_SHOWN, runPage } from './pages/run.page';
 import { runsPage } from './pages/runs.page';
 import { parseRunsSearch, SearchError } from './search';
 
@@ -32,9 +32,9 @@ export class RunsController {
         if (!(err instanceof SearchError)) throw err;
         return { status: 400, html: runsPage(ctx, { q: search, runs: [], limit: PAGE_SIZE, error: err.message }) };
       }
-      const { runs } = this.reads.readers;
+      const { runs, pages } = this.reads.readers;
       if (filter.id) {
-        if (!(await runs.get(filter.id))) throw new RunNotFoundError(filter.id);
+        if (!(await pages.run(filter.id, 0))) throw new RunNotFoundError(filter.id);
         opened = `${ctx.base}/runs/${filter.id}`;
         return '';
       }
@@ -50,19 +50,20 @@ export class RunsController {
   async run(@Res() res: HtmlResponse, @Param('id') given: string) {
     const answer = await this.context.render(async (ctx) => {
       const id = runIdParam(given);
-      const { runs, keys } = this.reads.readers;
-      const run = await runs.get(id);
-      if (!run) throw new RunNotFoundError(id);
+      const { runs, keys, pages } = this.reads.readers;
+      const view = await pages.run(id, CHILDREN_SHOWN);
+      if (!view) throw new RunNotFoundError(id);
+      const { run, childCount } = view;
       const keyed = run.key !== null;
       const [history, keyRuns, readds, keyEvents, startNow] = await Promise.all([
-        runs.historyOf(id),
+        runs.historyOf(id, run),
         keyed ? runs.list({ workflow: run.workflow, key: run.key!, limit: PAGE_SIZE }) : [],
         keyed ? keys.listActivity({ runId: id, kinds: ['key_duplicate'], limit: PAGE_SIZE }) : [],
         keyed ? keys.listActivity({ workflow: run.workflow, key: run.key!, kinds: ['key_handed_off', 'key_released', 'key_retaken'], limit: PAGE_SIZE }) : [],
         // what a start with the key would do now (not when this node does not know the workflow)
         keyed ? keys.explainStart(run.workflow, null, { key: run.key! }).catch(() => undefined) : undefined,
       ]);
-      return runPage(ctx, { run, history, keyRuns, readds, keyEvents, startNow });
+      return runPage(ctx, { run, childCount, history, keyRuns, readds, keyEvents, startNow });
     });
     this.context.send(res, answer);
   }

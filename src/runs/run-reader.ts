@@ -153,9 +153,12 @@ export class RunReader {
     return { count: Math.min(n, cap), capped: n > cap };
   }
 
-  /** Every attempt of every step of the run (the first 1000), in the order they ended. */
-  async historyOf(runId: string): Promise<StepAttempt[]> {
-    const run = await this.get(runId);
+  /**
+   * Every attempt of every step of the run (the first 1000), in the order they ended. `known`: the
+   * run's workflow, when the caller has read the run (else the run is read to find it).
+   */
+  async historyOf(runId: string, known?: Pick<RunInfo, 'workflow'>): Promise<StepAttempt[]> {
+    const run = known ?? (await this.get(runId));
     if (!run) throw new RunNotFoundError(runId);
     const rows = await this.history.list(this.connection.db, runId, HISTORY_LIMIT);
     const def = this.registry.find(run.workflow);

@@ -2,6 +2,7 @@ import { INestApplication } from '@nestjs/common';
 import request from 'supertest';
 import { RunContext, Step, Workflow } from '../../src';
 import { DurableDashboardModule, type DurableDashboardOptions } from '../../src/dashboard';
+import { Db } from '../../src/store/db';
 import { createApp, sql, TestApp } from '../support';
 
 @Workflow('bounds_node')
@@ -88,5 +89,91 @@ describe('dashboard bounds (HTTP)', () => {
     // a flow of fewer nodes is drawn as before
     const small = await durable.startFlow(durable.flow().add('a', 'bounds_node', 1));
     expect((await request(t.server).get(`${BASE}/flows/${small.flowId}`).expect(200)).text).toMatch(/<svg\s+class="flow"/);
+  });
+});
+
+/**
+ * The most values any one statement returned while `fn` ran: its rows, or the elements of an array
+ * in one of its rows (a run's child ids), whichever is more. Every statement of the module goes
+ * through `Db.query`.
+ */
+async function mostValuesRead(fn: () => Promise<unknown>): Promise<number> {
+  let most = 0;
+  const original = Db.prototype.query;
+  const spy = jest.spyOn(Db.prototype, 'query').mockImplementation(async function (this: Db, ...args: Parameters<Db['query']>) {
+    const rows = await original.apply(this, args);
+    const inRows = rows.map((r) => Math.max(0, ...Object.values(r).map((v) => (Array.isArray(v) ? v.length : 0))));
+    most = Math.max(most, rows.length, ...inRows);
+    return rows;
+  } as Db['query']);
+  try {
+    await fn();
+  } finally {
+    spy.mockRestore();
+  }
+  return most;
+}
+
+describe('dashboard bounds: what a page reads', () => {
+  it('the page of a run with 2,000 children reads its first 50 child ids and their count, not every id', async () => {
+    const t = await dashboardApp();
+    const parent = (await t.durable.start('bounds_node', 0, { runAt: new Date(Date.now() + 3_600_000) })).runId;
+    await sql(
+      `insert into "${t.schema}".runs (id, workflow, parent_id, status, run_at)
+       select gen_random_uuid(), 'bounds_node', $1, 'pending', now() + interval '1 hour' from generate_series(1, 2000)`,
+      [parent],
+    );
+    const all = (await t.durable.getRun(parent))!.children; // the public read still gives every child id
+    expect(all).toHaveLength(2000);
+    let page = '';
+    const most = await mostValuesRead(async () => {
+      page = (await request(t.server).get(`${BASE}/runs/${parent}`).expect(200)).text;
+    });
+    expect(most).toBeLessThanOrEqual(60);
+    // the page shows what it showed: the first 50 children by id, and all 2000 through the search
+    expect(all.filter((id) => page.includes(`href="${BASE}/runs/${id}"`))).toEqual(all.slice(0, 50));
+    expect(page).toContain(`all 2000 children →`);
+    expect(page).toContain(`href="${BASE}/runs?q=parent%3A${parent}"`);
+    // a search for the run's id opens it without reading its children either
+    const opened = await mostValuesRead(async () => {
+      await request(t.server).get(`${BASE}/runs?q=${parent}`).expect(303);
+    });
+    expect(opened).toBeLessThanOrEqual(60);
+  });
+
+  it('the page of a flow of 1,000 nodes reads counts per status and its first 200 nodes, with the same rerun buttons', async () => {
+    const t = await dashboardApp({ readOnly: false });
+    const { durable } = t;
+    let builder = durable.flow({ name: 'big flow' });
+    const name = (i: number) => `n${String(i).padStart(4, '0')}`;
+    for (let i = 0; i < 1000; i++) {
+      // n0500 depends on n0010 (listed), n0501 on n0011 (listed), n0601 on n0600 on n0012 (listed)
+      const deps = { 500: [name(10)], 501: [name(11)], 600: [name(12)], 601: [name(600)] }[i] ?? [];
+      builder = builder.add(name(i), 'bounds_node', i, { deps });
+    }
+    const flow = await durable.startFlow(builder);
+    // every node finished but n0500 and n0601: n0010 and n0012, upstream of them, cannot be run again yet; n0011 can
+    await sql(`update "${t.schema}".runs set status = 'completed', finished_at = now() where flow_id = $1 and name not in ('n0500', 'n0601', 'n0999')`, [
+      flow.flowId,
+    ]);
+    await sql(`update "${t.schema}".runs set status = 'failed', finished_at = now() where flow_id = $1 and name = 'n0999'`, [flow.flowId]);
+    let page = '';
+    const most = await mostValuesRead(async () => {
+      page = (await request(t.server).get(`${BASE}/flows/${flow.flowId}`).expect(200)).text;
+    });
+    expect(most).toBeLessThanOrEqual(210);
+    expect(page).toContain('1000 nodes');
+    expect(page).toContain(`all 1000 nodes →`);
+    expect(page).toMatch(/completed<\/span><\/dt>\s*<dd>997<\/dd>/);
+    expect(page).toMatch(/failed<\/span><\/dt>\s*<dd>1<\/dd>/);
+    expect(page).toMatch(/<span class="badge[^"]*">(pending|waiting)<\/span><\/dt>\s*<dd>2<\/dd>/);
+    expect(page.match(/<td>n\d{4}<\/td>/g)).toEqual(Array.from({ length: 200 }, (_, i) => `<td>${name(i)}</td>`));
+    const rerun = [...page.matchAll(/name="from" value="(n\d{4})"/g)].map((m) => m[1]);
+    expect(rerun).toEqual(Array.from({ length: 200 }, (_, i) => name(i)).filter((n) => n !== 'n0010' && n !== 'n0012'));
+    expect(page).toContain('<td>n0010</td>');
+    // with no node going, every node listed can be run again
+    await sql(`update "${t.schema}".runs set status = 'completed', finished_at = now() where flow_id = $1 and name in ('n0500', 'n0601')`, [flow.flowId]);
+    const done = (await request(t.server).get(`${BASE}/flows/${flow.flowId}`).expect(200)).text;
+    expect([...done.matchAll(/name="from" value="(n\d{4})"/g)]).toHaveLength(200);
   });
 });

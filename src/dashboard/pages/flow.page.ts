@@ -4,6 +4,7 @@ import { markup, raw, type SafeHtml } from '../html';
 import { badge, layout, live, query, table, type PageContext } from '../layout';
 import { searchValue } from '../search';
 import { flowSvg } from '../svg';
+import type { FlowView } from '../page-reads';
 
 /** Most nodes of a flow drawn (SVG, Mermaid, DOT) and listed on its page; a bigger flow lists its first ones and counts the rest by status. */
 export const FLOW_NODES_SHOWN = 200;
@@ -25,17 +26,15 @@ function rerunForm(ctx: PageContext, flowId: string, n: FlowGraphNode): SafeHtml
 }
 
 /** What the page of a flow too big to draw says instead: its nodes per status, and where to find them all. */
-function bigFlowSummary(ctx: PageContext, graph: FlowGraph): SafeHtml {
-  const counts = new Map<string, number>();
-  for (const n of graph.nodes) counts.set(n.status ?? 'unknown', (counts.get(n.status ?? 'unknown') ?? 0) + 1);
+function bigFlowSummary(ctx: PageContext, { graph, total, counts }: FlowView): SafeHtml {
   const search = graph.flowId ? `${ctx.base}/runs${query({ q: `flow:${searchValue(graph.flowId)}` })}` : null;
   return markup`<p class="hint">
-      ${graph.nodes.length} nodes: a flow of more than ${FLOW_NODES_SHOWN} is not drawn (its Mermaid and DOT text are in
-      <code>getFlowGraph</code>); the first ${FLOW_NODES_SHOWN} are listed${search ? markup`, <a href="${search}">all ${graph.nodes.length} nodes →</a>` : ''}
+      ${total} nodes: a flow of more than ${FLOW_NODES_SHOWN} is not drawn (its Mermaid and DOT text are in
+      <code>getFlowGraph</code>); the first ${FLOW_NODES_SHOWN} are listed${search ? markup`, <a href="${search}">all ${total} nodes →</a>` : ''}
     </p>
     <dl class="figures">
-      ${[...counts].map(
-        ([status, n]) =>
+      ${counts.map(
+        ({ status, n }) =>
           markup`<div>
             <dt>${badge(status)}</dt>
             <dd>${n}</dd>
@@ -47,14 +46,17 @@ function bigFlowSummary(ctx: PageContext, graph: FlowGraph): SafeHtml {
 /**
  * `/flows/:id`: the flow's graph with each node's status, links to the nodes' runs, its Mermaid and
  * DOT text; with actions on, a node can be run again with everything downstream of it once they have all finished.
+ * `view.graph` holds the flow's first {@link FLOW_NODES_SHOWN} nodes (all of them when there are no more).
  */
-export function flowPage(ctx: PageContext, graph: FlowGraph): string {
+export function flowPage(ctx: PageContext, view: FlowView): string {
+  const { graph } = view;
   const runHref = (id: string) => `${ctx.base}/runs/${id}`;
   const { flowId } = graph;
-  // with actions on, the nodes that can be run again now (with everything downstream) get a button
-  const canRerun = ctx.actions && flowId ? rerunnable(graph) : new Set<string>();
-  const big = graph.nodes.length > FLOW_NODES_SHOWN;
-  const rows = graph.nodes.slice(0, FLOW_NODES_SHOWN).map(
+  const big = view.more;
+  // with actions on, the nodes that can be run again now (with everything downstream) get a button;
+  // the graph of a big flow is not all there: which can is read with it
+  const canRerun = ctx.actions && flowId ? (view.rerunnable ?? rerunnable(graph)) : new Set<string>();
+  const rows = graph.nodes.map(
     (n) =>
       markup`<tr>
         <td>${n.name}</td>
@@ -67,7 +69,7 @@ export function flowPage(ctx: PageContext, graph: FlowGraph): string {
   );
   const nodes = table(['node', 'workflow', 'deps', 'status', 'run', ''], rows);
   const body = big
-    ? markup`${live('flow-graph', markup`${bigFlowSummary(ctx, graph)}${nodes}`)}`
+    ? markup`${live('flow-graph', markup`${bigFlowSummary(ctx, view)}${nodes}`)}`
     : markup`${live('flow-graph', markup`${flowSvg(graph, runHref)}${nodes}`)}
         <h2>Mermaid</h2>
         <pre class="source">${graph.toMermaid()}</pre>

@@ -9,7 +9,10 @@ import { RUN_HEAD, runRows } from './runs.page';
 
 /** What the run page shows besides the run. */
 export interface RunPageData {
+  /** The run, with its first {@link CHILDREN_SHOWN} children (by id) in `children`. */
   run: RunInfo;
+  /** How many children the run has. */
+  childCount: number;
   history: StepAttempt[];
   /** Runs with the run's key (newest first, bounded). */
   keyRuns: RunInfo[];
@@ -132,13 +135,12 @@ function keyPanel(ctx: PageContext, d: RunPageData): SafeHtml {
   </section>`;
 }
 
-/** The run's first children as links, and a link to the search of all of them when there are more. */
-function children(ctx: PageContext, run: RunInfo, link: (id: string) => SafeHtml | string): SafeHtml | string {
-  const all = run.children;
-  if (!all.length) return '—';
-  const first = all.slice(0, CHILDREN_SHOWN).map((c) => markup`${link(c)} `);
-  if (all.length <= CHILDREN_SHOWN) return markup`${first}`;
-  return markup`${first}… <a href="${ctx.base}/runs${query({ q: `parent:${run.id}` })}">all ${all.length} children →</a>`;
+/** The run's first children as links, and a link to the search of all `count` of them when there are more. */
+function children(ctx: PageContext, run: RunInfo, count: number, link: (id: string) => SafeHtml | string): SafeHtml | string {
+  if (!run.children.length) return '—';
+  const first = run.children.slice(0, CHILDREN_SHOWN).map((c) => markup`${link(c)} `);
+  if (count <= CHILDREN_SHOWN) return markup`${first}`;
+  return markup`${first}… <a href="${ctx.base}/runs${query({ q: `parent:${run.id}` })}">all ${count} children →</a>`;
 }
 
 /** `/runs/:id`: the run, its step timeline, its waits and family, and its Key panel. */
@@ -181,7 +183,7 @@ export function runPage(ctx: PageContext, d: RunPageData): string {
           <dt>parent</dt>
           <dd>${link(run.parentId)}</dd>
           <dt>children</dt>
-          <dd>${children(ctx, run, link)}</dd>
+          <dd>${children(ctx, run, d.childCount, link)}</dd>
           <dt>flow</dt>
           <dd>
             ${run.flowId ? markup`<a href="${ctx.base}/flows/${encodeURIComponent(run.flowId)}">${run.flowName ?? run.flowId}</a> (node ${run.name ?? ''})` : '—'}

@@ -1,0 +1,81 @@
+import { RunNotFoundError } from '../errors';
+import { isFinished, type RunInfo, type RunStatus } from '../domain/run-info';
+import { isUuid } from '../domain/uuid';
+import { nameProblem } from '../domain/validation';
+import { WorkflowRegistry } from '../definition/workflow.registry';
+import { FlowGraph } from '../flows/flow.graph';
+import type { DashboardStore } from '../store/dashboard.store';
+import type { Queryable } from '../store/db';
+import type { FlowsStore } from '../store/flows.store';
+import { toRunInfo } from '../store/run-row';
+
+/** A run as its page shows it: its first children in `run.children`, and how many it has. */
+export interface RunView {
+  run: RunInfo;
+  childCount: number;
+}
+
+/** A flow as its page shows it. */
+export interface FlowView {
+  /** The flow's nodes up to the most shown (all of them when there are no more), in insertion order. */
+  graph: FlowGraph;
+  /** It has more nodes than `graph` holds (it is not drawn). */
+  more: boolean;
+  /** Its number of nodes. */
+  total: number;
+  /** Its nodes per status, statuses in the order of their first node. */
+  counts: { status: RunStatus; n: number }[];
+  /** Of the nodes in `graph`, those `rerunFlow` would take as `from` now (asked for: `rerun`). */
+  rerunnable?: Set<string>;
+}
+
+/**
+ * The reads behind the run and flow pages, bounded by what those pages show: the public
+ * `getRun` (every child id) and `getFlowGraph` (every node) are not.
+ */
+export class PageReads {
+  constructor(
+    private readonly db: Queryable,
+    private readonly registry: WorkflowRegistry,
+    private readonly store: DashboardStore,
+    private readonly flows: FlowsStore,
+  ) {}
+
+  /** Run `runId` with its first `children` children (by id) and their number (0 when `children` is 0), or null. */
+  async run(runId: string, children: number): Promise<RunView | null> {
+    if (!isUuid(runId)) return null;
+    const row = await this.store.run(this.db, runId, children);
+    return row ? { run: toRunInfo(row, this.registry.stepName), childCount: row.child_count } : null;
+  }
+
+  /**
+   * Flow `flowId`: its first `shown` nodes (one more is read, to know whether there are more) and
+   * its nodes per status; with `rerun`, which nodes read can be run again now. A flow of no more
+   * than `shown` nodes is read whole. `RunNotFoundError` when no flow has that id.
+   */
+  async flow(flowId: string, shown: number, rerun: boolean): Promise<FlowView> {
+    // an id no flow can have (empty, too long, a NUL) is not sent to the database
+    if (nameProblem(flowId)) throw new RunNotFoundError(String(flowId));
+    const { db, store } = this;
+    const [flow, counts, rows] = await Promise.all([this.flows.getFlow(db, flowId), store.flowCounts(db, flowId), store.flowNodes(db, flowId, shown + 1)]);
+    if (!flow && rows.length === 0) throw new RunNotFoundError(flowId);
+    const read = rows.slice(0, shown);
+    const graph = new FlowGraph(
+      read.map((r) => ({ name: r.name, workflow: r.workflow, deps: r.deps ?? [], runId: r.id, status: r.status })),
+      flowId,
+      flow?.name ?? null,
+    );
+    const more = rows.length > shown;
+    // (the counts and the nodes are read by two statements: a node added between them is counted or not)
+    const total = Math.max(
+      counts.reduce((sum, c) => sum + c.n, 0),
+      rows.length,
+    );
+    if (!rerun || !more) return { graph, more, total, counts };
+    // a big flow: the nodes listed that no node still going is downstream of (none going: all of them)
+    const names = read.map((r) => r.name);
+    const going = counts.some((c) => !isFinished(c.status));
+    const blocked = going ? await store.flowBlocked(db, flowId, names) : new Set<string>();
+    return { graph, more, total, counts, rerunnable: new Set(names.filter((n) => !blocked.has(n))) };
+  }
+}

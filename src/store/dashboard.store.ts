@@ -1,0 +1,73 @@
+import type { Queryable } from './db';
+import type { FlowNodeRow } from './flows.types';
+import { runColumns, type RunRow } from './run-row';
+import { statusLiterals } from './sql';
+import { FINISHED_STATUSES, type RunStatus } from '../domain/run-info';
+
+/** A run with its first child ids (in `children`, by id) and how many children it has. */
+export interface RunWithChildCount extends RunRow {
+  child_count: number;
+}
+
+/** How many nodes of a flow are in one status. */
+export interface FlowStatusCount {
+  status: RunStatus;
+  n: number;
+}
+
+/**
+ * The dashboard's bounded reads: what a page shows and no more, whatever the size of the family or
+ * the flow it shows. A run's first child ids and their count (through `runs_parent`), rather than
+ * every child id; a flow's nodes counted per status and its first nodes, rather than every node row.
+ */
+export class DashboardStore {
+  private readonly sql: Record<string, string>;
+
+  constructor(schema: string) {
+    const S = `"${schema}"`;
+    this.sql = {
+      run: `
+        SELECT ${runColumns(S, 'r')},
+          ARRAY(SELECT c.id FROM ${S}.runs c WHERE c.parent_id = $1 ORDER BY c.id LIMIT $2) AS children,
+          -- not counted when no child id is asked for (a run looked up by id)
+          CASE WHEN $2 > 0 THEN (SELECT count(*)::int FROM ${S}.runs c WHERE c.parent_id = $1) ELSE 0 END AS child_count
+        FROM ${S}.runs r WHERE r.id = $1`,
+      // statuses in the order of their first node (as a walk of the nodes in insertion order meets them)
+      flowCounts: `SELECT status, count(*)::int AS n FROM ${S}.runs WHERE flow_id = $1 GROUP BY status ORDER BY min(id::text)`,
+      flowNodes: `SELECT id, name, workflow, deps, status FROM ${S}.runs WHERE flow_id = $1 ORDER BY id LIMIT $2`,
+      // of the names $2, those a node not finished depends on, directly or not (or that are such a node)
+      flowBlocked: `
+        WITH RECURSIVE up AS (
+          SELECT r.name, r.deps FROM ${S}.runs r WHERE r.flow_id = $1 AND r.status NOT IN (${statusLiterals(FINISHED_STATUSES)})
+          UNION
+          SELECT r.name, r.deps FROM up JOIN ${S}.runs r ON r.flow_id = $1 AND r.name = ANY(up.deps)
+        )
+        SELECT DISTINCT name FROM up WHERE name = ANY($2::text[])`,
+    };
+  }
+
+  /** Run `id` with its first `children` child ids (by id) and its number of children (0 when `children` is 0), or undefined. */
+  async run(q: Queryable, id: string, children: number): Promise<RunWithChildCount | undefined> {
+    const [row] = await q.query<RunWithChildCount>(this.sql.run, [id, children]);
+    return row;
+  }
+
+  /** The nodes of flow `flowId` per status, statuses in the order of their first node. */
+  flowCounts(q: Queryable, flowId: string): Promise<FlowStatusCount[]> {
+    return q.query<FlowStatusCount>(this.sql.flowCounts, [flowId]);
+  }
+
+  /** The first `limit` nodes of flow `flowId`, in insertion order. */
+  flowNodes(q: Queryable, flowId: string, limit: number): Promise<FlowNodeRow[]> {
+    return q.query<FlowNodeRow>(this.sql.flowNodes, [flowId, limit]);
+  }
+
+  /**
+   * Of `names`, the nodes of flow `flowId` that are not finished or that a node not finished
+   * depends on, directly or not: those `rerunFlow` would not take as `from` now.
+   */
+  async flowBlocked(q: Queryable, flowId: string, names: string[]): Promise<Set<string>> {
+    const rows = await q.query<{ name: string }>(this.sql.flowBlocked, [flowId, names]);
+    return new Set(rows.map((r) => r.name));
+  }
+}
