@@ -107,7 +107,8 @@ export class ActionsController {
     let target = '';
     const answer = await this.context.render(async (ctx) => {
       const id = runIdParam(given);
-      const run = await this.reads.readers.runs.get(id);
+      // its workflow and key, for the record (not its children)
+      const run = (await this.reads.readers.pages.run(id, 0))?.run;
       if (!run) throw new RunNotFoundError(id);
       const details: Record<string, unknown> = { action };
       let shownId = id;
@@ -144,7 +145,7 @@ export class ActionsController {
     const answer = await this.context.render(async (ctx) => {
       const started = await this.scheduler.trigger(name);
       // the run it started (or the key's holder it went to) has the schedule's workflow and key
-      const run = await this.reads.readers.runs.get(started.runId);
+      const run = (await this.reads.readers.pages.run(started.runId, 0))?.run;
       await this.record(actor, started.runId, run?.workflow ?? null, run?.key ?? null, {
         action: 'triggerSchedule',
         schedule: name,
@@ -170,7 +171,7 @@ export class ActionsController {
       const { runIds } = await this.flows.rerun(id, { from }).catch((err: unknown) => {
         throw flowError(id, err);
       });
-      const run = await this.reads.readers.runs.get(runIds[from]);
+      const run = (await this.reads.readers.pages.run(runIds[from], 0))?.run;
       await this.record(actor, runIds[from], run?.workflow ?? null, run?.key ?? null, { action: 'rerunFlow', flowId: id, from, runIds });
       target = `${ctx.base}/flows/${encodeURIComponent(id)}`;
       return '';

@@ -141,6 +141,28 @@ describe('dashboard bounds: what a page reads', () => {
     expect(opened).toBeLessThanOrEqual(60);
   });
 
+  it('an action on a run with 2,000 children does not read every child id', async () => {
+    const t = await dashboardApp({ readOnly: false });
+    const parent = (await t.durable.start('bounds_node', 0, { runAt: new Date(Date.now() + 3_600_000) })).runId;
+    await sql(
+      `insert into "${t.schema}".runs (id, workflow, parent_id, status, run_at)
+       select gen_random_uuid(), 'bounds_node', $1, 'pending', now() + interval '1 hour' from generate_series(1, 2000)`,
+      [parent],
+    );
+    const most = await mostValuesRead(async () => {
+      await request(t.server)
+        .post(`${BASE}/runs/${parent}/send-event`)
+        .set('Sec-Fetch-Site', 'same-origin')
+        .type('form')
+        .send({ name: 'nudge', payload: '1' })
+        .expect(303);
+    });
+    expect(most).toBeLessThanOrEqual(60);
+    // done and recorded
+    const [event] = await t.durable.listActivity({ runId: parent, kinds: ['dashboard_action'] });
+    expect(event).toMatchObject({ runId: parent, details: { action: 'sendEvent', name: 'nudge' } });
+  });
+
   it('the page of a flow of 1,000 nodes reads counts per status and its first 200 nodes, with the same rerun buttons', async () => {
     const t = await dashboardApp({ readOnly: false });
     const { durable } = t;
