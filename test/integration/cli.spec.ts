@@ -2,12 +2,11 @@
  * The operator CLI (`nestjs-durable`: bin/nestjs-durable.js, which runs dist/src/cli/main.js) spawned as a real process against a
  * schema that a test app (with the workflows and a worker) uses: every command, the --json
  * documents, the one-line errors with their code, and the exit codes (0 done, 1 refused or
- * failed, 2 bad usage).
+ * failed, 2 bad usage). The usage itself (help, bad usage, unreachable database) is in cli-usage.spec.ts.
  */
 import { RunContext, Step, Workflow } from '../../src';
 import { createApp, freshSchema, sql, TestApp, waitFor } from '../support';
-import { execFile } from 'child_process';
-import { BIN, cli, expectError } from '../support/cli';
+import { cli, expectError } from '../support/cli';
 
 @Workflow('cli_echo')
 class Echo {
@@ -59,120 +58,6 @@ const statusOf = async (id: string) => (await app.durable.getRun(id))?.status;
 beforeAll(async () => {
   schema = freshSchema();
   app = await createApp({ workflows: [Echo, Flaky, Approval, Events], schema });
-});
-
-describe('nestjs-durable: usage', () => {
-  it('the package bin is an executable file with a node shebang that runs the built CLI', async () => {
-    const help = await new Promise<string>((resolve, reject) =>
-      execFile(BIN, ['--help'], { timeout: 60_000 }, (err, stdout) => (err ? reject(err) : resolve(stdout))),
-    );
-    expect(help).toMatch(/runs list/);
-  });
-
-  it('--help lists every command, and each command has its own help', async () => {
-    const all = await cli(['--help']);
-    expect(all.code).toBe(0);
-    const commands = [...all.stdout.matchAll(/^ {2}nestjs-durable ([a-z-]+(?: [a-z-]+)?)/gm)].map((m) => m[1]);
-    expect(commands).toEqual([
-      'status',
-      'runs list',
-      'runs get',
-      'runs history',
-      'runs cancel',
-      'runs retry',
-      'runs release-key',
-      'runs provide-input',
-      'runs send-event',
-      'flows get',
-      'flows rerun',
-      'workflows list',
-      'workflows pause',
-      'workflows resume',
-      'keys list',
-      'keys explain',
-      'activity',
-      'migrate',
-    ]);
-    for (const c of commands) {
-      const help = await cli([...c.split(' '), '--help'], { DATABASE_URL: '' });
-      expect(help.code).toBe(0);
-      expect(help.stdout).toContain(`usage: nestjs-durable ${c}`);
-    }
-  });
-
-  it('a group with --help lists its commands; a group without a command names them and exits 2', async () => {
-    const noDb = { DATABASE_URL: '' };
-    const groups: Record<string, string[]> = {
-      runs: ['list', 'get', 'history', 'cancel', 'retry', 'release-key', 'provide-input', 'send-event'],
-      flows: ['get', 'rerun'],
-      workflows: ['list', 'pause', 'resume'],
-      keys: ['list', 'explain'],
-    };
-    for (const [group, commands] of Object.entries(groups)) {
-      for (const help of ['--help', '-h']) {
-        const r = await cli([group, help], noDb);
-        expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
-        expect(r.stdout).toContain(`usage: nestjs-durable ${group} <command>`);
-        expect([...r.stdout.matchAll(/^ {2}nestjs-durable ([a-z-]+ [a-z-]+)/gm)].map((m) => m[1])).toEqual(commands.map((c) => `${group} ${c}`));
-      }
-      const bare = await cli([group], noDb);
-      expectError(bare, 2, 'usage');
-      expect(bare.stderr).toContain(`${group} needs a command: ${commands.join(', ')}`);
-    }
-    const typo = await cli(['runs', 'lst', '--help'], noDb);
-    expectError(typo, 2, 'usage');
-    expect(typo.stderr).toContain('unknown command "runs lst": runs has list, get,');
-    expectError(await cli(['bogus', '--help'], noDb), 2, 'usage');
-    expect((await cli(['--help'], noDb)).stdout).toContain('nestjs-durable <group> --help the commands of a group (runs, flows, workflows, keys)');
-  });
-
-  it('bad usage exits 2 with one line naming the problem, before connecting', async () => {
-    const noDb = { DATABASE_URL: '' };
-    expectError(await cli([], noDb), 2, 'usage');
-    expectError(await cli(['runs', 'lst'], noDb), 2, 'usage');
-    expectError(await cli(['runs', 'get'], noDb), 2, 'usage');
-    expectError(await cli(['runs', 'get', 'a', 'b'], noDb), 2, 'usage');
-    expectError(await cli(['runs', 'list', '--colour', 'red'], noDb), 2, 'usage');
-    expectError(await cli(['runs', 'list', '--limit'], noDb), 2, 'usage');
-    expectError(await cli(['runs', 'list'], noDb), 2, 'usage'); // no database
-    // checked before the connection is opened: the URL points nowhere
-    const nowhere = ['--url', 'postgres://nobody@127.0.0.1:1/none'];
-    expectError(await cli(['runs', 'list', '--status', 'done', ...nowhere]), 2, 'usage');
-    expectError(await cli(['runs', 'list', '--limit', '0', ...nowhere]), 2, 'usage');
-    expectError(await cli(['runs', 'provide-input', 'x', 'decision', '{nope', ...nowhere]), 2, 'usage');
-    expectError(await cli(['status', '--node-timeout', 'soon', ...nowhere]), 2, 'usage');
-    expectError(await cli(['migrate', '--print-sql', '--schema', 'x"; DROP SCHEMA public; --', ...nowhere]), 2, 'usage');
-    expectError(await cli(['runs', 'list', '--node-timeout', '30s', ...nowhere]), 2, 'usage'); // status only
-  });
-
-  it('a flag value out of range, or a number not in decimal digits, exits 2 naming the flag, before connecting', async () => {
-    const nowhere = ['--url', 'postgres://nobody@127.0.0.1:1/none'];
-    for (const value of ['99999999999d', '2147483648', '10ms']) {
-      const r = await cli(['status', '--node-timeout', value, ...nowhere]);
-      expectError(r, 2, 'usage');
-      expect(r.stderr).toMatch(/--node-timeout must be a duration such as '30s' or '2m', from 20ms to 2147483647ms/);
-    }
-    const limits = [
-      ...['0x10', '1e2', '16.0', ' 16', '0b1'].map((v) => ['runs', 'list', '--limit', v]),
-      ['keys', 'list', '--limit', '0x10'],
-      ['activity', '--limit', '0x10'],
-    ];
-    for (const args of limits) {
-      const r = await cli([...args, ...nowhere]);
-      expectError(r, 2, 'usage');
-      expect(r.stderr).toMatch(/--limit must be a whole number from 1 to 1000/);
-    }
-  });
-
-  it('a database that cannot be reached fails with exit 1 and its error code', async () => {
-    expectError(await cli(['runs', 'list', '--url', 'postgres://nobody@127.0.0.1:1/none']), 1, 'ECONNREFUSED');
-  });
-
-  it('a schema without the module’s tables says so', async () => {
-    const r = await cli(['runs', 'list', '--schema', freshSchema()]);
-    expectError(r, 1, '42P01');
-    expect(r.stderr).toContain('migrate');
-  });
 });
 
 describe('nestjs-durable runs', () => {
