@@ -30,11 +30,14 @@ export class EventsStore {
     this.sql = {
       // the send's moment is when this statement began (a send that then waits for the lock counts
       // from before it): every decision on the event, and the time it is stored with, use that one
-      // moment; timer_open: the waiting run's timer (its wait's timeout or its deadline) had not ended
+      // moment; timer_open: the waiting run's timer (its wait's timeout or its deadline) had not ended;
+      // past_deadline: as the claim sets it (run_at + timeout), but a flow node waiting for its
+      // dependencies has no deadline yet (its timeout counts from when it becomes due)
       lockRun: `
         SELECT status, wait_kind, wait_name, statement_timestamp()::text AS at,
           (wake_at IS NULL OR wake_at > statement_timestamp()) AS timer_open,
-          coalesce(deadline_at, run_at + timeout_ms * interval '1 millisecond') <= statement_timestamp() AS past_deadline
+          coalesce(coalesce(deadline_at, CASE WHEN coalesce(deps_left, 0) = 0 THEN run_at + timeout_ms * interval '1 millisecond' END)
+            <= statement_timestamp(), false) AS past_deadline
         FROM ${S}.runs WHERE id = $1 FOR UPDATE`,
       // a statement of its own after the lock: it sees what the run's holder wrote before letting go
       // (a wait marked timed out), which a subquery of the locking statement would not; the wait's
