@@ -328,9 +328,13 @@ ${claimUpdate(S, '$5')}`,
       FROM unnest($1::uuid[], $3::int[]) AS x(id, epoch)
       WHERE r.id = x.id AND r.epoch = x.epoch AND r.node_id = $2 AND r.status IN ('running', 'compensating')`,
     wake: `SELECT pg_notify($1, '')`,
-    // a paused workflow's runs are held on purpose, not a backlog
+    // a paused workflow's runs are held on purpose, not a backlog, and are not read: the workflows
+    // with pending runs (one runs_pending descent each) that are not paused, then ($1) their due runs
+    backlogWorkflows: `
+      SELECT coalesce(array_agg(w.workflow), '{}') AS workflows
+      FROM unnest(${distinctWorkflows(`${S}.runs`, (a) => `${a}.status = 'pending'`)}) AS w (workflow) WHERE ${notPaused(S, 'w.workflow')}`,
     backlog: `
       SELECT count(*)::int AS pending, coalesce(extract(epoch FROM now() - min(run_at)) * 1000, 0)::float8 AS lag_ms
-      FROM ${S}.runs r WHERE r.status = 'pending' AND r.run_at <= now() AND ${notPaused(S, 'r.workflow')}`,
+      FROM ${S}.runs r WHERE r.status = 'pending' AND r.run_at <= now() AND r.workflow = ANY($1::text[])`,
   };
 }

@@ -4,8 +4,11 @@
  * longer than `maxLag` must not turn every node down — an orchestrator would restart them all, and
  * the restarted nodes would be down again, since the pause outlives restarts.
  */
+import { Client } from 'pg';
 import { DurableHealthIndicator, Step, Workflow } from '../../src';
-import { createApp, ident, sql } from '../support';
+import type { Queryable } from '../../src/store/db';
+import { RunsStore } from '../../src/store/runs.store';
+import { createApp, databaseUrl, ident, sql } from '../support';
 
 @Workflow('health_paused')
 class HealthPaused {
@@ -13,6 +16,25 @@ class HealthPaused {
   async only() {
     return 'done';
   }
+}
+
+/** A node of an `EXPLAIN (FORMAT JSON)` plan. */
+interface PlanNode {
+  'Relation Name'?: string;
+  'Actual Rows': number;
+  'Actual Loops': number;
+  'Rows Removed by Filter'?: number;
+  'Rows Removed by Index Recheck'?: number;
+  Plans?: PlanNode[];
+}
+
+/** Rows the scans of the `runs` table in `plan` read (returned or removed by a filter), over all their loops. */
+function runsRowsRead(plan: PlanNode): number {
+  const own =
+    plan['Relation Name'] === 'runs'
+      ? (plan['Actual Rows'] + (plan['Rows Removed by Filter'] ?? 0) + (plan['Rows Removed by Index Recheck'] ?? 0)) * plan['Actual Loops']
+      : 0;
+  return own + (plan.Plans ?? []).reduce((sum, p) => sum + runsRowsRead(p), 0);
 }
 
 /** The health check's database read may take long on a loaded machine. */
@@ -42,5 +64,44 @@ describe('DurableHealthIndicator and paused workflows', () => {
     await t.durable.resume(HealthPaused);
     expect(await t.durable.waitForRun(runId, { timeout: '30s' })).toMatchObject({ status: 'completed', result: 'done' });
     expect((await health.isHealthy('durable', PATIENT)).durable).toMatchObject({ status: 'up', pending: 0 });
+  });
+
+  it("reads none of a paused workflow's held runs: the backlog read reads the due runs it counts", async () => {
+    const t = await createApp({ workflows: [HealthPaused] });
+    const S = ident(t.schema);
+    await t.durable.pause(HealthPaused);
+    // a long pause: 20,000 runs held, beside a few due runs of a workflow that is not paused and one not yet due
+    await sql(
+      `insert into ${S}.runs (id, workflow, status, run_at) select gen_random_uuid(), 'health_paused', 'pending', now() - g * interval '1 second' from generate_series(1, 20000) g`,
+    );
+    await sql(
+      `insert into ${S}.runs (id, workflow, status, run_at) select gen_random_uuid(), 'nobody_runs_this', 'pending', now() - interval '10 minutes' from generate_series(1, 3)`,
+    );
+    await sql(`insert into ${S}.runs (id, workflow, status, run_at) values (gen_random_uuid(), 'nobody_runs_this', 'pending', now() + interval '1 hour')`);
+    await sql(`analyze ${S}.runs`);
+
+    // every statement the store's backlog read sends, run (its rows returned) and explained
+    const client = new Client({ connectionString: databaseUrl() });
+    await client.connect();
+    let read = 0;
+    const explaining: Queryable = {
+      query: async (text: string, values?: unknown[]) => {
+        const { rows } = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, values);
+        read += runsRowsRead((rows[0]['QUERY PLAN'] as { Plan: PlanNode }[])[0].Plan);
+        return (await client.query(text, values)).rows;
+      },
+    } as Queryable;
+    try {
+      const backlog = await t.get(RunsStore).backlog(explaining);
+      expect(backlog.pending).toBe(3);
+      expect(read).toBeLessThan(100);
+    } finally {
+      await client.end();
+    }
+
+    const checked = (await t.get(DurableHealthIndicator).isHealthy('durable', PATIENT)).durable;
+    expect(checked).toMatchObject({ status: 'down', pending: 3 });
+    expect(checked.lagMs).toBeGreaterThanOrEqual(600_000);
+    expect(checked.lagMs).toBeLessThan(3_600_000);
   });
 });
