@@ -32,7 +32,7 @@ import {
   unknownOptionProblems,
 } from '../domain/validation';
 import { decideStart, MAX_HANDOFFS, settledDuplicateStatuses, statusesThatFreeKey, type KeyDecision } from '../domain/keys.policy';
-import type { StartResult } from '../domain/run-info';
+import { isFinished, type StartResult } from '../domain/run-info';
 import { uuidv7 } from '../domain/uuid';
 import { deliverEvent } from './event-delivery';
 import { WakeCoalescer } from './wake.coalescer';
@@ -367,7 +367,9 @@ export class Starter {
       case 'sendEvent': {
         // Signal-With-Start: kept until the holder waits for it (buffered), in the start's transaction.
         const outcome = await deliverEvent(this.events, q, holder.id, decision.name, p.run.input, { buffer: true });
-        if (outcome === undefined || outcome === 'dropped') return undefined;
+        // gone or finished: the key is free, try again; a holder past its workflow timeout (locked,
+        // still going) drops it and keeps its key until it times out: the answer is the holder
+        if (outcome === undefined || (outcome === 'dropped' && isFinished(holder.status))) return undefined;
         await duplicate('sendEvent', { event: decision.name, delivery: outcome });
         return { runId: holder.id, outcome: 'sendEvent' };
       }
