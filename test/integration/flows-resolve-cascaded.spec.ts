@@ -151,6 +151,16 @@ describe('DAG flows: the migration DurableFlowResolveCascaded', () => {
       expect(await sql(call)).toEqual([{ woke: 1, cancelled_ids: [direct.b, direct.c], cancelled_workflows: ['frc_idle', 'frc_report'] }]);
       expect(await statuses(direct)).toEqual(['cancelled', 'cancelled']);
       expect(await sql(call)).toEqual([{ woke: 0, cancelled_ids: [], cancelled_workflows: [] }]);
+      // a node of the previous version calls durable_flow_resolve (the wrapper): same resolution, woke as before
+      const previous = await storedFlow(S, 'previous', [...chain, ['kept', ['a']]]);
+      await sql(`update ${S}.flow_deps set ignore_failed = true where flow_id = 'previous' and run_id = $1`, [previous.kept]);
+      await sql(`alter table ${S}.runs disable trigger runs_flow_deps_trg`);
+      await fail(previous.a);
+      await sql(`alter table ${S}.runs enable trigger runs_flow_deps_trg`);
+      expect(await sql(`select ${S}.durable_flow_resolve('previous', array['a'], array['failed']) as woke`)).toEqual([{ woke: 1 }]);
+      expect(await statuses(previous)).toEqual(['cancelled', 'cancelled']);
+      expect((await sql(`select status from ${S}.runs where id = $1`, [previous.kept]))[0].status).toBe('pending');
+      expect(await sql(`select count(*)::int as n from ${S}.flow_hooks where run_id = any($1::uuid[])`, [[previous.b, previous.c]])).toEqual([{ n: 2 }]);
       // down: durable_flow_resolve is the resolution itself again, and the triggers use it
       await new all[at]().down(runner);
       expect(await reporting()).toBe(false);
