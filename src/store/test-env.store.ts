@@ -16,7 +16,8 @@ export class TestEnvStore {
     const by = `$1 * interval '1 millisecond'`;
     // `t > now()` only: a time already due stays as it is; 'infinity' (a run waiting behind a
     // holder) stays infinite. A never-claimed run's deadline (run_at + timeout) is stored so that
-    // it moves with its run.
+    // it moves with its run; a flow node waiting for its dependencies has none yet (its timeout
+    // counts from when it becomes due).
     const later = (t: string) => `CASE WHEN ${t} > now() THEN ${t} - ${by} ELSE ${t} END`;
     this.sql = {
       skip: `
@@ -25,7 +26,8 @@ export class TestEnvStore {
             run_at = CASE WHEN status IN ('pending', 'compensating') THEN ${later('run_at')} ELSE run_at END,
             debounce_until = ${later('debounce_until')},
             wake_at = ${later('wake_at')},
-            deadline_at = CASE WHEN deadline_at IS NULL AND timeout_ms IS NOT NULL AND isfinite(run_at)
+            deadline_at = CASE WHEN deadline_at IS NULL AND coalesce(deps_left, 0) > 0 THEN NULL
+                               WHEN deadline_at IS NULL AND timeout_ms IS NOT NULL AND isfinite(run_at)
                                THEN ${later("run_at + timeout_ms * interval '1 millisecond'")}
                                ELSE ${later('deadline_at')} END
           WHERE status IN ('pending', 'running', 'waiting', 'compensating')
