@@ -25,6 +25,7 @@ import { DurableChildWaits1733040025000 } from './1733040025000-durable-child-wa
 import { DurableFlowScanIndexes1733040027000 } from './1733040027000-durable-flow-scan-indexes';
 import { DurableFlowCascadeHooks1733040028000 } from './1733040028000-durable-flow-cascade-hooks';
 import { DurableFlowResolveCascaded1733040029000 } from './1733040029000-durable-flow-resolve-cascaded';
+import { DurableScheduleWorkflowIndex1733040030000 } from './1733040030000-durable-schedule-workflow-index';
 
 export { DurableInit1733040000000, DurableKeys1733040001000, DurableWaits1733040002000 };
 export { DurableFlows1733040003000 };
@@ -50,6 +51,7 @@ export { DurableChildWaits1733040025000 };
 export { DurableFlowScanIndexes1733040027000 };
 export { DurableFlowCascadeHooks1733040028000 };
 export { DurableFlowResolveCascaded1733040029000 };
+export { DurableScheduleWorkflowIndex1733040030000 };
 
 /** The module's migration classes in order, for schema `durable` (TypeORM `migrations: [...]`). */
 export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[] = [
@@ -79,6 +81,7 @@ export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[]
   DurableFlowScanIndexes1733040027000,
   DurableFlowCascadeHooks1733040028000,
   DurableFlowResolveCascaded1733040029000,
+  DurableScheduleWorkflowIndex1733040030000,
 ];
 
 /**
