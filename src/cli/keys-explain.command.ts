@@ -1,7 +1,7 @@
 import { UnknownWorkflowError, UsageError } from '../errors';
 import type { OnDuplicate } from '../domain/keys.policy';
-import { keyProblem, onDuplicateProblem } from '../domain/validation';
-import { checked, stringOption, WORKFLOW, type ParsedArgs } from './args';
+import { onDuplicateProblem } from '../domain/validation';
+import { checked, KEY, stringOption, WORKFLOW, type ParsedArgs } from './args';
 import type { Command } from './command';
 import { fields } from './table';
 
@@ -36,10 +36,8 @@ export const keysExplainCommand: Command = {
   },
   summary: 'what a start of the workflow with this key would do now and why, from the definition the app nodes wrote (writes nothing)',
   async run(ctx) {
-    const [workflow, key] = [checked(ctx.args[0], '<workflow>', WORKFLOW), ctx.args[1]];
+    const [workflow, key] = [checked(ctx.args[0], '<workflow>', WORKFLOW), checked(ctx.args[1], '<key>', KEY)];
     const onDuplicate = onDuplicateOption(ctx.parsed);
-    const bad = keyProblem(key);
-    if (bad) throw new UsageError(`<key>: ${Object.values(bad.constraints ?? {}).join('; ')}`);
     const explained = await (await ctx.connection.insights()).explainStored(workflow, key, onDuplicate);
     if (!explained) {
       throw new UnknownWorkflowError(

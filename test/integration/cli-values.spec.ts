@@ -58,6 +58,19 @@ describe('nestjs-durable: bad values are bad usage, before connecting', () => {
     expect(r.stderr.trim()).toBe(`error usage: ${message}`);
   });
 
+  it('a bad key is told as the CLI takes it: the option or argument, its bytes and the value, with no word of null (which only the API can pass)', async () => {
+    for (const [args, what] of [
+      [['runs', 'list', '--key', ''], '--key'],
+      [['activity', '--key', ''], '--key'],
+      [['keys', 'list', '--workflow', 'w', '--cursor', ''], '--cursor'],
+      [['keys', 'explain', 'w', ''], '<key>'],
+    ] as const) {
+      const r = await cli([...args, ...nowhere]);
+      expectError(r, 2, 'usage');
+      expect(r.stderr.trim()).toBe(`error usage: ${what} must be 1 to 255 bytes of UTF-8 (got 0), got ""`);
+    }
+  });
+
   it('activity --kind takes the kinds the log holds: a misspelt one is bad usage, not an empty log', async () => {
     const r = await cli(['activity', '--kind', 'key_relased', ...nowhere]);
     expectError(r, 2, 'usage');
