@@ -26,15 +26,21 @@ export class DashboardStore {
   constructor(schema: string) {
     const S = `"${schema}"`;
     this.sql = {
+      // the children and the flow's nodes are read through their indexes (runs_parent, runs_flow_node)
+      // and then sorted: ORDER BY id LIMIT alone may be planned as a walk of the whole table in id
+      // order (runs_pkey), every run made before the family or the flow read on each refresh
       run: `
+        WITH c AS MATERIALIZED (SELECT id FROM ${S}.runs WHERE parent_id = $1)
         SELECT ${runColumns(S, 'r')},
-          ARRAY(SELECT c.id FROM ${S}.runs c WHERE c.parent_id = $1 ORDER BY c.id LIMIT $2) AS children,
+          ARRAY(SELECT c.id FROM c ORDER BY c.id LIMIT $2) AS children,
           -- not counted when no child id is asked for (a run looked up by id)
-          CASE WHEN $2 > 0 THEN (SELECT count(*)::int FROM ${S}.runs c WHERE c.parent_id = $1) ELSE 0 END AS child_count
+          CASE WHEN $2 > 0 THEN (SELECT count(*)::int FROM c) ELSE 0 END AS child_count
         FROM ${S}.runs r WHERE r.id = $1`,
       // statuses in the order of their first node (as a walk of the nodes in insertion order meets them)
       flowCounts: `SELECT status, count(*)::int AS n FROM ${S}.runs WHERE flow_id = $1 GROUP BY status ORDER BY min(id::text)`,
-      flowNodes: `SELECT id, name, workflow, deps, status FROM ${S}.runs WHERE flow_id = $1 ORDER BY id LIMIT $2`,
+      flowNodes: `
+        WITH n AS MATERIALIZED (SELECT id, name, workflow, deps, status FROM ${S}.runs WHERE flow_id = $1)
+        SELECT * FROM n ORDER BY id LIMIT $2`,
       // of the names $2, those a node not finished depends on, directly or not (or that are such a node)
       flowBlocked: `
         WITH RECURSIVE up AS (

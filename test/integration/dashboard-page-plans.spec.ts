@@ -1,0 +1,97 @@
+/**
+ * The statements behind a run's page and a flow's page (`DashboardStore`) read the run's children
+ * and the flow's nodes through their indexes (`runs_parent`, `runs_flow_node`), not the whole runs
+ * table in id order: a big family or flow created after a long history costs its own size.
+ */
+import { Client } from 'pg';
+import type { Queryable } from '../../src/store/db';
+import { DashboardStore } from '../../src/store/dashboard.store';
+import { createApp, databaseUrl, ident, sql } from '../support';
+
+/** A node of an `EXPLAIN (FORMAT JSON)` plan. */
+interface PlanNode {
+  'Relation Name'?: string;
+  'Actual Rows': number;
+  'Actual Loops': number;
+  'Rows Removed by Filter'?: number;
+  Plans?: PlanNode[];
+}
+
+/** Rows the scans of the `runs` table in `plan` read (returned or removed by a filter), over all their loops. */
+function runsRowsRead(plan: PlanNode): number {
+  const own = plan['Relation Name'] === 'runs' ? (plan['Actual Rows'] + (plan['Rows Removed by Filter'] ?? 0)) * plan['Actual Loops'] : 0;
+  return own + (plan.Plans ?? []).reduce((sum, p) => sum + runsRowsRead(p), 0);
+}
+
+/** A UUIDv7-like id, ordered as `n` (ids made later sort after those made before, as the module's). */
+const id = (n: string) => `(lpad(to_hex(${n}), 12, '0') || '7000800000000000' || lpad(to_hex((${n}) % 65536), 4, '0'))::uuid`;
+const node = (g: number) => `n${String(g).padStart(4, '0')}`;
+
+it("a run's page and a flow's page read the family and the flow, not the history before them", async () => {
+  const t = await createApp({ workflows: [], options: { worker: false } });
+  const S = ident(t.schema);
+  // a history of 200,000 finished runs, then a flow of 5,000 nodes (chains of 10, every 997th still
+  // pending) and a parent of 5,000 children, all made after it
+  await sql(
+    `insert into ${S}.runs (id, workflow, status, run_at, finished_at) select ${id('g')}, 'old', 'completed', now(), now() from generate_series(1, 200000) g`,
+  );
+  await sql(
+    `insert into ${S}.runs (id, workflow, status, run_at, finished_at, flow_id, name, deps)
+     select ${id('1000000 + g')}, 'node', CASE WHEN g % 997 = 0 THEN 'pending' ELSE 'completed' END, now(), now(), 'big', 'n' || lpad(g::text, 4, '0'),
+       CASE WHEN g % 10 = 0 THEN '{}'::text[] ELSE array['n' || lpad((g - 1)::text, 4, '0')] END
+     from generate_series(0, 4999) g`,
+  );
+  const [{ parent }] = await sql(
+    `insert into ${S}.runs (id, workflow, status, run_at) values (${id('2000000')}, 'parent', 'waiting', now()) returning id AS parent`,
+  );
+  await sql(
+    `insert into ${S}.runs (id, workflow, parent_id, status, run_at) select ${id('2000000 + g')}, 'child', $1, 'pending', now() + interval '1 hour' from generate_series(1, 5000) g`,
+    [parent],
+  );
+  await sql(`analyze ${S}.runs`);
+  const firstChildren = (await sql(`select id from ${S}.runs where parent_id = $1 order by id limit 50`, [parent])).map((r: { id: string }) => r.id);
+
+  const client = new Client({ connectionString: databaseUrl() });
+  await client.connect();
+  const read: Record<string, number> = {};
+  let statement = '';
+  const explaining: Queryable = {
+    query: async (text: string, values?: unknown[]) => {
+      const { rows } = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, values);
+      read[statement] = (read[statement] ?? 0) + runsRowsRead((rows[0]['QUERY PLAN'] as { Plan: PlanNode }[])[0].Plan);
+      return (await client.query(text, values)).rows;
+    },
+  } as Queryable;
+  try {
+    const store = new DashboardStore(t.schema);
+    statement = 'run';
+    const run = await store.run(explaining, parent, 50);
+    expect([run?.children, run?.child_count]).toEqual([firstChildren, 5000]);
+    // looked up by id (a search for it): no child read
+    statement = 'run0';
+    expect([(await store.run(explaining, parent, 0))?.children, run?.id]).toEqual([[], parent]);
+    statement = 'flowNodes';
+    expect((await store.flowNodes(explaining, 'big', 201)).map((r) => r.name)).toEqual(Array.from({ length: 201 }, (_, g) => node(g)));
+    statement = 'flowCounts';
+    expect(await store.flowCounts(explaining, 'big')).toEqual([
+      { status: 'pending', n: 6 },
+      { status: 'completed', n: 4994 },
+    ]);
+    statement = 'flowBlocked';
+    // n0000 and n0997 are pending: n0000, and n0990 to n0997 (n0997's chain up to it), are blocked
+    const names = Array.from({ length: 1000 }, (_, g) => node(g));
+    expect([...(await store.flowBlocked(explaining, 'big', names))].sort()).toEqual([node(0), ...Array.from({ length: 8 }, (_, i) => node(990 + i))]);
+    // each statement reads at most the family or the flow (5,000 rows) a few times, not the 200,000 runs before them
+    expect(read.run0).toBeLessThanOrEqual(1);
+    expect(read).toEqual({
+      run: expect.any(Number),
+      run0: expect.any(Number),
+      flowNodes: expect.any(Number),
+      flowCounts: expect.any(Number),
+      flowBlocked: expect.any(Number),
+    });
+    expect(Object.entries(read).filter(([, n]) => n > 15_000)).toEqual([]);
+  } finally {
+    await client.end();
+  }
+});
