@@ -3,7 +3,7 @@ import { isFinished, type RunInfo, type RunStatus } from '../domain/run-info';
 import { isUuid } from '../domain/uuid';
 import { nameProblem } from '../domain/validation';
 import { WorkflowRegistry } from '../definition/workflow.registry';
-import { FlowGraph } from '../flows/flow.graph';
+import { FlowGraph, reachable } from '../flows/flow.graph';
 import type { DashboardStore } from '../store/dashboard.store';
 import type { Queryable } from '../store/db';
 import type { FlowsStore } from '../store/flows.store';
@@ -27,6 +27,13 @@ export interface FlowView {
   counts: { status: RunStatus; n: number }[];
   /** Of the nodes in `graph`, those `rerunFlow` would take as `from` now (asked for: `rerun`). */
   rerunnable?: Set<string>;
+  /**
+   * Of the nodes in `graph`, those `rerunFlow` refuses because they, or a node downstream of them,
+   * are key tombstones (pruned: their input is gone) (asked for: `rerun`).
+   */
+  pruned?: Set<string>;
+  /** Of the nodes in `graph`, the key tombstones themselves (asked for: `rerun`). */
+  tombstones?: Set<string>;
 }
 
 /**
@@ -71,11 +78,30 @@ export class PageReads {
       counts.reduce((sum, c) => sum + c.n, 0),
       rows.length,
     );
-    if (!rerun || !more) return { graph, more, total, counts };
-    // a big flow: the nodes listed that no node still going is downstream of (none going: all of them)
+    if (!rerun) return { graph, more, total, counts };
+    // rerunFlow refuses a node when it or a node downstream of it is going or is a key tombstone
     const names = read.map((r) => r.name);
-    const going = counts.some((c) => !isFinished(c.status));
-    const blocked = going ? await store.flowBlocked(db, flowId, names) : new Set<string>();
-    return { graph, more, total, counts, rerunnable: new Set(names.filter((n) => !blocked.has(n))) };
+    let blocked: Set<string>;
+    let pruned: Set<string>;
+    if (!more) {
+      // a flow read whole: the nodes upstream of each kind, here
+      const deps = new Map(read.map((r) => [r.name, r.deps ?? []]));
+      const upstreamOf = (starts: string[]) => new Set(reachable(starts, (name) => deps.get(name) ?? []));
+      blocked = upstreamOf(read.filter((r) => !isFinished(r.status)).map((r) => r.name));
+      pruned = upstreamOf(read.filter((r) => r.pruned).map((r) => r.name));
+    } else {
+      // a big flow: the nodes listed that a node going, or a tombstone, is downstream of (none going: no read)
+      const going = counts.some((c) => !isFinished(c.status));
+      [blocked, pruned] = await Promise.all([going ? store.flowBlocked(db, flowId, names) : new Set<string>(), store.flowPruned(db, flowId, names)]);
+    }
+    return {
+      graph,
+      more,
+      total,
+      counts,
+      rerunnable: new Set(names.filter((n) => !blocked.has(n) && !pruned.has(n))),
+      pruned,
+      tombstones: new Set(read.filter((r) => r.pruned).map((r) => r.name)),
+    };
   }
 }

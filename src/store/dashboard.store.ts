@@ -9,6 +9,19 @@ export interface RunWithChildCount extends RunRow {
   child_count: number;
 }
 
+/** A flow node as its page lists it: with whether it is a key tombstone (pruned: its input is gone). */
+export interface DashboardFlowNode extends FlowNodeRow {
+  pruned: boolean;
+}
+
+/** The recursive CTE `up`: the nodes of flow $1 that match `seed`, and every node they depend on, directly or not. */
+const upstream = (S: string, seed: string) => `
+        WITH RECURSIVE up AS (
+          SELECT r.name, r.deps FROM ${S}.runs r WHERE r.flow_id = $1 AND ${seed}
+          UNION
+          SELECT r.name, r.deps FROM up JOIN ${S}.runs r ON r.flow_id = $1 AND r.name = ANY(up.deps)
+        )`;
+
 /** How many nodes of a flow are in one status. */
 export interface FlowStatusCount {
   status: RunStatus;
@@ -39,15 +52,13 @@ export class DashboardStore {
       // statuses in the order of their first node (as a walk of the nodes in insertion order meets them)
       flowCounts: `SELECT status, count(*)::int AS n FROM ${S}.runs WHERE flow_id = $1 GROUP BY status ORDER BY min(id::text)`,
       flowNodes: `
-        WITH n AS MATERIALIZED (SELECT id, name, workflow, deps, status FROM ${S}.runs WHERE flow_id = $1)
+        WITH n AS MATERIALIZED (SELECT id, name, workflow, deps, status, pruned_at IS NOT NULL AS pruned FROM ${S}.runs WHERE flow_id = $1)
         SELECT * FROM n ORDER BY id LIMIT $2`,
       // of the names $2, those a node not finished depends on, directly or not (or that are such a node)
-      flowBlocked: `
-        WITH RECURSIVE up AS (
-          SELECT r.name, r.deps FROM ${S}.runs r WHERE r.flow_id = $1 AND r.status NOT IN (${statusLiterals(FINISHED_STATUSES)})
-          UNION
-          SELECT r.name, r.deps FROM up JOIN ${S}.runs r ON r.flow_id = $1 AND r.name = ANY(up.deps)
-        )
+      flowBlocked: `${upstream(S, `r.status NOT IN (${statusLiterals(FINISHED_STATUSES)})`)}
+        SELECT DISTINCT name FROM up WHERE name = ANY($2::text[])`,
+      // of the names $2, those a key tombstone depends on, directly or not (or that are one)
+      flowPruned: `${upstream(S, 'r.pruned_at IS NOT NULL')}
         SELECT DISTINCT name FROM up WHERE name = ANY($2::text[])`,
     };
   }
@@ -64,8 +75,8 @@ export class DashboardStore {
   }
 
   /** The first `limit` nodes of flow `flowId`, in insertion order. */
-  flowNodes(q: Queryable, flowId: string, limit: number): Promise<FlowNodeRow[]> {
-    return q.query<FlowNodeRow>(this.sql.flowNodes, [flowId, limit]);
+  flowNodes(q: Queryable, flowId: string, limit: number): Promise<DashboardFlowNode[]> {
+    return q.query<DashboardFlowNode>(this.sql.flowNodes, [flowId, limit]);
   }
 
   /**
@@ -74,6 +85,15 @@ export class DashboardStore {
    */
   async flowBlocked(q: Queryable, flowId: string, names: string[]): Promise<Set<string>> {
     const rows = await q.query<{ name: string }>(this.sql.flowBlocked, [flowId, names]);
+    return new Set(rows.map((r) => r.name));
+  }
+
+  /**
+   * Of `names`, the nodes of flow `flowId` that are key tombstones or that one depends on, directly
+   * or not: those `rerunFlow` refuses as `from` (a tombstone has no input to run again with).
+   */
+  async flowPruned(q: Queryable, flowId: string, names: string[]): Promise<Set<string>> {
+    const rows = await q.query<{ name: string }>(this.sql.flowPruned, [flowId, names]);
     return new Set(rows.map((r) => r.name));
   }
 }

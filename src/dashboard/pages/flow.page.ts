@@ -1,5 +1,4 @@
-import { isFinished } from '../../domain/run-info';
-import { reachable, type FlowGraph, type FlowGraphNode } from '../../flows/flow.graph';
+import type { FlowGraphNode } from '../../flows/flow.graph';
 import { markup, raw, type SafeHtml } from '../html';
 import { badge, layout, live, query, table, type PageContext } from '../layout';
 import { searchValue } from '../search';
@@ -9,20 +8,15 @@ import type { FlowView } from '../page-reads';
 /** Most nodes of a flow drawn (SVG, Mermaid, DOT) and listed on its page; a bigger flow lists its first ones and counts the rest by status. */
 export const FLOW_NODES_SHOWN = 200;
 
-/**
- * The nodes `rerunFlow` would take as `from` now: a node still going blocks the rerun of itself and
- * of every node upstream of it (a rerun needs `from` and everything downstream finished).
- */
-function rerunnable(graph: FlowGraph): Set<string> {
-  const deps = new Map(graph.nodes.map((n) => [n.name, n.deps]));
-  const going = graph.nodes.filter((n) => !n.status || !isFinished(n.status)).map((n) => n.name);
-  const blocked = new Set(reachable(going, (name) => deps.get(name) ?? []));
-  return new Set(graph.nodes.map((n) => n.name).filter((name) => !blocked.has(name)));
-}
-
 /** The form that runs node `n` and its downstream nodes again. */
 function rerunForm(ctx: PageContext, flowId: string, n: FlowGraphNode): SafeHtml {
   return markup`<form class="action" method="post" action="${ctx.base}/flows/${encodeURIComponent(flowId)}/rerun"><input type="hidden" name="from" value="${n.name}"><button>Rerun from here</button></form>`;
+}
+
+/** Why node `name` has no rerun button, when `rerunFlow` refuses it for a key tombstone; else nothing. */
+function prunedNote({ pruned, tombstones }: FlowView, name: string): SafeHtml | string {
+  if (!pruned?.has(name)) return '';
+  return markup`<span class="hint">${tombstones?.has(name) ? 'pruned: its input is gone, it cannot run again' : 'cannot run again: a node downstream of it was pruned'}</span>`;
 }
 
 /** What the page of a flow too big to draw says instead: its nodes per status, and where to find them all. */
@@ -53,9 +47,9 @@ export function flowPage(ctx: PageContext, view: FlowView): string {
   const runHref = (id: string) => `${ctx.base}/runs/${id}`;
   const { flowId } = graph;
   const big = view.more;
-  // with actions on, the nodes that can be run again now (with everything downstream) get a button;
-  // the graph of a big flow is not all there: which can is read with it
-  const canRerun = ctx.actions && flowId ? (view.rerunnable ?? rerunnable(graph)) : new Set<string>();
+  // with actions on, the nodes that can be run again now (with everything downstream) get a button,
+  // as read with the flow; those a key tombstone keeps from it say so
+  const canRerun = ctx.actions && flowId ? (view.rerunnable ?? new Set<string>()) : new Set<string>();
   const rows = graph.nodes.map(
     (n) =>
       markup`<tr>
@@ -64,7 +58,7 @@ export function flowPage(ctx: PageContext, view: FlowView): string {
         <td>${n.deps.join(', ') || '—'}</td>
         <td>${badge(n.status)}</td>
         <td>${n.runId ? markup`<a class="mono" href="${runHref(n.runId)}">${n.runId}</a>` : '—'}</td>
-        <td>${flowId && canRerun.has(n.name) ? rerunForm(ctx, flowId, n) : raw('')}</td>
+        <td>${flowId && canRerun.has(n.name) ? rerunForm(ctx, flowId, n) : ctx.actions ? prunedNote(view, n.name) : raw('')}</td>
       </tr>`,
   );
   const nodes = table(['node', 'workflow', 'deps', 'status', 'run', ''], rows);
