@@ -1,5 +1,6 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
+import { ConnectTimeoutError } from '../errors';
 import type { Db } from '../store/db';
 import { OverviewStore } from '../store/overview.store';
 import type { RunsStore } from '../store/runs.store';
@@ -18,11 +19,6 @@ export interface CliTarget {
   connectTimeoutMs?: number;
   /** The URL is a pooler in transaction mode: the module's `transactionPooler` (no session settings, no named statements). */
   transactionPooler?: boolean;
-}
-
-/** The error of a database that did not answer within `ms`, with Node's code for it. */
-function timedOut(ms: number): Error {
-  return Object.assign(new Error(`no answer from the database within ${ms}ms (--connect-timeout)`), { code: 'ETIMEDOUT' });
 }
 
 /**
@@ -95,8 +91,9 @@ export class CliConnection {
 
   /**
    * Opens (and closes) one connection, bounded by `connectTimeoutMs`, before the module or the
-   * DataSource connects: a host that never answers fails the command with `ETIMEDOUT` instead of
-   * hanging it (the module's pool waits as long as its statement timeout, a bare DataSource for ever).
+   * DataSource connects: a host that never answers fails the command with a `ConnectTimeoutError`
+   * (`ETIMEDOUT`) instead of hanging it (the module's pool waits as long as its statement timeout,
+   * a bare DataSource for ever).
    */
   private reach(): Promise<void> {
     this.reached ??= (async () => {
@@ -108,7 +105,7 @@ export class CliConnection {
       } catch (err) {
         // pg's own: 'Connection terminated due to connection timeout', without a code
         const timeout = connectTimeoutMs !== undefined && !(err as { code?: unknown }).code && /timeout/i.test(String((err as Error)?.message));
-        throw timeout ? timedOut(connectTimeoutMs) : err;
+        throw timeout ? new ConnectTimeoutError(connectTimeoutMs, '--connect-timeout') : err;
       } finally {
         void client.end().catch(() => undefined);
       }

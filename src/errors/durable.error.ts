@@ -18,7 +18,9 @@ export type DurableErrorCode =
   | 'not_available'
   | 'usage'
   | 'not_ready'
-  | 'idempotency_key_reused';
+  | 'idempotency_key_reused'
+  /** {@link ConnectTimeoutError}: Node's code for a connection that timed out. */
+  | 'ETIMEDOUT';
 
 /** Base class of every error this package throws on purpose. */
 export abstract class DurableError extends Error {

@@ -19,3 +19,4 @@ export * from './not-available.error';
 export * from './usage.error';
 export * from './not-ready.error';
 export * from './idempotency-key-reused.error';
+export * from './connect-timeout.error';

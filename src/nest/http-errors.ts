@@ -20,6 +20,7 @@ const STATUS_OF_CODE: Record<DurableErrorCode, number> = {
   idempotency_key_reused: HttpStatus.UNPROCESSABLE_ENTITY,
   timeout: HttpStatus.GATEWAY_TIMEOUT,
   not_ready: HttpStatus.SERVICE_UNAVAILABLE,
+  ETIMEDOUT: HttpStatus.SERVICE_UNAVAILABLE,
   cancelled: HttpStatus.CONFLICT,
   usage: HttpStatus.BAD_REQUEST,
   not_available: HttpStatus.NOT_IMPLEMENTED,
