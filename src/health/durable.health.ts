@@ -32,7 +32,8 @@ function claimStallMs(pollIntervalMs: number, statementTimeoutMs: number | undef
  * database does not answer in time, when this node has fenced itself (it could not heartbeat), when
  * its worker loop has not ticked within 3 poll intervals or a claim has been out longer than it may
  * take (see {@link claimStallMs}), or when
- * the oldest due pending run of a workflow that is not paused waits longer than `maxLag`. Details
+ * the oldest due pending run of a workflow that is not paused waits longer than `maxLag` (from its
+ * `run_at`, or from its workflow's last resume if later). Details
  * carry the node id, pending count and lag.
  */
 @Injectable()

@@ -55,14 +55,19 @@ export class ControlsStore {
     const running = (group: boolean) => bounded(S, `(status = 'running' OR (status = 'compensating' AND node_id IS NOT NULL))`, '$4::int', group);
     const begun = (group: boolean) => bounded(S, `started_at > statement_timestamp() - $7::bigint * interval '1 millisecond'`, '$6::int', group);
     this.sql = {
-      // $2 false: resumed; the workers are woken (in the same transaction: after it commits)
+      // $2 true: paused; false: resumed, and the workers are woken (in the same transaction: after
+      // it commits). updated_at moves only when paused does: the backlog read (runs.sql.ts) counts
+      // a run's wait from its workflow's last resume, which a pause or resume that changes nothing
+      // must not move (a resume of a workflow not paused writes no row)
       set: `
-        WITH c AS (
-          INSERT INTO ${S}.workflow_controls (workflow, paused) VALUES ($1, $2)
-          ON CONFLICT (workflow) DO UPDATE SET paused = EXCLUDED.paused, updated_at = now()
-          RETURNING paused
+        WITH p AS (
+          INSERT INTO ${S}.workflow_controls (workflow, paused) SELECT $1, true WHERE $2
+          ON CONFLICT (workflow) DO UPDATE SET paused = true,
+            updated_at = CASE WHEN ${S}.workflow_controls.paused THEN ${S}.workflow_controls.updated_at ELSE now() END
+        ), r AS (
+          UPDATE ${S}.workflow_controls SET paused = false, updated_at = now() WHERE workflow = $1 AND paused AND NOT $2
         )
-        SELECT CASE WHEN NOT c.paused THEN pg_notify($3, '') END AS woke FROM c`,
+        SELECT CASE WHEN NOT $2 THEN pg_notify($3, '') END AS woke`,
       paused: `SELECT workflow FROM ${S}.workflow_controls WHERE paused ORDER BY workflow`,
       ensure: `INSERT INTO ${S}.workflow_controls (workflow) SELECT unnest($1::text[]) ON CONFLICT (workflow) DO NOTHING`,
       // the claims of a limited workflow take turns across the cluster: each counts what the

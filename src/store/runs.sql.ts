@@ -333,8 +333,15 @@ ${claimUpdate(S, '$5')}`,
     backlogWorkflows: `
       SELECT coalesce(array_agg(w.workflow), '{}') AS workflows
       FROM unnest(${distinctWorkflows(`${S}.runs`, (a) => `${a}.status = 'pending'`)}) AS w (workflow) WHERE ${notPaused(S, 'w.workflow')}`,
+    // a due run waits from greatest(run_at, when its workflow was last resumed): held by a pause, it
+    // became claimable at the resume. workflow_controls.updated_at is written by ControlsStore's `set`
+    // (a pause or a resume that changes `paused`) and its `ensure` (a limited workflow's row, inserted at a worker's start, DO
+    // NOTHING: never moved), which no claim precedes; no other statement writes the table
     backlog: `
-      SELECT count(*)::int AS pending, coalesce(extract(epoch FROM now() - min(run_at)) * 1000, 0)::float8 AS lag_ms
-      FROM ${S}.runs r WHERE r.status = 'pending' AND r.run_at <= now() AND r.workflow = ANY($1::text[])`,
+      SELECT coalesce(sum(b.pending), 0)::int AS pending,
+        coalesce(greatest(extract(epoch FROM now() - min(greatest(b.oldest, wc.updated_at))) * 1000, 0), 0)::float8 AS lag_ms
+      FROM (SELECT r.workflow, count(*) AS pending, min(r.run_at) AS oldest FROM ${S}.runs r
+            WHERE r.status = 'pending' AND r.run_at <= now() AND r.workflow = ANY($1::text[]) GROUP BY r.workflow) b
+      LEFT JOIN ${S}.workflow_controls wc ON wc.workflow = b.workflow`,
   };
 }

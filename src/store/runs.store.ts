@@ -323,7 +323,9 @@ export class RunsStore {
   }
 
   /**
-   * Due pending runs, a paused workflow's left out, and how long the oldest has waited. Two unnamed
+   * Due pending runs, a paused workflow's left out, and how long the oldest has waited: since its
+   * `run_at`, or since its workflow was last resumed if later (held by a pause, it could not be
+   * claimed before). Two unnamed
    * statements, so that the second is planned for the workflows it reads: a long pause's held runs
    * are not read at all.
    */

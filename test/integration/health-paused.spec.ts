@@ -66,6 +66,45 @@ describe('DurableHealthIndicator and paused workflows', () => {
     expect((await health.isHealthy('durable', PATIENT)).durable).toMatchObject({ status: 'up', pending: 0 });
   });
 
+  it("counts a held run's wait from the resume, not from its run_at; a workflow never paused still from its run_at", async () => {
+    // no worker: the held runs stay pending after the resume, as they do while the nodes work a big held backlog off
+    const t = await createApp({ workflows: [HealthPaused], options: { worker: false } });
+    const health = t.get(DurableHealthIndicator);
+    const S = ident(t.schema);
+    await t.durable.pause(HealthPaused);
+    const held: string[] = [];
+    for (let i = 0; i < 3; i++) held.push((await t.durable.start(HealthPaused, {})).runId);
+    // a long pause: the held runs have been due for an hour
+    await sql(`update ${S}.runs set run_at = now() - interval '1 hour' where workflow = 'health_paused'`);
+    await t.durable.resume(HealthPaused);
+
+    // held on purpose, they became claimable at the resume: their wait counts from it
+    const resumed = (await health.isHealthy('durable', PATIENT)).durable;
+    const [{ since }] = await sql<{ since: number }>(
+      `select (extract(epoch from now() - updated_at) * 1000)::float8 as since from ${S}.workflow_controls where workflow = 'health_paused'`,
+    );
+    expect(resumed).toMatchObject({ status: 'up', pending: 3 });
+    expect(resumed.lagMs).toBeGreaterThanOrEqual(0);
+    expect(resumed.lagMs).toBeLessThanOrEqual(Math.ceil(since) + 1);
+    for (const id of held) expect((await t.durable.getRun(id))?.status).toBe('pending');
+
+    // a due run of a workflow never paused, as old: its wait counts from its run_at
+    await sql(`insert into ${S}.runs (id, workflow, status, run_at) values (gen_random_uuid(), 'nobody_runs_this', 'pending', now() - interval '10 minutes')`);
+    const lagging = (await health.isHealthy('durable', PATIENT)).durable;
+    expect(lagging).toMatchObject({ status: 'down', pending: 4, reason: expect.stringMatching(/maxLag/) });
+    expect(lagging.lagMs).toBeGreaterThanOrEqual(600_000);
+    expect(lagging.lagMs).toBeLessThan(3_600_000);
+    await sql(`delete from ${S}.runs where workflow = 'nobody_runs_this'`);
+
+    // resumed twenty minutes ago and still not worked off: a resume of the workflow, not paused, hides nothing
+    await sql(`update ${S}.workflow_controls set updated_at = now() - interval '20 minutes' where workflow = 'health_paused'`);
+    await t.durable.resume(HealthPaused);
+    const still = (await health.isHealthy('durable', PATIENT)).durable;
+    expect(still).toMatchObject({ status: 'down', pending: 3 });
+    expect(still.lagMs).toBeGreaterThanOrEqual(1_200_000);
+    expect(still.lagMs).toBeLessThan(3_600_000);
+  });
+
   it("reads none of a paused workflow's held runs: the backlog read reads the due runs it counts", async () => {
     const t = await createApp({ workflows: [HealthPaused] });
     const S = ident(t.schema);
