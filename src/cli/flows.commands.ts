@@ -1,4 +1,4 @@
-import { RunNotFoundError } from '../errors';
+import { flowNotFound } from '../errors/flow-not-found';
 import type { FlowGraph } from '../flows/flow.graph';
 import { checkedOption, NAME } from './args';
 import type { Command, CommandContext, Output } from './command';
@@ -16,15 +16,11 @@ function shown(graph: FlowGraph, text?: string): Output {
 
 const graphOf = async (ctx: CommandContext, flowId: string) => (await ctx.connection.durable()).getFlowGraph(flowId).catch(notFound(flowId));
 
-/**
- * The API answers a flow it does not find as `RunNotFoundError(flowId)` ("run … not found"): said
- * here as the flow it is, with the same code.
- */
+/** Rethrows `err` as the flow it is when the API did not find flow `flowId` (see {@link flowNotFound}). */
 const notFound =
   (flowId: string) =>
   (err: unknown): never => {
-    if (err instanceof RunNotFoundError && err.runId === flowId) err.message = `flow ${flowId} not found`;
-    throw err;
+    throw flowNotFound(flowId, err);
   };
 
 /** `flows …`: show a flow's nodes, run part of it again. */

@@ -1,6 +1,7 @@
 import { Body, Controller, HttpStatus, Param, Post, Req, Res, UseGuards } from '@nestjs/common';
 import { DurableConnection } from '../core/durable.connection';
 import { DurableValidationError, RunNotFoundError } from '../errors';
+import { flowNotFound } from '../errors/flow-not-found';
 import { assertValid, nameProblem } from '../domain/validation';
 import { FlowsEngine } from '../flows/flows.engine';
 import { QueueControls } from '../runs/queue-controls';
@@ -8,7 +9,7 @@ import { RunAdmin } from '../runs/run-admin';
 import { RunEvents } from '../runs/run-events';
 import { Scheduler } from '../schedules/scheduler';
 import { ActivityStore } from '../store/activity.store';
-import { DashboardContext, flowError, runIdParam, type HtmlResponse } from './dashboard.context';
+import { DashboardContext, runIdParam, type HtmlResponse } from './dashboard.context';
 import { DashboardGuard } from './dashboard.guard';
 import { DashboardReads } from './dashboard-reads';
 import type { DashboardAction } from './dashboard.options';
@@ -169,7 +170,7 @@ export class ActionsController {
     const answer = await this.context.render(async (ctx) => {
       const from = formName(body, 'from', 'rerunFlow');
       const { runIds } = await this.flows.rerun(id, { from }).catch((err: unknown) => {
-        throw flowError(id, err);
+        throw flowNotFound(id, err);
       });
       const run = (await this.reads.readers.pages.run(runIds[from], 0))?.run;
       await this.record(actor, runIds[from], run?.workflow ?? null, run?.key ?? null, { action: 'rerunFlow', flowId: id, from, runIds });

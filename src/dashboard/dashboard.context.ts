@@ -35,23 +35,10 @@ export function runIdParam(id: string): string {
   throw new DurableValidationError(`${JSON.stringify(text.length > 80 ? `${text.slice(0, 80)}…` : text)} is not a run id (a UUID)`);
 }
 
-/** A page that names something no stored record has (a flow): 404 with its message. */
-export class DashboardNotFoundError extends Error {}
-
-/**
- * `err` as the dashboard says it of flow `flowId`: the flows engine's "run <flowId> not found"
- * (no flow has that id) becomes "flow <flowId> not found" (404); anything else is left as it is.
- */
-export function flowError(flowId: string, err: unknown): unknown {
-  return err instanceof RunNotFoundError && err.runId === String(flowId) ? new DashboardNotFoundError(`flow ${flowId} not found`) : err;
-}
-
 /** The status of a page for a failure: a bad request, an unknown run, a refused change, a slow database. */
 function statusOf(err: unknown): number | undefined {
   if (err instanceof SearchError || err instanceof DurableValidationError) return HttpStatus.BAD_REQUEST;
-  if (err instanceof RunNotFoundError || err instanceof ScheduleNotFoundError || err instanceof UnknownWorkflowError || err instanceof DashboardNotFoundError) {
-    return HttpStatus.NOT_FOUND;
-  }
+  if (err instanceof RunNotFoundError || err instanceof ScheduleNotFoundError || err instanceof UnknownWorkflowError) return HttpStatus.NOT_FOUND;
   if (err instanceof DurableError) return HttpStatus.CONFLICT;
   if (sqlState(err) === '57014') return HttpStatus.SERVICE_UNAVAILABLE; // statement timeout
   return undefined;

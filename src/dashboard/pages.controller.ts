@@ -1,6 +1,6 @@
 import { Controller, Get, Param, Query, Res, UseGuards } from '@nestjs/common';
 import { Scheduler } from '../schedules/scheduler';
-import { DashboardContext, flowError, type HtmlResponse } from './dashboard.context';
+import { DashboardContext, type HtmlResponse } from './dashboard.context';
 import { DashboardGuard } from './dashboard.guard';
 import { DashboardReads } from './dashboard-reads';
 import { FLOW_NODES_SHOWN, flowPage } from './pages/flow.page';
@@ -10,6 +10,7 @@ import { overviewPage } from './pages/overview.page';
 import { workflowPage, workflowsPage } from './pages/workflows.page';
 import { PAGE_SIZE } from './runs.controller';
 import { UnknownWorkflowError } from '../errors';
+import { flowNotFound } from '../errors/flow-not-found';
 import { assertValid, nameProblem } from '../domain/validation';
 
 /** Figures of the overview count at most this many runs each (a page never counts the history). */
@@ -84,7 +85,7 @@ export class PagesController {
       res,
       await this.context.render(async (ctx) => {
         const view = await this.reads.readers.pages.flow(id, FLOW_NODES_SHOWN, ctx.actions).catch((err: unknown) => {
-          throw flowError(id, err);
+          throw flowNotFound(id, err);
         });
         return flowPage(ctx, view);
       }),
