@@ -20,10 +20,13 @@ class WaitGo {
 
 it('150 runs, each sent its event around the moment its wait times out: the outcome of each send matches what its wait returned', async () => {
   const schema = freshSchema();
+  // a node fenced on a loaded machine (the tests' nodeTimeout is 1 s) would cost the runs it claimed
+  // ahead their only attempt: not what this test is about
+  const timings = { heartbeatInterval: '1s', nodeTimeout: '10s' };
   const apps = [
-    await createApp({ schema, workflows: [WaitGo], concurrency: 50 }),
-    await createApp({ schema, workflows: [WaitGo], concurrency: 50 }),
-    await createApp({ schema, workflows: [WaitGo], options: { worker: false } }),
+    await createApp({ schema, workflows: [WaitGo], concurrency: 50, options: timings }),
+    await createApp({ schema, workflows: [WaitGo], concurrency: 50, options: timings }),
+    await createApp({ schema, workflows: [WaitGo], options: { ...timings, worker: false } }),
   ];
   const { durable } = apps[0];
   const started = await durable.startMany(

@@ -9,6 +9,9 @@ import { RunContext, Step, Workflow } from '../../src';
 import { createApp, databaseUrl, Gate, ident, sql, waitFor, waitForLockWait, type TestApp } from '../support';
 
 const gate = new Gate();
+// keeps the holder going once its child ended, so the start decided again after the deadlock finds
+// it still holding its key (else, on a slow machine, the woken holder could complete first: 'created')
+const afterChild = new Gate();
 
 @Workflow('kcd_child', { retry: { attempts: 1 } })
 class Child {
@@ -25,10 +28,18 @@ class Parent {
   async call(ctx: RunContext) {
     return ctx.callWorkflow(Child, {});
   }
+
+  @Step()
+  async hold(ctx: RunContext) {
+    await afterChild.wait(ctx.signal);
+  }
 }
 
 describe('cancelExisting meeting a child that ends', () => {
-  afterAll(() => gate.open());
+  afterAll(() => {
+    gate.open();
+    afterChild.open();
+  });
 
   /**
    * Starts `start` while another transaction holds the holder's child, then ends that child: the
