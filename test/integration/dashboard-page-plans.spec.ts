@@ -4,24 +4,8 @@
  * table in id order: a big family or flow created after a long history costs its own size.
  */
 import { Client } from 'pg';
-import type { Queryable } from '../../src/store/db';
 import { DashboardStore } from '../../src/store/dashboard.store';
-import { createApp, databaseUrl, ident, sql } from '../support';
-
-/** A node of an `EXPLAIN (FORMAT JSON)` plan. */
-interface PlanNode {
-  'Relation Name'?: string;
-  'Actual Rows': number;
-  'Actual Loops': number;
-  'Rows Removed by Filter'?: number;
-  Plans?: PlanNode[];
-}
-
-/** Rows the scans of the `runs` table in `plan` read (returned or removed by a filter), over all their loops. */
-function runsRowsRead(plan: PlanNode): number {
-  const own = plan['Relation Name'] === 'runs' ? (plan['Actual Rows'] + (plan['Rows Removed by Filter'] ?? 0)) * plan['Actual Loops'] : 0;
-  return own + (plan.Plans ?? []).reduce((sum, p) => sum + runsRowsRead(p), 0);
-}
+import { createApp, databaseUrl, explainingQueryable, ident, sql } from '../support';
 
 /** A UUIDv7-like id, ordered as `n` (ids made later sort after those made before, as the module's). */
 const id = (n: string) => `(lpad(to_hex(${n}), 12, '0') || '7000800000000000' || lpad(to_hex((${n}) % 65536), 4, '0'))::uuid`;
@@ -55,13 +39,7 @@ it("a run's page and a flow's page read the family and the flow, not the history
   await client.connect();
   const read: Record<string, number> = {};
   let statement = '';
-  const explaining: Queryable = {
-    query: async (text: string, values?: unknown[]) => {
-      const { rows } = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, values);
-      read[statement] = (read[statement] ?? 0) + runsRowsRead((rows[0]['QUERY PLAN'] as { Plan: PlanNode }[])[0].Plan);
-      return (await client.query(text, values)).rows;
-    },
-  } as Queryable;
+  const explaining = explainingQueryable(client, 'runs', (rows) => (read[statement] = (read[statement] ?? 0) + rows));
   try {
     const store = new DashboardStore(t.schema);
     statement = 'run';

@@ -6,9 +6,8 @@
  */
 import { Client } from 'pg';
 import { DurableHealthIndicator, Step, Workflow } from '../../src';
-import type { Queryable } from '../../src/store/db';
 import { RunsStore } from '../../src/store/runs.store';
-import { createApp, databaseUrl, ident, sql } from '../support';
+import { createApp, databaseUrl, explainingQueryable, ident, sql } from '../support';
 
 @Workflow('health_paused')
 class HealthPaused {
@@ -16,25 +15,6 @@ class HealthPaused {
   async only() {
     return 'done';
   }
-}
-
-/** A node of an `EXPLAIN (FORMAT JSON)` plan. */
-interface PlanNode {
-  'Relation Name'?: string;
-  'Actual Rows': number;
-  'Actual Loops': number;
-  'Rows Removed by Filter'?: number;
-  'Rows Removed by Index Recheck'?: number;
-  Plans?: PlanNode[];
-}
-
-/** Rows the scans of the `runs` table in `plan` read (returned or removed by a filter), over all their loops. */
-function runsRowsRead(plan: PlanNode): number {
-  const own =
-    plan['Relation Name'] === 'runs'
-      ? (plan['Actual Rows'] + (plan['Rows Removed by Filter'] ?? 0) + (plan['Rows Removed by Index Recheck'] ?? 0)) * plan['Actual Loops']
-      : 0;
-  return own + (plan.Plans ?? []).reduce((sum, p) => sum + runsRowsRead(p), 0);
 }
 
 /** The health check's database read may take long on a loaded machine. */
@@ -123,13 +103,7 @@ describe('DurableHealthIndicator and paused workflows', () => {
     const client = new Client({ connectionString: databaseUrl() });
     await client.connect();
     let read = 0;
-    const explaining: Queryable = {
-      query: async (text: string, values?: unknown[]) => {
-        const { rows } = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, values);
-        read += runsRowsRead((rows[0]['QUERY PLAN'] as { Plan: PlanNode }[])[0].Plan);
-        return (await client.query(text, values)).rows;
-      },
-    } as Queryable;
+    const explaining = explainingQueryable(client, 'runs', (rows) => (read += rows));
     try {
       const backlog = await t.get(RunsStore).backlog(explaining);
       expect(backlog.pending).toBe(3);

@@ -5,24 +5,8 @@
  * made at runtime, one per tenant).
  */
 import { Client } from 'pg';
-import type { Queryable } from '../../src/store/db';
 import { SchedulesStore } from '../../src/store/schedules.store';
-import { createApp, databaseUrl, ident, sql } from '../support';
-
-/** A node of an `EXPLAIN (FORMAT JSON)` plan. */
-interface PlanNode {
-  'Relation Name'?: string;
-  'Actual Rows': number;
-  'Actual Loops': number;
-  'Rows Removed by Filter'?: number;
-  Plans?: PlanNode[];
-}
-
-/** Rows the scans of the `schedules` table in `plan` read (returned or removed by a filter), over all their loops. */
-function schedulesRowsRead(plan: PlanNode): number {
-  const own = plan['Relation Name'] === 'schedules' ? (plan['Actual Rows'] + (plan['Rows Removed by Filter'] ?? 0)) * plan['Actual Loops'] : 0;
-  return own + (plan.Plans ?? []).reduce((sum, p) => sum + schedulesRowsRead(p), 0);
-}
+import { createApp, databaseUrl, explainingQueryable, ident, sql } from '../support';
 
 describe('SchedulesStore.page', () => {
   it("reads one workflow's schedules, not every stored schedule", async () => {
@@ -36,13 +20,7 @@ describe('SchedulesStore.page', () => {
     const client = new Client({ connectionString: databaseUrl() });
     await client.connect();
     let read = 0;
-    const explaining: Queryable = {
-      query: async (text: string, values?: unknown[]) => {
-        const { rows } = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, values);
-        read += schedulesRowsRead((rows[0]['QUERY PLAN'] as { Plan: PlanNode }[])[0].Plan);
-        return (await client.query(text, values)).rows;
-      },
-    } as Queryable;
+    const explaining = explainingQueryable(client, 'schedules', (rows) => (read += rows));
     try {
       const store = t.get(SchedulesStore);
       expect((await store.page(explaining, null, 'nightly', 20)).map((r) => r.name)).toEqual(['nightly-1', 'nightly-2', 'nightly-3']);

@@ -6,3 +6,4 @@ export * from './phase';
 export * from './pg-proxy';
 export * from './wait-timeout-race';
 export * from './clock';
+export * from './explain';

@@ -1,0 +1,36 @@
+/** Counting what a statement's plan reads, for tests that a read stays bounded. */
+import type { Client } from 'pg';
+import type { Queryable } from '../../src/store/db';
+
+/** A node of an `EXPLAIN (FORMAT JSON)` plan. */
+export interface PlanNode {
+  'Relation Name'?: string;
+  'Actual Rows': number;
+  'Actual Loops': number;
+  'Rows Removed by Filter'?: number;
+  'Rows Removed by Index Recheck'?: number;
+  Plans?: PlanNode[];
+}
+
+/** Rows the scans of `table` in `plan` read (returned, or removed by a filter or an index recheck), over all their loops. */
+export function rowsRead(plan: PlanNode, table: string): number {
+  const own =
+    plan['Relation Name'] === table
+      ? (plan['Actual Rows'] + (plan['Rows Removed by Filter'] ?? 0) + (plan['Rows Removed by Index Recheck'] ?? 0)) * plan['Actual Loops']
+      : 0;
+  return own + (plan.Plans ?? []).reduce((sum, p) => sum + rowsRead(p, table), 0);
+}
+
+/**
+ * A store's `Queryable` on `client` that runs each statement under `EXPLAIN ANALYZE`, tells `onRead`
+ * how many rows its scans of `table` read, then runs it again for its rows.
+ */
+export function explainingQueryable(client: Client, table: string, onRead: (rows: number) => void): Queryable {
+  return {
+    query: async (text: string, values?: unknown[]) => {
+      const { rows } = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, values);
+      onRead(rowsRead((rows[0]['QUERY PLAN'] as { Plan: PlanNode }[])[0].Plan, table));
+      return (await client.query(text, values)).rows;
+    },
+  } as Queryable;
+}
