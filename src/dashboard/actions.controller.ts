@@ -13,6 +13,7 @@ import { DashboardContext, runIdParam, type HtmlResponse } from './dashboard.con
 import { DashboardGuard } from './dashboard.guard';
 import { DashboardReads } from './dashboard-reads';
 import type { DashboardAction } from './dashboard.options';
+import type { PageContext } from './layout';
 import { errorPage } from './pages/lists.page';
 
 /** A request as the actions read it (Express or Fastify). */
@@ -101,12 +102,7 @@ export class ActionsController {
   ) {
     const action = Object.prototype.hasOwnProperty.call(RUN_ACTIONS, slug) ? RUN_ACTIONS[slug] : undefined;
     if (!action) return this.refuse(res, HttpStatus.NOT_FOUND, `there is no action "${slug}"`);
-    const refused = await this.refusal(req, action);
-    if (refused) return this.refuse(res, HttpStatus.FORBIDDEN, refused);
-    // who acts, asked before anything changes: an action is never done without its record
-    const actor = await this.actorOf(req);
-    let target = '';
-    const answer = await this.context.render(async (ctx) => {
+    return this.act(req, res, action, async (actor, ctx) => {
       const id = runIdParam(given);
       // its workflow and key, for the record (not its children)
       const run = (await this.reads.readers.pages.run(id, 0))?.run;
@@ -129,21 +125,13 @@ export class ActionsController {
         details.name = name;
       }
       await this.record(actor, id, run.workflow, run.key, details);
-      target = `${ctx.base}/runs/${shownId}`;
-      return '';
+      return `${ctx.base}/runs/${shownId}`;
     });
-    if (target) return this.context.redirect(res, target);
-    this.context.send(res, answer);
   }
 
   @Post('schedules/:name/trigger')
   async trigger(@Req() req: ActionRequest, @Res() res: HtmlResponse, @Param('name') name: string) {
-    const refused = await this.refusal(req, 'triggerSchedule');
-    if (refused) return this.refuse(res, HttpStatus.FORBIDDEN, refused);
-    // who acts, asked before anything changes: an action is never done without its record
-    const actor = await this.actorOf(req);
-    let target = '';
-    const answer = await this.context.render(async (ctx) => {
+    return this.act(req, res, 'triggerSchedule', async (actor, ctx) => {
       const started = await this.scheduler.trigger(name);
       // the run it started (or the key's holder it went to) has the schedule's workflow and key
       const run = (await this.reads.readers.pages.run(started.runId, 0))?.run;
@@ -152,48 +140,52 @@ export class ActionsController {
         schedule: name,
         outcome: started.outcome,
       });
-      target = `${ctx.base}/runs/${started.runId}`;
-      return '';
+      return `${ctx.base}/runs/${started.runId}`;
     });
-    if (target) return this.context.redirect(res, target);
-    this.context.send(res, answer);
   }
 
   /** Runs a flow's node `from` and everything downstream of it again, then shows the flow again. */
   @Post('flows/:id/rerun')
   async rerunFlow(@Req() req: ActionRequest, @Res() res: HtmlResponse, @Param('id') id: string, @Body() body: Record<string, unknown> = {}) {
-    const refused = await this.refusal(req, 'rerunFlow');
-    if (refused) return this.refuse(res, HttpStatus.FORBIDDEN, refused);
-    // who acts, asked before anything changes: an action is never done without its record
-    const actor = await this.actorOf(req);
-    let target = '';
-    const answer = await this.context.render(async (ctx) => {
+    return this.act(req, res, 'rerunFlow', async (actor, ctx) => {
       const from = formName(body, 'from', 'rerunFlow');
       const { runIds } = await this.flows.rerun(id, { from }).catch((err: unknown) => {
         throw flowNotFound(id, err);
       });
       const run = (await this.reads.readers.pages.run(runIds[from], 0))?.run;
       await this.record(actor, runIds[from], run?.workflow ?? null, run?.key ?? null, { action: 'rerunFlow', flowId: id, from, runIds });
-      target = `${ctx.base}/flows/${encodeURIComponent(id)}`;
-      return '';
+      return `${ctx.base}/flows/${encodeURIComponent(id)}`;
     });
-    if (target) return this.context.redirect(res, target);
-    this.context.send(res, answer);
   }
 
   /** Pauses or resumes a workflow on every node, then shows its page again. */
   @Post('workflows/:name/:action')
   async workflowAction(@Req() req: ActionRequest, @Res() res: HtmlResponse, @Param('name') name: string, @Param('action') action: string) {
     if (action !== 'pause' && action !== 'resume') return this.refuse(res, HttpStatus.NOT_FOUND, `there is no action "${action}"`);
+    return this.act(req, res, action, async (actor, ctx) => {
+      await (action === 'pause' ? this.controls.pause(name) : this.controls.resume(name));
+      await this.record(actor, null, name, null, { action });
+      return `${ctx.base}/workflows/${encodeURIComponent(name)}`;
+    });
+  }
+
+  /**
+   * Does `action` when this request may (else a 403 page): `work` does it, given who acts (asked
+   * before anything changes: an action is never done without its record), and answers the URL the
+   * browser is sent to (a 303); a failure answers its page.
+   */
+  private async act(
+    req: ActionRequest,
+    res: HtmlResponse,
+    action: DashboardAction,
+    work: (actor: string | null, ctx: PageContext) => Promise<string>,
+  ): Promise<void> {
     const refused = await this.refusal(req, action);
     if (refused) return this.refuse(res, HttpStatus.FORBIDDEN, refused);
-    // who acts, asked before anything changes: an action is never done without its record
     const actor = await this.actorOf(req);
     let target = '';
     const answer = await this.context.render(async (ctx) => {
-      await (action === 'pause' ? this.controls.pause(name) : this.controls.resume(name));
-      await this.record(actor, null, name, null, { action });
-      target = `${ctx.base}/workflows/${encodeURIComponent(name)}`;
+      target = await work(actor, ctx);
       return '';
     });
     if (target) return this.context.redirect(res, target);
