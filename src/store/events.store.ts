@@ -1,4 +1,5 @@
 import type { Queryable } from './db';
+import { runDeadline } from './sql';
 import type { RunStatus } from '../domain/run-info';
 
 /** What an event is: sent with `sendEvent` or provided with `provideInput`. */
@@ -31,14 +32,12 @@ export class EventsStore {
       // the send's moment is when this statement began (a send that then waits for the lock counts
       // from before it): every decision on the event, and the time it is stored with, use that one
       // moment; timer_open: the waiting run's timer (its wait's timeout or its deadline) had not ended;
-      // past_deadline: as the claim sets it (run_at + timeout), but a flow node waiting for its
-      // dependencies has no deadline yet (its timeout counts from when it becomes due)
+      // past_deadline: the run's deadline (runDeadline, as the claim stores it) has passed
       lockRun: `
         SELECT status, wait_kind, wait_name, statement_timestamp()::text AS at,
           (wake_at IS NULL OR wake_at > statement_timestamp()) AS timer_open,
-          coalesce(coalesce(deadline_at, CASE WHEN coalesce(deps_left, 0) = 0 THEN run_at + timeout_ms * interval '1 millisecond' END)
-            <= statement_timestamp(), false) AS past_deadline
-        FROM ${S}.runs WHERE id = $1 FOR UPDATE`,
+          coalesce(${runDeadline('r')} <= statement_timestamp(), false) AS past_deadline
+        FROM ${S}.runs r WHERE id = $1 FOR UPDATE`,
       // a statement of its own after the lock: it sees what the run's holder wrote before letting go
       // (a wait marked timed out), which a subquery of the locking statement would not; the wait's
       // row is locked too, so a caller's REPEATABLE READ transaction that read it before fails with

@@ -1,7 +1,7 @@
 import { RUN_STATUSES, type RunStatus } from '../domain/run-info';
 import { runColumns } from './run-row';
 import type { ClaimedRow } from './runs.types';
-import { distinctWorkflows, holdsKey, indexedWorkflows, lastAttemptFields, nodeMayClaim, notPaused, statusLiterals } from './sql';
+import { distinctWorkflows, holdsKey, indexedWorkflows, lastAttemptFields, nodeMayClaim, notPaused, runDeadline, statusLiterals } from './sql';
 import { CLAIMED_COLUMNS, DEBOUNCE_UNTIL, INSERT_COLUMNS, insertClaimed, RUN_AT } from './runs.insert.sql';
 import { transitionFields } from './transition.fields';
 
@@ -97,7 +97,7 @@ export const claimUpdate = (S: string, seq: string, clock = 'now()'): string => 
       UPDATE ${S}.runs r SET status = CASE WHEN r.status = 'compensating' THEN 'compensating' ELSE 'running' END,
         node_id = $1, epoch = r.epoch + 1, attempt = r.attempt + 1, claim_seq = ${seq}::bigint,
         started_at = coalesce(r.started_at, ${clock}),
-        deadline_at = coalesce(r.deadline_at, r.run_at + r.timeout_ms * interval '1 millisecond'),
+        deadline_at = ${runDeadline('r')},
         wake_at = NULL, wait_kind = NULL, wait_name = NULL
       -- the ids as an array, not a join with c: the runs are read once each by primary key whatever
       -- the planner thinks c holds (with stale statistics a join re-read every id for each row of c)

@@ -6,6 +6,14 @@ import type { RunStatus } from '../domain/run-info';
 export const statusLiterals = (statuses: readonly RunStatus[]): string => statuses.map((st) => `'${st}'`).join(', ');
 
 /**
+ * A run's workflow deadline, on the columns of `alias`: the one its first claim stored, else (never
+ * claimed) `run_at` + its timeout; none for a flow node still waiting for its dependencies (its
+ * timeout counts from when it becomes due). Null: no deadline.
+ */
+export const runDeadline = (alias: string): string =>
+  `coalesce(${alias}.deadline_at, CASE WHEN coalesce(${alias}.deps_left, 0) = 0 THEN ${alias}.run_at + ${alias}.timeout_ms * interval '1 millisecond' END)`;
+
+/**
  * A run `durable_flow_resolve` cancelled (its dependency failed, was cancelled or is gone), on
  * runs' columns (unqualified): the error and reason that function writes (DurableFlows1733040003000).
  */

@@ -275,7 +275,7 @@ export class Execution implements ExecutionHandle {
     const child = err instanceof ChildFailedError ? { childId: err.childId, childStatus: err.childStatus, childError: err.childError } : {};
     const error = serializeError(err, { step, attempt, ...child });
     const tried = attempt === undefined ? {} : this.tried(index, attempt, 'failed');
-    const first = this.lastCompensable(index - 1);
+    const first = lastCompensable(this.def, index - 1);
     if (first < 0) return this.write({ status: 'failed', error, final: true, ...tried });
     if (!(await this.write({ status: 'compensating', error, comp_step: first, attempt: 1, ...tried }))) return false;
     this.endDeadline();
@@ -313,11 +313,6 @@ export class Execution implements ExecutionHandle {
     if (s.kind !== 'sleep') this.onRetryScheduled(0);
   }
 
-  /** Index of the last step at or before `from` with a `compensate`, or -1. */
-  private lastCompensable(from: number): number {
-    return lastCompensable(this.def, from);
-  }
-
   /**
    * Runs the compensations of steps `from` down to 0 (those that have one), each with its step's
    * retry policy. The cursor (`comp_step`, attempt) is saved after each, so a crash resumes here.
@@ -326,7 +321,7 @@ export class Execution implements ExecutionHandle {
     const { steps, instance } = this.def;
     let context = this.context;
     this.failure = error;
-    for (let j = this.lastCompensable(from); j >= 0; j = this.lastCompensable(j - 1)) {
+    for (let j = lastCompensable(this.def, from); j >= 0; j = lastCompensable(this.def, j - 1)) {
       const step = steps[j];
       const method = step.compensate!;
       this.compensation = { step: step.name, method, attempt };
@@ -362,7 +357,7 @@ export class Execution implements ExecutionHandle {
         return this.write({ status: 'compensation_failed', error: { ...error, compensation }, final: true, ...this.tried(comp.index, attempt, 'failed') });
       }
       if (this.lost) return false;
-      const next = this.lastCompensable(j - 1);
+      const next = lastCompensable(this.def, j - 1);
       const done = this.tried(comp.index, attempt, 'completed');
       if (next < 0) return this.write({ status: 'compensated', context: working, error, final: true, ...done });
       if (!(await this.write({ status: 'compensating', comp_step: next, attempt: 1, context: working, error, ...done }))) return false;
