@@ -90,6 +90,17 @@ export function pager(prev: string | null, next: string | null): SafeHtml {
   </nav>`;
 }
 
+/**
+ * Links of a list paged one way only: back to its first page (`first`, on a page past the first)
+ * and on to the next (`next`, labelled `nextLabel`); query strings built by the caller.
+ */
+export function onwardPager(first: string | null, next: string | null, nextLabel: string): SafeHtml {
+  if (!first && !next) return raw('');
+  return markup`<nav class="pager">
+    ${first ? markup`<a rel="first" href="${first}">← first page</a>` : ''}${next ? markup`<a rel="next" href="${next}">${nextLabel}</a>` : ''}
+  </nav>`;
+}
+
 /** A query string of the non-empty `params`. */
 export function query(params: Record<string, string | undefined | null>): string {
   const q = new URLSearchParams();

@@ -1,7 +1,7 @@
 import type { KeyInfo } from '../../runs/key-insights';
 import { markup } from '../html';
 import { searchValue } from '../search';
-import { badge, layout, query, table, type PageContext } from '../layout';
+import { badge, layout, onwardPager, query, table, type PageContext } from '../layout';
 
 /** Rows of a list of keys. */
 export function keyRows(ctx: PageContext, keys: KeyInfo[]) {
@@ -29,10 +29,7 @@ export const KEY_HEAD = ['workflow', 'key', 'holder', 'holder status', 'runs', '
  */
 function keysPager(ctx: PageContext, d: { workflow?: string; q?: string; cursor?: string; next: string | null }) {
   const href = (cursor?: string) => `${ctx.base}/keys${query({ workflow: d.workflow, q: d.q, cursor })}`;
-  if (!d.cursor && !d.next) return '';
-  return markup`<nav class="pager">
-    ${d.cursor ? markup`<a rel="first" href="${href()}">← first page</a>` : ''}${d.next ? markup`<a rel="next" href="${href(d.next)}">older →</a>` : ''}
-  </nav>`;
+  return onwardPager(d.cursor ? href() : null, d.next ? href(d.next) : null, 'older →');
 }
 
 /**

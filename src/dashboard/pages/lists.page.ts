@@ -2,7 +2,7 @@ import type { NodeInfo } from '../../runs/cluster-reader';
 import type { ActivityEvent } from '../../runs/key-insights';
 import type { ScheduleInfo } from '../../schedules/scheduler';
 import { CELL_CHARS, markup, json, raw, when } from '../html';
-import { layout, live, overviewHref, pager, query, table, type PageContext } from '../layout';
+import { layout, live, onwardPager, overviewHref, pager, query, table, type PageContext } from '../layout';
 
 /**
  * `/schedules?workflow=&after=`: a page of stored schedules by name (of `workflow`, when given),
@@ -32,12 +32,7 @@ export function schedulesPage(ctx: PageContext, d: { schedules: ScheduleInfo[]; 
     ? markup`<p class="hint">schedules of <a href="${ctx.base}/workflows/${encodeURIComponent(d.workflow)}">${d.workflow}</a> ·
         <a href="${ctx.base}/schedules">every schedule</a></p>`
     : '';
-  const nav =
-    d.after !== undefined || full
-      ? markup`<nav class="pager">
-          ${d.after !== undefined ? markup`<a rel="first" href="${href()}">← first page</a>` : ''}${full ? markup`<a rel="next" href="${href(schedules[schedules.length - 1].name)}">next →</a>` : ''}
-        </nav>`
-      : '';
+  const nav = onwardPager(d.after !== undefined ? href() : null, full ? href(schedules[schedules.length - 1].name) : null, 'next →');
   const body = markup`${filter}${table(['name', 'workflow', 'cron', 'time zone', 'key', 'source', 'next', 'last fired', ''], rows, 'no schedule')}${nav}`;
   return layout(ctx, 'Schedules', body);
 }
