@@ -81,6 +81,7 @@ export class PageReads {
     if (!rerun) return { graph, more, total, counts };
     // rerunFlow refuses a node when it or a node downstream of it is going or is a key tombstone
     const names = read.map((r) => r.name);
+    const tombstones = read.filter((r) => r.pruned).map((r) => r.name);
     let blocked: Set<string>;
     let pruned: Set<string>;
     if (!more) {
@@ -88,7 +89,7 @@ export class PageReads {
       const deps = new Map(read.map((r) => [r.name, r.deps ?? []]));
       const upstreamOf = (starts: string[]) => new Set(reachable(starts, (name) => deps.get(name) ?? []));
       blocked = upstreamOf(read.filter((r) => !isFinished(r.status)).map((r) => r.name));
-      pruned = upstreamOf(read.filter((r) => r.pruned).map((r) => r.name));
+      pruned = upstreamOf(tombstones);
     } else {
       // a big flow: the nodes listed that a node going, or a tombstone, is downstream of (none going: no read)
       const going = counts.some((c) => !isFinished(c.status));
@@ -101,7 +102,7 @@ export class PageReads {
       counts,
       rerunnable: new Set(names.filter((n) => !blocked.has(n) && !pruned.has(n))),
       pruned,
-      tombstones: new Set(read.filter((r) => r.pruned).map((r) => r.name)),
+      tombstones: new Set(tombstones),
     };
   }
 }
