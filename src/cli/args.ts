@@ -1,7 +1,7 @@
 import { UsageError } from '../errors';
 import type { ValidationError } from 'class-validator';
 import { MAX_TIMER_MS, tryParseDuration } from '../domain/duration';
-import { keyProblem, problem, textProblem, uuidProblem } from '../domain/validation';
+import { keyProblem, nameProblem, problem, textProblem, uuidProblem } from '../domain/validation';
 import { workflowRefProblem } from '../domain/filters';
 
 /** Options that take no value. */
@@ -104,7 +104,7 @@ export const KEY: ValueCheck = (value, what) => {
   return bad;
 };
 /** A name: of an event, an input, a node, an activity kind, a `by` (1 to 255 bytes). */
-export const NAME: ValueCheck = (value, what) => textProblem(value, what, 255);
+export const NAME: ValueCheck = (value, what) => nameProblem(value, what);
 /** A cancel reason (1 to 1000 bytes). */
 export const REASON: ValueCheck = (value, what) => textProblem(value, what, 1000);
 /** A workflow name (non-empty). */
