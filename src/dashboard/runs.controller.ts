@@ -19,10 +19,13 @@ export class RunsController {
     private readonly reads: DashboardReads,
   ) {}
 
-  /** `/runs?q=&before=&after=`: a bare run id (or `id:`) opens the run. */
+  /** `/runs?q=&before=&after=`: a bare run id (or `id:`) opens the run; an empty cursor is no cursor. */
   @Get('runs')
-  async runs(@Res() res: HtmlResponse, @Query('q') q = '', @Query('before') before?: string, @Query('after') after?: string) {
+  async runs(@Res() res: HtmlResponse, @Query('q') q = '', @Query('before') beforeParam?: string, @Query('after') afterParam?: string) {
     const search = String(q);
+    // as the keys and activity pages take an empty cursor (a form that sends its field blank)
+    const before = beforeParam === '' ? undefined : beforeParam;
+    const after = afterParam === '' ? undefined : afterParam;
     let opened: string | undefined;
     const answer = await this.context.render(async (ctx) => {
       let filter;

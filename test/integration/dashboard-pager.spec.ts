@@ -59,4 +59,14 @@ describe('dashboard runs pager', () => {
     expect(link(empty, 'prev')).toBeUndefined();
     expect(listed(await get(link(empty, 'next')!))[0]).toBe(newest);
   });
+
+  it('an empty cursor is no cursor, as on the keys and activity pages: the first page', async () => {
+    const first = await get('/durable/runs?q=workflow:pager_node');
+    expect(listed(first)).toHaveLength(PAGE_SIZE);
+    for (const cursor of ['before=', 'after=', 'before=&after=']) {
+      const page = await get(`/durable/runs?q=workflow:pager_node&${cursor}`);
+      expect([cursor, listed(page)]).toEqual([cursor, listed(first)]);
+      expect([cursor, link(page, 'prev'), link(page, 'next')]).toEqual([cursor, link(first, 'prev'), link(first, 'next')]);
+    }
+  });
 });
