@@ -1,0 +1,47 @@
+import type { QueryRunner } from 'typeorm';
+import { DurableMigration } from './durable-migration';
+
+/** The indexes of this migration, built by `up` (and by `migrate --concurrently` first). */
+const INDEXES: [name: string, definition: string][] = [
+  // runs claimed before and not finished, by workflow then deadline: the sweep reads the runs of
+  // each workflow past their deadline, and of a workflow it cannot time out, none
+  ['runs_deadline_workflow', `(workflow, deadline_at) WHERE status IN ('pending', 'waiting') AND deadline_at IS NOT NULL`],
+  // runs never claimed whose workflow has a timeout (flow nodes waiting for their deps left out), by
+  // timeout then run_at: for each timeout, the runs due longer ago than it are exactly those past it
+  [
+    'runs_timeout_unclaimed_by_timeout',
+    `(timeout_ms, run_at) WHERE status IN ('pending', 'waiting') AND timeout_ms IS NOT NULL AND deadline_at IS NULL AND coalesce(deps_left, 0) = 0`,
+  ],
+];
+
+/** The indexes they replace, by deadline alone and by run_at alone. */
+const REPLACED: [name: string, definition: string][] = [
+  ['runs_deadline', `(deadline_at) WHERE status IN ('pending', 'waiting') AND deadline_at IS NOT NULL`],
+  [
+    'runs_timeout_unclaimed_ready',
+    `(run_at) WHERE status IN ('pending', 'waiting') AND timeout_ms IS NOT NULL AND deadline_at IS NULL AND coalesce(deps_left, 0) = 0`,
+  ],
+];
+
+/**
+ * The timeout sweep reads only the runs it times out. Through the indexes it replaces, it read at
+ * each maintenance pass every run past its deadline that it may not time out (a run past its first
+ * step whose workflow the maintenance node does not define: its compensations are unknown there),
+ * and every run never claimed that was due longer ago than the node's shortest workflow timeout
+ * but not past its own: a paused workflow's held runs were read again at every pass while the
+ * pause lasted. On a big table run `npx nestjs-durable migrate --concurrently` first
+ * (docs/operations.md, "Upgrading").
+ */
+export class DurableTimeoutSweepIndexes1733040032000 extends DurableMigration {
+  name = 'DurableTimeoutSweepIndexes1733040032000';
+
+  async up(q: QueryRunner): Promise<void> {
+    await this.createRunsIndexes(q, INDEXES);
+    await this.dropIndexes(q, REPLACED);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await this.createRunsIndexes(q, REPLACED);
+    await this.dropIndexes(q, INDEXES);
+  }
+}
