@@ -4,7 +4,8 @@ import { Injectable, NestMiddleware } from '@nestjs/common';
 export const DASHBOARD_CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
-const HEADERS: Record<string, string> = {
+/** The security headers of every dashboard response, by name. */
+export const DASHBOARD_HEADERS: Readonly<Record<string, string>> = {
   'Content-Security-Policy': DASHBOARD_CSP,
   'X-Content-Type-Options': 'nosniff',
   'X-Frame-Options': 'DENY',
@@ -24,7 +25,7 @@ interface HeaderTarget {
 @Injectable()
 export class DashboardHeaders implements NestMiddleware {
   use(_req: unknown, res: HeaderTarget, next: () => void): void {
-    for (const [name, value] of Object.entries(HEADERS)) res.setHeader(name, value);
+    for (const [name, value] of Object.entries(DASHBOARD_HEADERS)) res.setHeader(name, value);
     next();
   }
 }

@@ -8,6 +8,7 @@ import { DashboardGuard } from './dashboard.guard';
 import { DashboardHeaders } from './dashboard.headers';
 import { checkDashboardOptions, DASHBOARD_OPTIONS, type DurableDashboardAsyncOptions, type DurableDashboardOptions } from './dashboard.options';
 import { DashboardReads } from './dashboard-reads';
+import { OverviewSlash } from './overview-slash';
 import { PagesController } from './pages.controller';
 import { RunsController } from './runs.controller';
 
@@ -44,7 +45,7 @@ export class DurableDashboardModule implements NestModule {
       module: DurableDashboardModule,
       imports: [...imports, RouterModule.register([{ path, module: DurableDashboardModule }])],
       controllers: CONTROLLERS,
-      providers: [optionsProvider, DashboardContext, DashboardReads, DashboardGuard],
+      providers: [optionsProvider, DashboardContext, DashboardReads, DashboardGuard, OverviewSlash],
     };
   }
 

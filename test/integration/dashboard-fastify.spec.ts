@@ -137,6 +137,39 @@ describeOnFastify('dashboard on the Fastify adapter (HTTP)', () => {
     for (const href of links) expect([href, (await get(`http://${t.host}${href}`)).status]).toEqual([href, 200]);
   });
 
+  it('sends the overview with a trailing slash (/api/durable/) on to the overview, its query kept', async () => {
+    const t = await fastifyDashboard({ guards: [AdminHeader] });
+    for (const [path, location] of [
+      ['/', '/api/durable'],
+      ['/?x=1&y=%2F', '/api/durable?x=1&y=%2F'],
+    ]) {
+      const res = await get(`${t.base}${path}`, {});
+      expect([path, res.status, res.headers.get('location')]).toEqual([path, 301, location]);
+      expectSecurityHeaders(res, path);
+    }
+    // where it leads, the guards decide
+    expect((await get(`http://${t.host}/api/durable`, {})).status).toBe(403);
+    const overview = await get(`${t.base}/`);
+    expect((await get(`http://${t.host}${overview.headers.get('location')}`)).status).toBe(200);
+    // the other pages are as they were: a trailing slash is not found there
+    expect((await get(`${t.base}/runs/`)).status).toBe(404);
+  });
+
+  it('adds nothing to an app whose Fastify ignores trailing slashes: /api/durable/ is the overview', async () => {
+    const { FastifyAdapter } = await import('@nestjs/platform-fastify');
+    const moduleRef = await Test.createTestingModule({
+      imports: [DurableModule.forRoot(testOptions({ options: { worker: false } }) as never), DurableDashboardModule.forRoot({})],
+      providers: [FastifyNode],
+    }).compile();
+    const app = moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter({ ignoreTrailingSlash: true }), { logger: false });
+    open.push(app);
+    await app.listen(0, '127.0.0.1');
+    const host = new URL(await app.getUrl()).host.replace('[::1]', '127.0.0.1');
+    const res = await get(`http://${host}/durable/`, {});
+    expect(res.status).toBe(200);
+    expect(await res.text()).toContain('dashboard_fastify_node');
+  });
+
   it('serves its stylesheet and script with their types and the security headers', async () => {
     const t = await fastifyDashboard({ guards: [AdminHeader] });
     const css = await get(`${t.base}/assets/dashboard.css`);

@@ -49,6 +49,15 @@ describe('dashboard requests: bad parameters, unknown flows, refusals (HTTP)', (
     expect((await request(t.server).get(`${BASE}/runs/01234567-89ab-7def-8123-456789abcdef`)).status).toBe(404);
   });
 
+  it('the overview with a trailing slash (/api/durable/) is the overview (Express)', async () => {
+    const t = await dashboardApp();
+    await t.durable.start('requests_node', 1, { runAt: new Date(Date.now() + 3_600_000) });
+    const res = await request(t.server).get(`${BASE}/`);
+    expect(res.status).toBe(200);
+    expect(res.text).toContain('requests_node');
+    expect(res.headers['content-security-policy']).toBe(DASHBOARD_CSP);
+  });
+
   it('an unknown flow answers 404 saying no flow has that id', async () => {
     const t = await dashboardApp();
     const res = await request(t.server).get(`${BASE}/flows/no-such-flow`);
