@@ -4,7 +4,7 @@ import { isUuid } from '../domain/uuid';
 import { nameProblem } from '../domain/validation';
 import { WorkflowRegistry } from '../definition/workflow.registry';
 import { FlowGraph, reachable } from '../flows/flow.graph';
-import type { DashboardStore } from '../store/dashboard.store';
+import type { DashboardStore, FlowStatusCount } from '../store/dashboard.store';
 import type { Queryable } from '../store/db';
 import type { FlowsStore } from '../store/flows.store';
 import { toRunInfo } from '../store/run-row';
@@ -36,6 +36,13 @@ export interface FlowView {
   tombstones?: Set<string>;
 }
 
+/** Nodes per status, statuses in the order of their first node (as `DashboardStore.flowCounts` counts a flow). */
+function countStatuses(nodes: { status: RunStatus }[]): FlowStatusCount[] {
+  const counts = new Map<RunStatus, number>();
+  for (const { status } of nodes) counts.set(status, (counts.get(status) ?? 0) + 1);
+  return [...counts].map(([status, n]) => ({ status, n }));
+}
+
 /**
  * The reads behind the run and flow pages, bounded by what those pages show: the public
  * `getRun` (every child id) and `getFlowGraph` (every node) are not.
@@ -58,13 +65,14 @@ export class PageReads {
   /**
    * Flow `flowId`: its first `shown` nodes (one more is read, to know whether there are more) and
    * its nodes per status; with `rerun`, which nodes read can be run again now. A flow of no more
-   * than `shown` nodes is read whole. `RunNotFoundError` when no flow has that id.
+   * than `shown` nodes is read whole, and counted from the nodes read (no statement of its own).
+   * `RunNotFoundError` when no flow has that id.
    */
   async flow(flowId: string, shown: number, rerun: boolean): Promise<FlowView> {
     // an id no flow can have (empty, too long, a NUL) is not sent to the database
     if (nameProblem(flowId)) throw new RunNotFoundError(String(flowId));
     const { db, store } = this;
-    const [flow, counts, rows] = await Promise.all([this.flows.getFlow(db, flowId), store.flowCounts(db, flowId), store.flowNodes(db, flowId, shown + 1)]);
+    const [flow, rows] = await Promise.all([this.flows.getFlow(db, flowId), store.flowNodes(db, flowId, shown + 1)]);
     if (!flow && rows.length === 0) throw new RunNotFoundError(flowId);
     const read = rows.slice(0, shown);
     const graph = new FlowGraph(
@@ -73,7 +81,9 @@ export class PageReads {
       flow?.name ?? null,
     );
     const more = rows.length > shown;
-    // (the counts and the nodes are read by two statements: a node added between them is counted or not)
+    // a flow read whole is counted here; a bigger one by a statement of its own (a node added
+    // between the two statements is counted or not)
+    const counts = more ? await store.flowCounts(db, flowId) : countStatuses(read);
     const total = Math.max(
       counts.reduce((sum, c) => sum + c.n, 0),
       rows.length,
@@ -93,7 +103,10 @@ export class PageReads {
     } else {
       // a big flow: the nodes listed that a node going, or a tombstone, is downstream of (none going: no read)
       const going = counts.some((c) => !isFinished(c.status));
-      [blocked, pruned] = await Promise.all([going ? store.flowBlocked(db, flowId, names) : new Set<string>(), store.flowPruned(db, flowId, names)]);
+      [blocked, pruned] = await Promise.all([
+        going ? store.flowUpstream(db, flowId, 'going', names) : new Set<string>(),
+        store.flowUpstream(db, flowId, 'pruned', names),
+      ]);
     }
     return {
       graph,

@@ -14,13 +14,23 @@ export interface DashboardFlowNode extends FlowNodeRow {
   pruned: boolean;
 }
 
-/** The recursive CTE `up`: the nodes of flow $1 that match `seed`, and every node they depend on, directly or not. */
+/** The nodes an upstream walk starts from: those not finished (`'going'`), or the key tombstones (`'pruned'`). */
+export type FlowSeed = 'going' | 'pruned';
+
+/** The condition on a node `r` of each {@link FlowSeed}. */
+const SEEDS: Record<FlowSeed, string> = {
+  going: `r.status NOT IN (${statusLiterals(FINISHED_STATUSES)})`,
+  pruned: 'r.pruned_at IS NOT NULL',
+};
+
+/** Of the names $2, the nodes of flow $1 that match `seed` or that such a node depends on, directly or not. */
 const upstream = (S: string, seed: string) => `
         WITH RECURSIVE up AS (
           SELECT r.name, r.deps FROM ${S}.runs r WHERE r.flow_id = $1 AND ${seed}
           UNION
           SELECT r.name, r.deps FROM up JOIN ${S}.runs r ON r.flow_id = $1 AND r.name = ANY(up.deps)
-        )`;
+        )
+        SELECT DISTINCT name FROM up WHERE name = ANY($2::text[])`;
 
 /** How many nodes of a flow are in one status. */
 export interface FlowStatusCount {
@@ -35,6 +45,8 @@ export interface FlowStatusCount {
  */
 export class DashboardStore {
   private readonly sql: Record<string, string>;
+  /** The upstream walk from each seed. */
+  private readonly upstream: Record<FlowSeed, string>;
 
   constructor(schema: string) {
     const S = `"${schema}"`;
@@ -54,13 +66,8 @@ export class DashboardStore {
       flowNodes: `
         WITH n AS MATERIALIZED (SELECT id, name, workflow, deps, status, pruned_at IS NOT NULL AS pruned FROM ${S}.runs WHERE flow_id = $1)
         SELECT * FROM n ORDER BY id LIMIT $2`,
-      // of the names $2, those a node not finished depends on, directly or not (or that are such a node)
-      flowBlocked: `${upstream(S, `r.status NOT IN (${statusLiterals(FINISHED_STATUSES)})`)}
-        SELECT DISTINCT name FROM up WHERE name = ANY($2::text[])`,
-      // of the names $2, those a key tombstone depends on, directly or not (or that are one)
-      flowPruned: `${upstream(S, 'r.pruned_at IS NOT NULL')}
-        SELECT DISTINCT name FROM up WHERE name = ANY($2::text[])`,
     };
+    this.upstream = { going: upstream(S, SEEDS.going), pruned: upstream(S, SEEDS.pruned) };
   }
 
   /** Run `id` with its first `children` child ids (by id) and its number of children (0 when `children` is 0), or undefined. */
@@ -80,20 +87,12 @@ export class DashboardStore {
   }
 
   /**
-   * Of `names`, the nodes of flow `flowId` that are not finished or that a node not finished
-   * depends on, directly or not: those `rerunFlow` would not take as `from` now.
+   * Of `names`, the nodes of flow `flowId` that are `seed` nodes or that one depends on, directly or
+   * not: with `'going'` (a node not finished), those `rerunFlow` would not take as `from` now; with
+   * `'pruned'` (a key tombstone), those it refuses as `from` (a tombstone has no input to run again with).
    */
-  async flowBlocked(q: Queryable, flowId: string, names: string[]): Promise<Set<string>> {
-    const rows = await q.query<{ name: string }>(this.sql.flowBlocked, [flowId, names]);
-    return new Set(rows.map((r) => r.name));
-  }
-
-  /**
-   * Of `names`, the nodes of flow `flowId` that are key tombstones or that one depends on, directly
-   * or not: those `rerunFlow` refuses as `from` (a tombstone has no input to run again with).
-   */
-  async flowPruned(q: Queryable, flowId: string, names: string[]): Promise<Set<string>> {
-    const rows = await q.query<{ name: string }>(this.sql.flowPruned, [flowId, names]);
+  async flowUpstream(q: Queryable, flowId: string, seed: FlowSeed, names: string[]): Promise<Set<string>> {
+    const rows = await q.query<{ name: string }>(this.upstream[seed], [flowId, names]);
     return new Set(rows.map((r) => r.name));
   }
 }

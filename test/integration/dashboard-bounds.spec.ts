@@ -2,6 +2,10 @@ import { INestApplication } from '@nestjs/common';
 import request from 'supertest';
 import { RunContext, Step, Workflow } from '../../src';
 import { DurableDashboardModule, type DurableDashboardOptions } from '../../src/dashboard';
+import { DurableConnection } from '../../src/core/durable.connection';
+import { DashboardReads } from '../../src/dashboard/dashboard-reads';
+import { FLOW_NODES_SHOWN } from '../../src/dashboard/pages/flow.page';
+import { DashboardStore } from '../../src/store/dashboard.store';
 import { Db } from '../../src/store/db';
 import { createApp, sql, TestApp } from '../support';
 
@@ -91,6 +95,22 @@ describe('dashboard bounds (HTTP)', () => {
     expect((await request(t.server).get(`${BASE}/flows/${small.flowId}`).expect(200)).text).toMatch(/<svg\s+class="flow"/);
   });
 });
+
+/** The texts of the statements sent while `fn` ran (every statement of the module goes through `Db.query`). */
+async function statementsSent(fn: () => Promise<unknown>): Promise<string[]> {
+  const sent: string[] = [];
+  const original = Db.prototype.query;
+  const spy = jest.spyOn(Db.prototype, 'query').mockImplementation(function (this: Db, ...args: Parameters<Db['query']>) {
+    sent.push(args[0]);
+    return original.apply(this, args);
+  } as Db['query']);
+  try {
+    await fn();
+  } finally {
+    spy.mockRestore();
+  }
+  return sent;
+}
 
 /**
  * The most values any one statement returned while `fn` ran: its rows, or the elements of an array
@@ -197,5 +217,41 @@ describe('dashboard bounds: what a page reads', () => {
     await sql(`update "${t.schema}".runs set status = 'completed', finished_at = now() where flow_id = $1 and name in ('n0500', 'n0601')`, [flow.flowId]);
     const done = (await request(t.server).get(`${BASE}/flows/${flow.flowId}`).expect(200)).text;
     expect([...done.matchAll(/name="from" value="(n\d{4})"/g)]).toHaveLength(200);
+  });
+
+  it("a flow read whole is counted from the nodes read, with no statement of its own; a bigger one's counts are read", async () => {
+    const t = await dashboardApp({ readOnly: false });
+    const { durable } = t;
+    const small = await durable.startFlow(
+      durable
+        .flow()
+        .add('a', 'bounds_node', 1)
+        .add('b', 'bounds_node', 2, { deps: ['a'] })
+        .add('c', 'bounds_node', 3, { deps: ['a'] }),
+    );
+    await sql(`update "${t.schema}".runs set status = 'completed', finished_at = now() where flow_id = $1 and name = 'a'`, [small.flowId]);
+    const counting = (texts: string[]) => texts.filter((text) => /GROUP BY status/i.test(text));
+    let page = '';
+    const sent = await statementsSent(async () => {
+      page = (await request(t.server).get(`${BASE}/flows/${small.flowId}`).expect(200)).text;
+    });
+    expect(counting(sent)).toEqual([]);
+    // the counts as the statement counts them: statuses in the order of their first node
+    const { pages } = t.app.get(DashboardReads).readers;
+    const counts = [
+      { status: 'completed', n: 1 },
+      { status: 'pending', n: 2 },
+    ];
+    expect(await new DashboardStore(t.schema).flowCounts(t.app.get(DurableConnection).db, small.flowId)).toEqual(counts);
+    expect(await pages.flow(small.flowId, FLOW_NODES_SHOWN, true)).toMatchObject({ counts, total: 3, more: false });
+
+    let builder = durable.flow();
+    for (let i = 0; i <= FLOW_NODES_SHOWN; i++) builder = builder.add(`n${String(i).padStart(3, '0')}`, 'bounds_node', i);
+    const big = await durable.startFlow(builder);
+    const bigSent = await statementsSent(async () => {
+      page = (await request(t.server).get(`${BASE}/flows/${big.flowId}`).expect(200)).text;
+    });
+    expect(counting(bigSent)).toHaveLength(1);
+    expect(page).toMatch(/pending<\/span><\/dt>\s*<dd>201<\/dd>/);
   });
 });

@@ -55,14 +55,14 @@ it("a run's page and a flow's page read the family and the flow, not the history
       { status: 'pending', n: 6 },
       { status: 'completed', n: 4994 },
     ]);
-    statement = 'flowBlocked';
+    statement = 'upstreamGoing';
     // n0000 and n0997 are pending: n0000, and n0990 to n0997 (n0997's chain up to it), are blocked
     const names = Array.from({ length: 1000 }, (_, g) => node(g));
-    expect([...(await store.flowBlocked(explaining, 'big', names))].sort()).toEqual([node(0), ...Array.from({ length: 8 }, (_, i) => node(990 + i))]);
-    statement = 'flowPruned';
+    expect([...(await store.flowUpstream(explaining, 'big', 'going', names))].sort()).toEqual([node(0), ...Array.from({ length: 8 }, (_, i) => node(990 + i))]);
+    statement = 'upstreamPruned';
     // n0005 is a key tombstone: it and its chain up to it, n0000 to n0005, cannot be run again
     await sql(`update ${S}.runs set pruned_at = now() where flow_id = 'big' and name = $1`, [node(5)]);
-    expect([...(await store.flowPruned(explaining, 'big', names))].sort()).toEqual(Array.from({ length: 6 }, (_, i) => node(i)));
+    expect([...(await store.flowUpstream(explaining, 'big', 'pruned', names))].sort()).toEqual(Array.from({ length: 6 }, (_, i) => node(i)));
     // each statement reads at most the family or the flow (5,000 rows) a few times, not the 200,000 runs before them
     expect(read.run0).toBeLessThanOrEqual(1);
     expect(read).toEqual({
@@ -70,8 +70,8 @@ it("a run's page and a flow's page read the family and the flow, not the history
       run0: expect.any(Number),
       flowNodes: expect.any(Number),
       flowCounts: expect.any(Number),
-      flowBlocked: expect.any(Number),
-      flowPruned: expect.any(Number),
+      upstreamGoing: expect.any(Number),
+      upstreamPruned: expect.any(Number),
     });
     expect(Object.entries(read).filter(([, n]) => n > 15_000)).toEqual([]);
   } finally {
