@@ -105,7 +105,7 @@ export class ActionsController {
     return this.act(req, res, action, async (actor, ctx) => {
       const id = runIdParam(given);
       // its workflow and key, for the record (not its children)
-      const run = (await this.reads.readers.pages.run(id, 0))?.run;
+      const run = (await this.reads.readers.pages.run(id))?.run;
       if (!run) throw new RunNotFoundError(id);
       const details: Record<string, unknown> = { action };
       let shownId = id;
@@ -134,7 +134,7 @@ export class ActionsController {
     return this.act(req, res, 'triggerSchedule', async (actor, ctx) => {
       const started = await this.scheduler.trigger(name);
       // the run it started (or the key's holder it went to) has the schedule's workflow and key
-      const run = (await this.reads.readers.pages.run(started.runId, 0))?.run;
+      const run = (await this.reads.readers.pages.run(started.runId))?.run;
       await this.record(actor, started.runId, run?.workflow ?? null, run?.key ?? null, {
         action: 'triggerSchedule',
         schedule: name,
@@ -152,7 +152,7 @@ export class ActionsController {
       const { runIds } = await this.flows.rerun(id, { from }).catch((err: unknown) => {
         throw flowNotFound(id, err);
       });
-      const run = (await this.reads.readers.pages.run(runIds[from], 0))?.run;
+      const run = (await this.reads.readers.pages.run(runIds[from]))?.run;
       await this.record(actor, runIds[from], run?.workflow ?? null, run?.key ?? null, { action: 'rerunFlow', flowId: id, from, runIds });
       return `${ctx.base}/flows/${encodeURIComponent(id)}`;
     });

@@ -9,10 +9,13 @@ import type { Queryable } from '../store/db';
 import type { FlowsStore } from '../store/flows.store';
 import { toRunInfo } from '../store/run-row';
 
-/** A run as its page shows it: its first children in `run.children`, and how many it has. */
+/** A run as its page shows it: its first children in `run.children`, and how many it has, up to a cap. */
 export interface RunView {
   run: RunInfo;
+  /** Its number of children, up to the cap asked for. */
   childCount: number;
+  /** It has more children than the cap (`childCount` is the cap). */
+  moreChildren: boolean;
 }
 
 /** A flow as its page shows it. */
@@ -55,11 +58,17 @@ export class PageReads {
     private readonly flows: FlowsStore,
   ) {}
 
-  /** Run `runId` with its first `children` children (by id) and their number (0 when `children` is 0), or null. */
-  async run(runId: string, children: number): Promise<RunView | null> {
+  /**
+   * Run `runId` with its children counted up to `counted` and the first `children` of those (by id:
+   * its first children when it has no more than `counted`), or null. With `counted` 0 (the default)
+   * no child is read.
+   */
+  async run(runId: string, children = 0, counted = 0): Promise<RunView | null> {
     if (!isUuid(runId)) return null;
-    const row = await this.store.run(this.db, runId, children);
-    return row ? { run: toRunInfo(row, this.registry.stepName), childCount: row.child_count } : null;
+    // one child more than the cap is read, to know whether there are more
+    const row = await this.store.run(this.db, runId, children, counted > 0 ? counted + 1 : 0);
+    if (!row) return null;
+    return { run: toRunInfo(row, this.registry.stepName), childCount: Math.min(row.child_count, counted), moreChildren: row.child_count > counted };
   }
 
   /**

@@ -3,7 +3,7 @@ import { RunNotFoundError } from '../errors';
 import { DashboardContext, runIdParam, type HtmlResponse } from './dashboard.context';
 import { DashboardGuard } from './dashboard.guard';
 import { DashboardReads } from './dashboard-reads';
-import { CHILDREN_SHOWN, runPage } from './pages/run.page';
+import { CHILDREN_COUNTED, CHILDREN_SHOWN, runPage } from './pages/run.page';
 import { runsPage } from './pages/runs.page';
 import { parseRunsSearch, SearchError } from './search';
 
@@ -37,7 +37,7 @@ export class RunsController {
       }
       const { runs, pages } = this.reads.readers;
       if (filter.id) {
-        if (!(await pages.run(filter.id, 0))) throw new RunNotFoundError(filter.id);
+        if (!(await pages.run(filter.id))) throw new RunNotFoundError(filter.id);
         opened = `${ctx.base}/runs/${filter.id}`;
         return '';
       }
@@ -54,9 +54,9 @@ export class RunsController {
     const answer = await this.context.render(async (ctx) => {
       const id = runIdParam(given);
       const { runs, keys, pages } = this.reads.readers;
-      const view = await pages.run(id, CHILDREN_SHOWN);
+      const view = await pages.run(id, CHILDREN_SHOWN, CHILDREN_COUNTED);
       if (!view) throw new RunNotFoundError(id);
-      const { run, childCount } = view;
+      const { run, childCount, moreChildren } = view;
       const keyed = run.key !== null;
       const [history, keyRuns, readds, keyEvents, startNow] = await Promise.all([
         runs.historyOf(id, run),
@@ -66,7 +66,7 @@ export class RunsController {
         // what a start with the key would do now (not when this node does not know the workflow)
         keyed ? keys.explainStart(run.workflow, null, { key: run.key! }).catch(() => undefined) : undefined,
       ]);
-      return runPage(ctx, { run, childCount, history, keyRuns, readds, keyEvents, startNow });
+      return runPage(ctx, { run, childCount, moreChildren, history, keyRuns, readds, keyEvents, startNow });
     });
     this.context.send(res, answer);
   }

@@ -4,7 +4,7 @@ import { runColumns, type RunRow } from './run-row';
 import { statusLiterals } from './sql';
 import { FINISHED_STATUSES, type RunStatus } from '../domain/run-info';
 
-/** A run with its first child ids (in `children`, by id) and how many children it has. */
+/** A run with its first child ids (in `children`, by id) and how many children it has, counted up to a cap. */
 export interface RunWithChildCount extends RunRow {
   child_count: number;
 }
@@ -40,8 +40,8 @@ export interface FlowStatusCount {
 
 /**
  * The dashboard's bounded reads: what a page shows and no more, whatever the size of the family or
- * the flow it shows. A run's first child ids and their count (through `runs_parent`), rather than
- * every child id; a flow's nodes counted per status and its first nodes, rather than every node row.
+ * the flow it shows. A run's first child ids and their count up to a cap (through `runs_parent`),
+ * rather than every child id; a flow's nodes counted per status and its first nodes, rather than every node row.
  */
 export class DashboardStore {
   private readonly sql: Record<string, string>;
@@ -53,13 +53,13 @@ export class DashboardStore {
     this.sql = {
       // the children and the flow's nodes are read through their indexes (runs_parent, runs_flow_node)
       // and then sorted: ORDER BY id LIMIT alone may be planned as a walk of the whole table in id
-      // order (runs_pkey), every run made before the family or the flow read on each refresh
+      // order (runs_pkey), every run made before the family or the flow read on each refresh. At
+      // most $3 children are read (none with $3 = 0): a parent of many costs the cap, not its family
       run: `
-        WITH c AS MATERIALIZED (SELECT id FROM ${S}.runs WHERE parent_id = $1)
+        WITH c AS MATERIALIZED (SELECT id FROM ${S}.runs WHERE parent_id = $1 LIMIT $3)
         SELECT ${runColumns(S, 'r')},
           ARRAY(SELECT c.id FROM c ORDER BY c.id LIMIT $2) AS children,
-          -- not counted when no child id is asked for (a run looked up by id)
-          CASE WHEN $2 > 0 THEN (SELECT count(*)::int FROM c) ELSE 0 END AS child_count
+          (SELECT count(*)::int FROM c) AS child_count
         FROM ${S}.runs r WHERE r.id = $1`,
       // statuses in the order of their first node (as a walk of the nodes in insertion order meets them)
       flowCounts: `SELECT status, count(*)::int AS n FROM ${S}.runs WHERE flow_id = $1 GROUP BY status ORDER BY min(id::text)`,
@@ -70,9 +70,13 @@ export class DashboardStore {
     this.upstream = { going: upstream(S, SEEDS.going), pruned: upstream(S, SEEDS.pruned) };
   }
 
-  /** Run `id` with its first `children` child ids (by id) and its number of children (0 when `children` is 0), or undefined. */
-  async run(q: Queryable, id: string, children: number): Promise<RunWithChildCount | undefined> {
-    const [row] = await q.query<RunWithChildCount>(this.sql.run, [id, children]);
+  /**
+   * Run `id` with its children counted up to `counted` (in `child_count`) and the first `children`
+   * of those by id (all of its children when it has fewer than `counted`), or undefined. With
+   * `counted` 0 no child is read (a run looked up by id).
+   */
+  async run(q: Queryable, id: string, children: number, counted: number): Promise<RunWithChildCount | undefined> {
+    const [row] = await q.query<RunWithChildCount>(this.sql.run, [id, children, counted]);
     return row;
   }
 

@@ -135,7 +135,7 @@ async function mostValuesRead(fn: () => Promise<unknown>): Promise<number> {
 }
 
 describe('dashboard bounds: what a page reads', () => {
-  it('the page of a run with 2,000 children reads its first 50 child ids and their count, not every id', async () => {
+  it('the page of a run with 2,000 children reads 50 child ids and counts to 1,000, not every id', async () => {
     const t = await dashboardApp();
     const parent = (await t.durable.start('bounds_node', 0, { runAt: new Date(Date.now() + 3_600_000) })).runId;
     await sql(
@@ -150,9 +150,10 @@ describe('dashboard bounds: what a page reads', () => {
       page = (await request(t.server).get(`${BASE}/runs/${parent}`).expect(200)).text;
     });
     expect(most).toBeLessThanOrEqual(60);
-    // the page shows what it showed: the first 50 children by id, and all 2000 through the search
-    expect(all.filter((id) => page.includes(`href="${BASE}/runs/${id}"`))).toEqual(all.slice(0, 50));
-    expect(page).toContain(`all 2000 children →`);
+    // counted up to 1,000: 50 of the children (by id) and all of them through the search
+    const shown = all.filter((id) => page.includes(`href="${BASE}/runs/${id}"`));
+    expect(shown).toHaveLength(50);
+    expect(page).toContain(`all 1000+ children →`);
     expect(page).toContain(`href="${BASE}/runs?q=parent%3A${parent}"`);
     // a search for the run's id opens it without reading its children either
     const opened = await mostValuesRead(async () => {

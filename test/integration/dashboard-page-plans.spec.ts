@@ -43,11 +43,11 @@ it("a run's page and a flow's page read the family and the flow, not the history
   try {
     const store = new DashboardStore(t.schema);
     statement = 'run';
-    const run = await store.run(explaining, parent, 50);
+    const run = await store.run(explaining, parent, 50, 5001);
     expect([run?.children, run?.child_count]).toEqual([firstChildren, 5000]);
     // looked up by id (a search for it): no child read
     statement = 'run0';
-    expect([(await store.run(explaining, parent, 0))?.children, run?.id]).toEqual([[], parent]);
+    expect([(await store.run(explaining, parent, 0, 0))?.children, run?.id]).toEqual([[], parent]);
     statement = 'flowNodes';
     expect((await store.flowNodes(explaining, 'big', 201)).map((r) => r.name)).toEqual(Array.from({ length: 201 }, (_, g) => node(g)));
     statement = 'flowCounts';
@@ -74,6 +74,44 @@ it("a run's page and a flow's page read the family and the flow, not the history
       upstreamPruned: expect.any(Number),
     });
     expect(Object.entries(read).filter(([, n]) => n > 15_000)).toEqual([]);
+  } finally {
+    await client.end();
+  }
+});
+
+it("a run's page counts its children up to a cap: a parent of 100,000 children costs what the page shows", async () => {
+  const t = await createApp({ workflows: [], options: { worker: false } });
+  const S = ident(t.schema);
+  // a history of 50,000 finished runs, then a parent of 100,000 children made after it
+  await sql(
+    `insert into ${S}.runs (id, workflow, status, run_at, finished_at) select ${id('g')}, 'old', 'completed', now(), now() from generate_series(1, 50000) g`,
+  );
+  const [{ parent }] = await sql(
+    `insert into ${S}.runs (id, workflow, status, run_at) values (${id('3000000')}, 'parent', 'waiting', now()) returning id AS parent`,
+  );
+  await sql(
+    `insert into ${S}.runs (id, workflow, parent_id, status, run_at) select ${id('3000000 + g')}, 'child', $1, 'pending', now() + interval '1 hour' from generate_series(1, 100000) g`,
+    [parent],
+  );
+  await sql(`analyze ${S}.runs`);
+  const firstChildren = (await sql(`select id from ${S}.runs where parent_id = $1 order by id limit 50`, [parent])).map((r: { id: string }) => r.id);
+
+  const client = new Client({ connectionString: databaseUrl() });
+  await client.connect();
+  let read = 0;
+  const explaining = explainingQueryable(client, 'runs', (rows) => (read += rows));
+  try {
+    const store = new DashboardStore(t.schema);
+    const run = await store.run(explaining, parent, 50, 1001);
+    // counted up to the cap, the first 50 of those found listed
+    expect([run?.children, run?.child_count]).toEqual([firstChildren, 1001]);
+    expect(read).toBeLessThanOrEqual(1100);
+    // a parent of fewer children than the cap is counted whole
+    await sql(`update ${S}.runs set parent_id = null where parent_id = $1 and id > $2`, [parent, firstChildren[49]]);
+    await sql(`analyze ${S}.runs`);
+    read = 0;
+    expect((await store.run(explaining, parent, 50, 1001))?.child_count).toBe(50);
+    expect((await store.run(explaining, parent, 10, 1001))?.children).toEqual(firstChildren.slice(0, 10));
   } finally {
     await client.end();
   }

@@ -11,8 +11,10 @@ import { RUN_HEAD, runRows } from './runs.page';
 export interface RunPageData {
   /** The run, with its first {@link CHILDREN_SHOWN} children (by id) in `children`. */
   run: RunInfo;
-  /** How many children the run has. */
+  /** How many children the run has, up to {@link CHILDREN_COUNTED}. */
   childCount: number;
+  /** It has more than {@link CHILDREN_COUNTED} children. */
+  moreChildren: boolean;
   history: StepAttempt[];
   /** Runs with the run's key (newest first, bounded). */
   keyRuns: RunInfo[];
@@ -26,6 +28,9 @@ export interface RunPageData {
 
 /** Children of a run linked from its page; the rest are found by the search `parent:<id>`. */
 export const CHILDREN_SHOWN = 50;
+
+/** A run's page counts its children up to this many ("all 1000+ children"): a refresh never counts a big family. */
+export const CHILDREN_COUNTED = 1000;
 
 /** Changed JSON paths shown per re-add; how many more there are is said. */
 export const DIFF_CHANGES_SHOWN = 20;
@@ -135,12 +140,15 @@ function keyPanel(ctx: PageContext, d: RunPageData): SafeHtml {
   </section>`;
 }
 
-/** The run's first children as links, and a link to the search of all `count` of them when there are more. */
-function children(ctx: PageContext, run: RunInfo, count: number, link: (id: string) => SafeHtml | string): SafeHtml | string {
+/**
+ * The run's first children as links, and a link to the search of all `count` of them when there are
+ * more (`count+` when it has more than the count).
+ */
+function children(ctx: PageContext, run: RunInfo, count: number, more: boolean, link: (id: string) => SafeHtml | string): SafeHtml | string {
   if (!run.children.length) return '—';
   const first = run.children.slice(0, CHILDREN_SHOWN).map((c) => markup`${link(c)} `);
   if (count <= CHILDREN_SHOWN) return markup`${first}`;
-  return markup`${first}… <a href="${ctx.base}/runs${query({ q: `parent:${run.id}` })}">all ${count} children →</a>`;
+  return markup`${first}… <a href="${ctx.base}/runs${query({ q: `parent:${run.id}` })}">all ${count}${more ? '+' : ''} children →</a>`;
 }
 
 /** `/runs/:id`: the run, its step timeline, its waits and family, and its Key panel. */
@@ -183,7 +191,7 @@ export function runPage(ctx: PageContext, d: RunPageData): string {
           <dt>parent</dt>
           <dd>${link(run.parentId)}</dd>
           <dt>children</dt>
-          <dd>${children(ctx, run, d.childCount, link)}</dd>
+          <dd>${children(ctx, run, d.childCount, d.moreChildren, link)}</dd>
           <dt>flow</dt>
           <dd>
             ${run.flowId ? markup`<a href="${ctx.base}/flows/${encodeURIComponent(run.flowId)}">${run.flowName ?? run.flowId}</a> (node ${run.name ?? ''})` : '—'}
