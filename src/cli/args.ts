@@ -98,11 +98,7 @@ export type ValueCheck = (value: string, what: string) => ValidationError | unde
 /** A run id (a UUID). */
 export const RUN_ID: ValueCheck = (value, what) => uuidProblem(value, what);
 /** A key (1 to 255 bytes of UTF-8), told without the API's "use null for no key", which a command line cannot give. */
-export const KEY: ValueCheck = (value, what) => {
-  const bad = keyProblem(value, what);
-  if (bad?.constraints?.keyBytes) bad.constraints.keyBytes = bad.constraints.keyBytes.replace(/; use null for no key$/, '');
-  return bad;
-};
+export const KEY: ValueCheck = (value, what) => keyProblem(value, what, false);
 /** A name: of an event, an input, a node, an activity kind, a `by` (1 to 255 bytes). */
 export const NAME: ValueCheck = (value, what) => nameProblem(value, what);
 /** A cancel reason (1 to 1000 bytes). */

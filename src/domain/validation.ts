@@ -99,15 +99,19 @@ function stringProblem(s: string, path: string): string | undefined {
   return `${path} holds a NUL character or an unpaired UTF-16 surrogate, which Postgres cannot store`;
 }
 
-/** Why `key` is not a valid key (a string of 1 to 255 bytes; null/undefined = no key), or undefined. */
-export function keyProblem(key: unknown, property = 'key'): ValidationError | undefined {
+/**
+ * Why `key` is not a valid key (a string of 1 to 255 bytes; null/undefined = no key), or undefined.
+ * `noKey`: how the caller gives no key, told after the size rule (default the API's `use null for
+ * no key`); `false` for a caller that cannot give none (a command line).
+ */
+export function keyProblem(key: unknown, property = 'key', noKey: string | false = 'use null for no key'): ValidationError | undefined {
   if (key === null || key === undefined) return undefined;
   if (typeof key !== 'string') return problem(property, key, 'isString', `${property} must be a string or null`);
   const unstorable = stringProblem(key, property);
   if (unstorable) return problem(property, key, 'isStorable', unstorable);
   const bytes = Buffer.byteLength(key, 'utf8');
   if (bytes < 1 || bytes > 255) {
-    return problem(property, key, 'keyBytes', `${property} must be 1 to 255 bytes of UTF-8 (got ${bytes}); use null for no key`);
+    return problem(property, key, 'keyBytes', `${property} must be 1 to 255 bytes of UTF-8 (got ${bytes})${noKey === false ? '' : `; ${noKey}`}`);
   }
   return undefined;
 }
