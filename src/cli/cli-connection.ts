@@ -9,13 +9,16 @@ import type { QueueControls } from '../runs/queue-controls';
 import type { KeyInsights } from '../runs/key-insights';
 import type { DefinitionsStore } from '../store/definitions.store';
 
+/** The option that sets how long a command waits for a connection. */
+const CONNECT_TIMEOUT_OPTION = '--connect-timeout';
+
 /** Where the CLI connects: a database URL and the module's schema. */
 export interface CliTarget {
   url: string;
   schema: string;
   /** The cluster's `nodeTimeout` in ms, which tells a live node (default: the module's). */
   nodeTimeoutMs?: number;
-  /** How long to wait for the database to answer a connection, in ms (none: wait as long as pg does). */
+  /** How long to wait for the database to answer a connection, in ms (none: the module's `connectTimeout` default, and pg's for `migrate`). */
   connectTimeoutMs?: number;
   /** The URL is a pooler in transaction mode: the module's `transactionPooler` (no session settings, no named statements). */
   transactionPooler?: boolean;
@@ -30,7 +33,6 @@ export interface CliTarget {
 export class CliConnection {
   private app?: INestApplicationContext;
   private bare?: DataSource;
-  private reached?: Promise<void>;
 
   constructor(readonly target: CliTarget) {}
 
@@ -74,13 +76,13 @@ export class CliConnection {
 
   /** A DataSource of its own (for migrations: the module would apply them when it starts). */
   async dataSource(): Promise<DataSource> {
-    await this.reach();
-    const { createDataSource } = await import('../store/typeorm-adapter');
+    const [{ createDataSource }, { isConnectTimeout }] = await Promise.all([import('../store/typeorm-adapter'), import('../store/db')]);
     const { connectTimeoutMs } = this.target;
-    this.bare ??= await createDataSource(
-      this.target.url,
-      connectTimeoutMs === undefined ? undefined : { connectionTimeoutMillis: connectTimeoutMs },
-    ).initialize();
+    this.bare ??= await createDataSource(this.target.url, connectTimeoutMs === undefined ? undefined : { connectionTimeoutMillis: connectTimeoutMs })
+      .initialize()
+      .catch((err: unknown) => {
+        throw connectTimeoutMs !== undefined && isConnectTimeout(err) ? new ConnectTimeoutError(connectTimeoutMs, CONNECT_TIMEOUT_OPTION) : err;
+      });
     return this.bare;
   }
 
@@ -90,43 +92,27 @@ export class CliConnection {
   }
 
   /**
-   * Opens (and closes) one connection, bounded by `connectTimeoutMs`, before the module or the
-   * DataSource connects: a host that never answers fails the command with a `ConnectTimeoutError`
-   * (`ETIMEDOUT`) instead of hanging it (the module's pool waits as long as its statement timeout,
-   * a bare DataSource for ever).
+   * The module on the target, made on first use. Its own pool waits `connectTimeoutMs` for a
+   * connection: a host that never answers fails the command with a `ConnectTimeoutError`
+   * (`ETIMEDOUT`) naming `--connect-timeout`, instead of hanging it.
    */
-  private reach(): Promise<void> {
-    this.reached ??= (async () => {
-      const { connectTimeoutMs, url } = this.target;
-      const { Client } = await import('pg');
-      const client = new Client({ connectionString: url, connectionTimeoutMillis: connectTimeoutMs });
-      try {
-        await client.connect();
-      } catch (err) {
-        // pg's own: 'Connection terminated due to connection timeout', without a code
-        const timeout = connectTimeoutMs !== undefined && !(err as { code?: unknown }).code && /timeout/i.test(String((err as Error)?.message));
-        throw timeout ? new ConnectTimeoutError(connectTimeoutMs, '--connect-timeout') : err;
-      } finally {
-        void client.end().catch(() => undefined);
-      }
-    })();
-    return this.reached;
-  }
-
   private async context(): Promise<INestApplicationContext> {
-    await this.reach();
     const [{ NestFactory }, { DurableModule }] = await Promise.all([import('@nestjs/core'), import('../durable.module')]);
     this.app ??= await NestFactory.createApplicationContext(
       DurableModule.forRoot({
         url: this.target.url,
         schema: this.target.schema,
         nodeTimeout: this.target.nodeTimeoutMs,
+        connectTimeout: this.target.connectTimeoutMs,
         transactionPooler: this.target.transactionPooler,
         worker: false,
         migrationsRun: false,
       }),
       { logger: false, abortOnError: false },
-    );
+    ).catch((err: unknown) => {
+      // the module names its option; the command line set it
+      throw err instanceof ConnectTimeoutError ? new ConnectTimeoutError(err.timeoutMs, CONNECT_TIMEOUT_OPTION) : err;
+    });
     return this.app;
   }
 }

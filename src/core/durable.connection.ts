@@ -3,11 +3,11 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { MAX_TIMER_MS } from '../domain/duration';
 import { WorkflowExplorer } from '../definition/workflow.explorer';
 import type { ResolvedOptions } from '../options/resolve-options';
-import { DurableValidationError, NotReadyError } from '../errors';
+import { ConnectTimeoutError, DurableValidationError, NotReadyError } from '../errors';
 import { assertValid, managerProblem, problem } from '../domain/validation';
 import { definitionRecord } from '../definition/definition-record';
 import { WorkflowRegistry } from '../definition/workflow.registry';
-import { databaseOf, Db, sqlState, transactionOf, UNDEFINED_TABLE, type DatabaseIdentity, type Queryable } from '../store/db';
+import { databaseOf, Db, isConnectTimeout, sqlState, transactionOf, UNDEFINED_TABLE, type DatabaseIdentity, type Queryable } from '../store/db';
 import { DefinitionsStore } from '../store/definitions.store';
 import { createDataSource, pgPoolOf } from '../store/typeorm-adapter';
 import { runMigrations } from '../store/migrator';
@@ -50,7 +50,9 @@ export class DurableConnection implements OnModuleInit, OnApplicationShutdown {
     const { options } = this;
     this.dataSource = options.dataSource ?? createDataSource(options.url, this.sessionSettings());
     if (!this.dataSource.isInitialized) {
-      await this.dataSource.initialize();
+      await this.dataSource.initialize().catch((err: unknown) => {
+        throw !options.dataSource && isConnectTimeout(err) ? this.connectTimeoutError() : err;
+      });
       this.ownsDataSource = !options.dataSource;
     }
     // behind a transaction pooler a named statement may reach a server connection that never prepared it
@@ -136,13 +138,25 @@ export class DurableConnection implements OnModuleInit, OnApplicationShutdown {
     return { ...(this.db.pool as unknown as { options: object }).options, ...this.sessionSettings() };
   }
 
+  /** How long a new connection of the module's own may take: `connectTimeout`, else as long as a statement may (none without `statementTimeout`). */
+  private connectTimeoutMs(): number | undefined {
+    return this.options.connectTimeoutMs ?? clientBound(this.options.statementTimeoutMs);
+  }
+
+  /** The error of a connection of the module's own that the database did not answer in time. */
+  private connectTimeoutError(): ConnectTimeoutError {
+    const setBy = this.options.connectTimeoutMs === undefined ? 'connectTimeout, by default a second past statementTimeout' : 'connectTimeout';
+    return new ConnectTimeoutError(this.connectTimeoutMs()!, setBy);
+  }
+
   /**
-   * The module's statement and lock timeouts and keep-alive, as pg connection settings (no session
-   * settings behind a transaction pooler); connecting takes no longer than a statement may.
+   * The module's connect, statement and lock timeouts and keep-alive, as pg connection settings (no
+   * session settings behind a transaction pooler).
    */
   private sessionSettings(): Record<string, number | boolean> {
     const { statementTimeoutMs, lockTimeoutMs, keepAlive, transactionPooler } = this.options;
-    const connect: Record<string, number> = statementTimeoutMs === undefined ? {} : { connectionTimeoutMillis: clientBound(statementTimeoutMs)! };
+    const connectMs = this.connectTimeoutMs();
+    const connect: Record<string, number> = connectMs === undefined ? {} : { connectionTimeoutMillis: connectMs };
     if (transactionPooler) return { keepAlive, ...connect };
     return {
       keepAlive,

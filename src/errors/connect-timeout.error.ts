@@ -1,7 +1,8 @@
 import { DurableError } from './durable.error';
 
 /**
- * The database did not answer a connection within the time allowed (the CLI's `--connect-timeout`).
+ * The database did not answer a connection within the time allowed (the module's `connectTimeout`,
+ * the CLI's `--connect-timeout`).
  * Its code is Node's own for a connection that timed out, as the socket errors of an unreachable
  * host carry it: a caller that branches on `code === 'ETIMEDOUT'` treats it alike.
  */

@@ -50,6 +50,7 @@ export class DurableOptionsDto {
   @IsOptional() @IsIn(['synchronous', 'asynchronous']) activityCommit?: 'synchronous' | 'asynchronous';
   @IsOptional() @ValidateIf((_, v) => v !== false) @IsDuration(1) statementTimeout?: Duration | false;
   @IsOptional() @IsDuration(1) lockTimeout?: Duration;
+  @IsOptional() @IsDuration(1) connectTimeout?: Duration;
   @IsOptional() @IsBoolean() keepAlive?: boolean;
   @IsOptional() @IsBoolean() transactionPooler?: boolean;
 }

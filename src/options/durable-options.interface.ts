@@ -71,6 +71,14 @@ export interface DurableModuleOptions {
   statementTimeout?: Duration | false;
   /** Longest a statement of the module waits for a lock (as `statementTimeout`). Default: none. */
   lockTimeout?: Duration;
+  /**
+   * Longest the module waits for the database to answer a new connection (pg's
+   * `connectionTimeoutMillis`) before it gives up with a `ConnectTimeoutError` (`code: 'ETIMEDOUT'`):
+   * a host that never answers fails the boot instead of hanging it. Applied to the module's own
+   * connections, as `statementTimeout`. Default: a second past `statementTimeout` (`'31s'`); none
+   * with `statementTimeout: false`.
+   */
+  connectTimeout?: Duration;
   /** TCP keep-alive on the module's own connections, so a dead peer is noticed. Default true. */
   keepAlive?: boolean;
   /**

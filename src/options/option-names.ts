@@ -35,6 +35,7 @@ export const MODULE_OPTION_NAMES = optionNames<DurableModuleOptions>({
   activityCommit: true,
   statementTimeout: true,
   lockTimeout: true,
+  connectTimeout: true,
   keepAlive: true,
   transactionPooler: true,
   transactionManager: true,

@@ -26,6 +26,8 @@ export interface ResolvedOptions {
   /** In milliseconds; undefined: none. */
   statementTimeoutMs?: number;
   lockTimeoutMs?: number;
+  /** In milliseconds; undefined: as `statementTimeout`, a second past it (none without one). */
+  connectTimeoutMs?: number;
   keepAlive: boolean;
   transactionPooler: boolean;
   /** The ambient transaction's manager, if the app gave a way to find it. */
@@ -109,6 +111,7 @@ export function resolveOptions(raw: DurableModuleOptions): ResolvedOptions {
     activityCommit: plain.activityCommit ?? 'synchronous',
     statementTimeoutMs: plain.statementTimeout === false ? undefined : toMs(plain.statementTimeout ?? '30s'),
     lockTimeoutMs: plain.lockTimeout === undefined ? undefined : toMs(plain.lockTimeout),
+    connectTimeoutMs: plain.connectTimeout === undefined ? undefined : toMs(plain.connectTimeout),
     keepAlive: plain.keepAlive ?? true,
     transactionPooler: plain.transactionPooler ?? false,
     transactionManager,

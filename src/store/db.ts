@@ -100,6 +100,14 @@ export function isReadTimeout(err: unknown): boolean {
   return err instanceof Error && err.message === 'Query read timeout';
 }
 
+/**
+ * True for pg's error of a new connection the database did not answer within the pool's
+ * `connectionTimeoutMillis` (not for a wait for a free connection of a full pool).
+ */
+export function isConnectTimeout(err: unknown): boolean {
+  return err instanceof Error && err.message === 'Connection terminated due to connection timeout' && (err as { code?: unknown }).code === undefined;
+}
+
 /** Postgres' SQLSTATE for a statement sent on a transaction an earlier error aborted. */
 const IN_FAILED_TRANSACTION = '25P02';
 

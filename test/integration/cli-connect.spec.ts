@@ -3,9 +3,9 @@
  * and never speaks (a firewall that drops, a hung host). Every command, `migrate` included, gives
  * up after the connect timeout with one line `error ETIMEDOUT: …` and exit 1, instead of hanging.
  */
-import { createServer, type Server, type Socket } from 'net';
+import { connect, createServer, type Server, type Socket } from 'net';
 import { AddressInfo } from 'net';
-import { freshSchema } from '../support';
+import { databaseUrl, freshSchema } from '../support';
 import { cli, expectError } from '../support/cli';
 
 jest.setTimeout(120_000);
@@ -54,6 +54,45 @@ describe('nestjs-durable against a database that does not answer', () => {
       const r = await cli(['runs', 'list', '--url', url, '--connect-timeout', value]);
       expectError(r, 2, 'usage');
       expect(r.stderr).toContain('--connect-timeout must be a duration');
+    }
+  });
+});
+
+describe('nestjs-durable against a database that answers', () => {
+  let proxy: Server;
+  let proxied: string;
+  /** Connections the proxy to the test database accepted. */
+  let connections = 0;
+
+  beforeAll(async () => {
+    const target = new URL(databaseUrl());
+    proxy = createServer((client) => {
+      connections++;
+      const upstream = connect(Number(target.port || 5432), target.hostname);
+      for (const s of [client, upstream]) s.on('error', () => undefined);
+      client.pipe(upstream).pipe(client);
+      client.on('close', () => upstream.destroy());
+      upstream.on('close', () => client.destroy());
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const via = new URL(databaseUrl());
+    via.hostname = '127.0.0.1';
+    via.port = String((proxy.address() as AddressInfo).port);
+    proxied = via.toString();
+  });
+
+  afterAll(async () => {
+    await new Promise((resolve) => proxy.close(resolve));
+  });
+
+  it('a command of one statement at a time opens one connection, the one it works on (none to try the database first)', async () => {
+    const schema = freshSchema('cli_connect');
+    for (const args of [['migrate'], ['runs', 'list']]) {
+      connections = 0;
+      const r = await cli([...args, '--url', proxied, '--schema', schema, '--connect-timeout', '5s']);
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+      expect({ args, connections }).toEqual({ args, connections: 1 });
     }
   });
 });

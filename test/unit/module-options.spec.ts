@@ -37,3 +37,19 @@ describe('module options: the connection', () => {
     expect(resolveOptions({ url: 'postgres://localhost/x' }).url).toBe('postgres://localhost/x');
   });
 });
+
+describe('module options: connectTimeout', () => {
+  const url = 'postgres://localhost/x';
+
+  it('a duration, kept in milliseconds; none given leaves it to the connection (a second past statementTimeout)', () => {
+    expect(resolveOptions({ url, connectTimeout: '5s' }).connectTimeoutMs).toBe(5000);
+    expect(resolveOptions({ url, connectTimeout: 250 }).connectTimeoutMs).toBe(250);
+    expect(resolveOptions({ url }).connectTimeoutMs).toBeUndefined();
+  });
+
+  it('anything but a duration of at least 1 ms is refused, by name', () => {
+    for (const connectTimeout of ['soon', 0, -1, '0s', true]) {
+      expect(problem({ url, connectTimeout } as never)).toContain('connectTimeout: connectTimeout must be a duration');
+    }
+  });
+});
