@@ -26,6 +26,7 @@ import { DurableFlowScanIndexes1733040027000 } from './1733040027000-durable-flo
 import { DurableFlowCascadeHooks1733040028000 } from './1733040028000-durable-flow-cascade-hooks';
 import { DurableFlowResolveCascaded1733040029000 } from './1733040029000-durable-flow-resolve-cascaded';
 import { DurableScheduleWorkflowIndex1733040030000 } from './1733040030000-durable-schedule-workflow-index';
+import { DurableEventsReceiveIndex1733040031000 } from './1733040031000-durable-events-receive-index';
 
 export { DurableInit1733040000000, DurableKeys1733040001000, DurableWaits1733040002000 };
 export { DurableFlows1733040003000 };
@@ -52,6 +53,7 @@ export { DurableFlowScanIndexes1733040027000 };
 export { DurableFlowCascadeHooks1733040028000 };
 export { DurableFlowResolveCascaded1733040029000 };
 export { DurableScheduleWorkflowIndex1733040030000 };
+export { DurableEventsReceiveIndex1733040031000 };
 
 /** The module's migration classes in order, for schema `durable` (TypeORM `migrations: [...]`). */
 export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[] = [
@@ -82,6 +84,7 @@ export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[]
   DurableFlowCascadeHooks1733040028000,
   DurableFlowResolveCascaded1733040029000,
   DurableScheduleWorkflowIndex1733040030000,
+  DurableEventsReceiveIndex1733040031000,
 ];
 
 /**

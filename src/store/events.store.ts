@@ -63,7 +63,10 @@ export class EventsStore {
         SELECT pg_notify($3, '') FROM u`,
       mark: `
         UPDATE ${S}.runs SET inbox = array_append(array_remove(inbox, $2), $2) WHERE id = $1`,
-      // $4: the wait's end (null: none); an event kept from then on is not its answer (kept for a later wait)
+      // $4: the wait's end (null: none); an event kept from then on is not its answer (kept for a later
+      // wait); the newest is the one sent last (created_at, the send's moment; id among sends of one
+      // moment), read through events_receive from the wait's end down: the events kept after it are
+      // not read (the infinity stands for no end, keeping one index condition for both)
       receive: `
         WITH got AS (
           SELECT payload FROM ${S}.events
@@ -71,7 +74,7 @@ export class EventsStore {
         ), pick AS (
           UPDATE ${S}.events SET received_at = now()
           WHERE id = (SELECT id FROM ${S}.events WHERE run_id = $1 AND kind = $2 AND name = $3
-                        AND ($4::timestamptz IS NULL OR created_at < $4::timestamptz) ORDER BY id DESC LIMIT 1)
+                        AND created_at < coalesce($4::timestamptz, 'infinity') ORDER BY created_at DESC, id DESC LIMIT 1)
             AND NOT EXISTS (SELECT 1 FROM got)
           RETURNING payload
         )
