@@ -124,5 +124,13 @@ export class EventsStore {
   }
 }
 
+/**
+ * True for the error of `receive` when another execution of the wait's step (a stalled one and its
+ * replacement, reading at the same moment) marked another event received for the wait first: the
+ * unique violation of `events_received`, raised once that mark is committed.
+ */
+export const receivedElsewhere = (err: unknown): boolean =>
+  typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '23505' && (err as { constraint?: unknown }).constraint === 'events_received';
+
 /** The inbox mark of a wait: `kind:name`. */
 export const inboxMark = (kind: string, name: string | null | undefined): string => `${kind}:${name ?? ''}`;

@@ -1,7 +1,7 @@
 import { CancelledError, ChildFailedError, DurableValidationError, TimeoutError } from '../errors';
 import type { WorkflowRef } from '../definition/workflow-metadata';
 import { groupOf } from '../definition/workflow-definition';
-import type { EventKind } from '../store/events.store';
+import { receivedElsewhere, type EventKind } from '../store/events.store';
 import type { NewRun } from '../store/runs.types';
 import type { WaitRow } from '../store/waits.store';
 import { toStoredMs, type Duration } from '../domain/duration';
@@ -85,22 +85,45 @@ export async function waitFor<T>(scope: WaitScope, kind: EventKind, name: string
   const row = scope.recorded ?? (await services.waits.upsert(services.db, scope.runId, scope.step, scope.call, kind, name, timeoutMs));
   if (!row.timed_out) {
     // only an event sent before the wait's timeout passed is its answer
-    const got = await services.events.receive(services.db, scope.runId, kind, name, row.until);
+    const got = await answer(scope, kind, name, row.until, () => services.events.receive(services.db, scope.runId, kind, name, row.until));
     if (got) return got.payload as T;
     if (!row.due) throw scope.suspend(new Suspension(kind, name, row.until && new Date(row.until)));
     // timed out, unless the event came in just now: under the run's lock, which a send takes too, an
     // event kept for this wait is its answer; a send after this sees the wait closed
-    const late = await services.db.tx(async (q) => {
-      await services.events.lockRun(q, scope.runId);
-      const event = await services.events.receive(q, scope.runId, kind, name, row.until);
-      if (!event) await services.waits.markTimedOut(q, scope.runId, scope.step, scope.call, 'timeoutValue' in options);
-      return event;
-    });
+    const late = await answer(scope, kind, name, row.until, () =>
+      services.db.tx(async (q) => {
+        await services.events.lockRun(q, scope.runId);
+        const event = await services.events.receive(q, scope.runId, kind, name, row.until);
+        if (!event) await services.waits.markTimedOut(q, scope.runId, scope.step, scope.call, 'timeoutValue' in options);
+        return event;
+      }),
+    );
     if (late) return late.payload as T;
   }
   if ('timeoutValue' in options) return options.timeoutValue as T;
   // every re-run of the step would time out the same way: no retries (like a failed child)
   throw Object.assign(new TimeoutError(`${what} timed out after ${timeoutMs}ms`), { [FINAL]: true });
+}
+
+/**
+ * The event a wait gets, read by `read`. When another execution of the step (a stalled one and its
+ * replacement) marked another event received for the wait at the same moment, `read` fails (its
+ * transaction, if any, rolled back) once that mark is committed: the event received first is the
+ * answer, for both, read again here.
+ */
+async function answer(
+  scope: WaitScope,
+  kind: EventKind,
+  name: string,
+  until: Date | null,
+  read: () => Promise<{ payload: unknown } | undefined>,
+): Promise<{ payload: unknown } | undefined> {
+  try {
+    return await read();
+  } catch (err) {
+    if (!receivedElsewhere(err)) throw err;
+    return scope.services.events.receive(scope.services.db, scope.runId, kind, name, until);
+  }
 }
 
 /**
