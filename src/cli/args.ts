@@ -5,12 +5,15 @@ import { keyProblem, nameProblem, problem, textProblem, uuidProblem } from '../d
 import { workflowRefProblem } from '../domain/filters';
 
 /** Options that take no value. */
-const SWITCHES = new Set(['json', 'help', 'print-sql', 'buffer', 'concurrently', 'transaction-pooler']);
+const SWITCHES = new Set(['json', 'help', 'version', 'print-sql', 'buffer', 'concurrently', 'transaction-pooler']);
 
 /** A command line split into words (command and arguments) and `--options`. */
 export interface ParsedArgs {
   words: string[];
+  /** Each option given, with its value (the last one given, for an option given more than once). */
   options: Map<string, string | true>;
+  /** The options given more than once (`-h` and `--help` are one option), in the order of their second use. */
+  repeated: string[];
 }
 
 /**
@@ -22,6 +25,11 @@ export interface ParsedArgs {
 export function parseArgs(argv: string[], valued: ReadonlySet<string>): ParsedArgs {
   const words: string[] = [];
   const options = new Map<string, string | true>();
+  const repeated: string[] = [];
+  const set = (name: string, value: string | true) => {
+    if (options.has(name) && !repeated.includes(name)) repeated.push(name);
+    options.set(name, value);
+  };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === '--') {
@@ -29,7 +37,7 @@ export function parseArgs(argv: string[], valued: ReadonlySet<string>): ParsedAr
       break;
     }
     if (arg === '-h') {
-      options.set('help', true);
+      set('help', true);
       continue;
     }
     if (!arg.startsWith('--') || arg.length === 2) {
@@ -40,18 +48,18 @@ export function parseArgs(argv: string[], valued: ReadonlySet<string>): ParsedAr
     const name = arg.slice(2, eq < 0 ? undefined : eq);
     if (SWITCHES.has(name)) {
       if (eq >= 0) throw new UsageError(`--${name} takes no value`);
-      options.set(name, true);
-    } else if (eq >= 0) options.set(name, arg.slice(eq + 1));
+      set(name, true);
+    } else if (eq >= 0) set(name, arg.slice(eq + 1));
     else if (!valued.has(name))
-      options.set(name, true); // unknown: refused by the command's check
+      set(name, true); // unknown: refused by the command's check
     else {
       const value = argv[i + 1];
       if (value === undefined || value.startsWith('--')) throw new UsageError(`--${name} needs a value`);
-      options.set(name, value);
+      set(name, value);
       i++;
     }
   }
-  return { words, options };
+  return { words, options, repeated };
 }
 
 /** The value of option `name` as given (undefined when absent). */

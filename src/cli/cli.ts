@@ -7,6 +7,7 @@ import type { Command } from './command';
 import { overviewCommands } from './overview.commands';
 import { runsCommands } from './runs.commands';
 import { flowsCommands } from './flows.commands';
+import { packageVersion } from './version';
 
 /** Every command, in the order the help lists them. */
 export const COMMANDS: Command[] = [overviewCommands[0], ...runsCommands, ...flowsCommands, ...overviewCommands.slice(1)];
@@ -29,6 +30,7 @@ const GLOBAL_OPTIONS: Record<string, string> = {
     'the URL is a pooler in transaction mode (PgBouncer pool_mode = transaction): no session settings, no named prepared statements (the module option transactionPooler)',
   '--json': 'print one JSON document for scripts instead of tables',
   '--help': 'this help',
+  '--version': 'print the version of nestjs-durable',
 };
 
 /** What pg takes as a connection string: a postgres URL, a `socket:` URL or a socket directory. */
@@ -61,6 +63,7 @@ export function helpText(command?: Command): string {
   return listHelp('<command>', COMMANDS, [
     'nestjs-durable <command> --help shows the options of a command;',
     `nestjs-durable <group> --help the commands of a group (${groups.join(', ')}).`,
+    'An option is given once: twice is bad usage.',
     'Exit status: 0 done, 1 refused or failed, 2 bad usage.',
   ]);
 }
@@ -112,10 +115,15 @@ function findCommand(parsed: ParsedArgs): { command: Command; args: string[] } |
   return undefined;
 }
 
-/** Refuses options the command does not take (first: a misspelt option explains the rest), then arguments. */
+/**
+ * Refuses options the command does not take (first: a misspelt option explains the rest), then an
+ * option given twice (which of the values was meant?), then arguments.
+ */
 function checkUsage(command: Command, args: string[], parsed: ParsedArgs): void {
   const known = new Set([...Object.keys(command.options), ...Object.keys(GLOBAL_OPTIONS)].map(optionName));
   for (const name of parsed.options.keys()) if (!known.has(name)) throw new UsageError(`${command.name} has no option --${name}`);
+  const [twice] = parsed.repeated;
+  if (twice !== undefined) throw new UsageError(`--${twice} is given more than once: ${command.name} takes it once`);
   const missing = (command.required ?? []).find((o) => !parsed.options.has(optionName(o)));
   if (missing) throw new UsageError(`${command.name} needs ${missing}: ${command.options[missing]}`);
   const required = command.args.filter((a) => a.startsWith('<')).length;
@@ -148,6 +156,10 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   let connectTimeoutMs: number;
   try {
     parsed = parseArgs(argv, VALUED);
+    if (parsed.options.has('version')) {
+      io.stdout(packageVersion());
+      return EXIT.ok;
+    }
     found = findCommand(parsed);
     if (!found) {
       if (parsed.words.length === 0 && parsed.options.has('help')) {

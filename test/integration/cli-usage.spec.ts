@@ -6,6 +6,8 @@
  */
 import { freshSchema } from '../support';
 import { execFile } from 'child_process';
+import { readFileSync } from 'fs';
+import { join } from 'path';
 import { BIN, cli, expectError } from '../support/cli';
 
 // every command is a process of its own, booting Nest: slow on a loaded machine
@@ -112,6 +114,38 @@ describe('nestjs-durable: usage', () => {
       expectError(r, 2, 'usage');
       expect(r.stderr).toMatch(/--limit must be a whole number from 1 to 1000/);
     }
+  });
+
+  it('--version prints the version in package.json and exits 0, whatever else the line holds', async () => {
+    const { version } = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string };
+    for (const args of [['--version'], ['runs', 'list', '--version'], ['--version', '--help']]) {
+      expect(await cli(args, { DATABASE_URL: '' })).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
+    }
+    const help = await cli(['--help'], { DATABASE_URL: '' });
+    expect(help.stdout).toMatch(/^ {2}--version +print the version of nestjs-durable$/m);
+    expectError(await cli(['--version=1'], { DATABASE_URL: '' }), 2, 'usage');
+  });
+
+  it('an option given twice is bad usage naming it, before connecting (a help asked twice is still a help)', async () => {
+    const nowhere = 'postgres://nobody@127.0.0.1:1/none';
+    const twice: [string[], string][] = [
+      [['runs', 'list', '--key', 'a', '--key', 'b'], '--key is given more than once: runs list takes it once'],
+      [['runs', 'list', '--limit=5', '--limit', '6'], '--limit is given more than once: runs list takes it once'],
+      [['runs', 'list', '--json', '--json', '--json'], '--json is given more than once: runs list takes it once'],
+      [['status', '--url', nowhere], '--url is given more than once: status takes it once'],
+      [['migrate', '--schema', 'a', '--print-sql', '--schema', 'b', '--print-sql'], '--schema is given more than once: migrate takes it once'],
+    ];
+    for (const [args, message] of twice) {
+      const r = await cli([...args, '--url', nowhere]);
+      expectError(r, 2, 'usage');
+      expect(r.stderr.trim()).toBe(`error usage: ${message}`);
+    }
+    // a misspelt option is named first: it explains the rest
+    expect((await cli(['runs', 'list', '--jsn', '--json', '--json', '--url', nowhere])).stderr).toContain('runs list has no option --jsn');
+    const help = await cli(['runs', 'list', '-h', '--help'], { DATABASE_URL: '' });
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('usage: nestjs-durable runs list');
+    expect((await cli(['--help'], { DATABASE_URL: '' })).stdout).toContain('An option is given once: twice is bad usage.');
   });
 
   it('a database that cannot be reached fails with exit 1 and its error code', async () => {
