@@ -98,7 +98,9 @@ export const claimUpdate = (S: string, seq: string, clock = 'now()'): string => 
         node_id = $1, epoch = r.epoch + 1, attempt = r.attempt + 1, claim_seq = ${seq}::bigint,
         started_at = coalesce(r.started_at, ${clock}),
         deadline_at = ${runDeadline('r')},
-        wake_at = NULL, wait_kind = NULL, wait_name = NULL
+        -- the inbox marks only what arrives while this claim's attempt runs: what came before, the
+        -- attempt reads (a mark left would turn a later suspension on it into an extra re-run)
+        wake_at = NULL, wait_kind = NULL, wait_name = NULL, inbox = '{}'
       -- the ids as an array, not a join with c: the runs are read once each by primary key whatever
       -- the planner thinks c holds (with stale statistics a join re-read every id for each row of c)
       WHERE r.id = ANY (ARRAY(SELECT id FROM c))

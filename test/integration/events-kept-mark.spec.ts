@@ -1,19 +1,23 @@
 /**
- * An event kept for a run (its inbox marked) and read by its wait without the run suspending leaves
- * the mark. The mark only turns a suspension on the same name into a re-run, and no wait of that
- * name suspends again (it gets the event received): the steps after it run no extra time.
+ * An event kept for a run while its step runs (its inbox marked) and read by its wait without the
+ * run suspending leaves the mark until the run's next claim. The mark only turns a suspension on
+ * the same name into a re-run, and no wait of that name suspends again (it gets the event
+ * received): the steps after it run no extra time.
  */
 import { RunContext, Step, Workflow } from '../../src';
 import { createApp, freshSchema, ident, sql, waitFor } from '../support';
 
 const bodies: Record<string, number> = {};
 const ran = (step: string) => (bodies[step] = (bodies[step] ?? 0) + 1);
+let sent!: () => void;
+const eventSent = new Promise<void>((resolve) => (sent = resolve));
 
 @Workflow('events_kept_mark')
 class KeptMark {
   @Step()
   async first(ctx: RunContext) {
     ran('first');
+    await eventSent;
     return ctx.waitForEvent('a');
   }
 
@@ -30,13 +34,15 @@ class KeptMark {
   }
 }
 
-it('a kept event read without suspending leaves its mark, and no step runs an extra time for it', async () => {
+it('an event kept while the step runs and read without suspending leaves its mark, and no step runs an extra time for it', async () => {
   const schema = freshSchema();
   const S = ident(schema);
-  const sender = await createApp({ schema, workflows: [KeptMark], options: { worker: false } });
+  const sender = await createApp({ schema, workflows: [KeptMark] });
   const { runId } = await sender.durable.start(KeptMark);
+  // sent while the first step runs, before it reaches its wait
+  await waitFor(() => bodies.first === 1, { message: 'the first step runs' });
   expect(await sender.durable.sendEvent(runId, 'a', 1, { buffer: true })).toBe('kept');
-  await createApp({ schema, workflows: [KeptMark] });
+  sent();
   await waitFor(async () => (await sender.durable.getRun(runId))?.status === 'waiting', { message: 'the run waits for b' });
   // the steps that read a did so without suspending: a's mark is left, b's wait suspended once
   const [row] = await sql(`SELECT inbox, wait_name FROM ${S}.runs WHERE id = $1`, [runId]);
