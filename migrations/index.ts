@@ -27,6 +27,8 @@ import { DurableFlowCascadeHooks1733040028000 } from './1733040028000-durable-fl
 import { DurableFlowResolveCascaded1733040029000 } from './1733040029000-durable-flow-resolve-cascaded';
 import { DurableScheduleWorkflowIndex1733040030000 } from './1733040030000-durable-schedule-workflow-index';
 import { DurableEventsReceiveIndex1733040031000 } from './1733040031000-durable-events-receive-index';
+import { DurableTimeoutSweepIndexes1733040032000 } from './1733040032000-durable-timeout-sweep-indexes';
+import { DurablePruneIndexes1733040033000 } from './1733040033000-durable-prune-indexes';
 
 export { DurableInit1733040000000, DurableKeys1733040001000, DurableWaits1733040002000 };
 export { DurableFlows1733040003000 };
@@ -54,6 +56,8 @@ export { DurableFlowCascadeHooks1733040028000 };
 export { DurableFlowResolveCascaded1733040029000 };
 export { DurableScheduleWorkflowIndex1733040030000 };
 export { DurableEventsReceiveIndex1733040031000 };
+export { DurableTimeoutSweepIndexes1733040032000 };
+export { DurablePruneIndexes1733040033000 };
 
 /** The module's migration classes in order, for schema `durable` (TypeORM `migrations: [...]`). */
 export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[] = [
@@ -85,6 +89,8 @@ export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[]
   DurableFlowResolveCascaded1733040029000,
   DurableScheduleWorkflowIndex1733040030000,
   DurableEventsReceiveIndex1733040031000,
+  DurableTimeoutSweepIndexes1733040032000,
+  DurablePruneIndexes1733040033000,
 ];
 
 /**

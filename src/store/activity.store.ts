@@ -101,7 +101,7 @@ export class ActivityStore {
     this.sql = {
       record: `INSERT INTO ${S}.activity (kind, run_id, workflow, key, details) VALUES ($1, $2, $3, $4, $5)`,
       // what the triggers did in one transaction (its rows: same start time, index activity_at or
-      // runs_finished, and xmin): the key trigger's runAgain hand-offs (activity rows), and the runs
+      // runs_finished_live, and xmin): the key trigger's runAgain hand-offs (activity rows), and the runs
       // the triggers cancelled (finished_at is the transaction's now()): a run waiting behind a key
       // its holder kept (key_taken), a child of a parent that ended (durable_cancel_children: parentId),
       // a flow node whose dependency did not complete (durable_flow_resolve: its reason)
@@ -110,7 +110,7 @@ export class ActivityStore {
         WHERE at = $1::timestamptz AND xmin = $2::xid AND kind = 'key_handed_off' AND details->>'via' = 'runAgain'
         UNION ALL
         SELECT workflow, false FROM ${S}.runs
-        WHERE finished_at = $1::timestamptz AND finished_at IS NOT NULL AND xmin = $2::xid AND status = 'cancelled'
+        WHERE finished_at = $1::timestamptz AND finished_at IS NOT NULL AND pruned_at IS NULL AND xmin = $2::xid AND status = 'cancelled'
           AND (error->>'code' = 'key_taken' OR error ? 'parentId' OR ${CANCELLED_BY_FLOW})`,
       // events without a key filter ($3, the key, is null: it only keeps the parameter list of
       // listByKey), by the log's own order (activity_at, or the filters' indexes)

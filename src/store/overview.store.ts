@@ -10,8 +10,8 @@ export interface StatusCount {
 /**
  * Reads of the operator's overview (`nestjs-durable status`, `workflows list`), which finds the
  * workflows in the database (the CLI has no definitions): the going runs per workflow and status,
- * each status through its partial index, and the runs finished lately through `runs_finished`.
- * Neither reads the history beyond the window asked for.
+ * each status through its partial index, and the runs finished lately through `runs_finished_live`
+ * (key tombstones, pruned, are not counted). Neither reads the history beyond the window asked for.
  */
 export class OverviewStore {
   private readonly sql: Record<string, string>;
@@ -24,7 +24,7 @@ export class OverviewStore {
       going: `${['pending', 'running', 'waiting', 'compensating'].map(going).join(' UNION ALL ')} ORDER BY workflow, status`,
       finished: `
         SELECT workflow, status, count(*)::int AS count FROM ${S}.runs
-        WHERE finished_at > now() - $1 * interval '1 millisecond' GROUP BY workflow, status ORDER BY workflow, status`,
+        WHERE finished_at > now() - $1 * interval '1 millisecond' AND pruned_at IS NULL GROUP BY workflow, status ORDER BY workflow, status`,
     };
   }
 

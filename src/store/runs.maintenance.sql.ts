@@ -1,4 +1,5 @@
 import { ENDED } from './runs.sql';
+import { distinctValues, distinctWorkflows } from './sql';
 
 /** A finished run that keeps its key until the key horizon (see `prune`). */
 const KEEPS_KEY = (c: string) => `${c}.holds_key AND ${c}.finished_at >= now() - $3 * interval '1 millisecond'
@@ -11,35 +12,56 @@ export const ANALYZED_TABLES = ['activity', 'runs'] as const;
 /** One of {@link ANALYZED_TABLES}. */
 export type AnalyzedTable = (typeof ANALYZED_TABLES)[number];
 
+/** A run of `runs` (alias `a`) not finished that a claim gave a deadline: `runs_deadline_workflow`'s rows. */
+const CLAIMED_GOING = (a: string) => `${a}.status IN ('pending', 'waiting') AND ${a}.deadline_at IS NOT NULL`;
+/** A run of `runs` (alias `a`) never claimed whose workflow has a timeout, not a flow node waiting for its deps: `runs_timeout_unclaimed_by_timeout`'s rows. */
+const UNCLAIMED_TIMED = (a: string) =>
+  `${a}.status IN ('pending', 'waiting') AND ${a}.timeout_ms IS NOT NULL AND ${a}.deadline_at IS NULL AND coalesce(${a}.deps_left, 0) = 0`;
+
 /**
  * The maintenance pass's statements on `runs` in schema `S`: the timeout sweep, retention (prune and
  * key tombstones) and the statistics check. Every one reads through an index what is due, never the
  * whole history.
  */
 export function runsMaintenanceStatements(S: string): Record<string, string> {
-  // the timeout sweep's: the compensation a timed-out run r begins with, -1 for none ($4: by workflow, by step)
-  const C = `coalesce(CASE WHEN r.step > 0 THEN ($4::jsonb -> r.workflow ->> least(r.step, jsonb_array_length($4::jsonb -> r.workflow) - 1))::int END, -1)`;
+  // the timeout sweep's: the compensation a timed-out run r begins with, -1 for none ($3: by workflow, by step)
+  const C = `coalesce(CASE WHEN r.step > 0 THEN ($3::jsonb -> r.workflow ->> least(r.step, jsonb_array_length($3::jsonb -> r.workflow) - 1))::int END, -1)`;
+  // the sweep times out a run past its first step only when its workflow is one of $1 (no
+  // compensations) or $3 (see C); others are failed, and compensated, by the worker that claims them
+  const mayTimeOut = (a: string) => `(${a}.step = 0 OR ${a}.workflow = ANY($1::text[]) OR $3::jsonb ? ${a}.workflow)`;
   return {
-    // Runs past their workflow timeout, read through two indexes (never the history): claimed before
-    // (deadline_at set, runs_deadline) or never claimed (deadline run_at + timeout, runs_timeout_unclaimed_ready;
-    // $3 is the shortest timeout of any workflow, a bound the index can use). A run past its first
-    // step is timed out here only when its workflow is one of $1 (no compensations) or $4 (see C): it
-    // then becomes compensating without a node, like a compensation waiting for its retry (so a paused
-    // workflow's runs past their deadline are not read again at each pass); others are failed by the
-    // worker that claims them. At most $2 of each kind. Rows another transaction holds are skipped.
-    // $5: by workflow, its steps' names.
+    // Runs past their workflow timeout, never the history, nor a run the sweep may not time out:
+    // claimed before (deadline_at set): per workflow (one descent of runs_deadline_workflow each),
+    // every run past its deadline of a workflow the sweep may time out, and of another workflow
+    // the $2 longest past it, of which those at their first step (the others are not read again
+    // and again however many a pause holds); never claimed (deadline run_at + timeout): per
+    // timeout (one descent of runs_timeout_unclaimed_by_timeout each), the runs due longer ago
+    // than it. A run past its first step becomes compensating without a node when it has
+    // compensations to run (see C), like a compensation waiting for its retry (so a paused
+    // workflow's runs past their deadline are not read again at each pass). At most $2 of each
+    // kind. Rows another transaction holds are skipped. The error is the one a worker gives (its
+    // message $5 with the workflow's name, the step the run is at named as $4 has it, by workflow).
     timeouts: `
       WITH past_deadline AS (
-        SELECT id FROM ${S}.runs
-        WHERE status IN ('pending', 'waiting') AND deadline_at IS NOT NULL AND deadline_at < now()
-          AND coalesce(deps_left, 0) = 0 AND (step = 0 OR workflow = ANY($1::text[]) OR $4::jsonb ? workflow)
-        ORDER BY deadline_at LIMIT $2 FOR UPDATE SKIP LOCKED
+        SELECT id FROM ${S}.runs r WHERE r.id = ANY(ARRAY(
+          SELECT d.id FROM unnest(${distinctWorkflows(`${S}.runs`, CLAIMED_GOING)}) AS w (workflow)
+          CROSS JOIN LATERAL (
+            SELECT x.id, x.step, x.workflow, x.deadline_at FROM ${S}.runs x
+            WHERE x.workflow = w.workflow AND ${CLAIMED_GOING('x')} AND x.deadline_at < now()
+            ORDER BY x.deadline_at LIMIT $2
+          ) d
+          WHERE ${mayTimeOut('d')}
+          ORDER BY d.deadline_at LIMIT $2))
+          AND ${CLAIMED_GOING('r')} AND r.deadline_at < now() AND coalesce(r.deps_left, 0) = 0
+        FOR UPDATE SKIP LOCKED
       ), never_begun AS (
-        SELECT id FROM ${S}.runs
-        WHERE status IN ('pending', 'waiting') AND timeout_ms IS NOT NULL AND deadline_at IS NULL
-          AND run_at < now() - $3 * interval '1 millisecond' AND run_at + timeout_ms * interval '1 millisecond' < now()
-          AND coalesce(deps_left, 0) = 0 AND (step = 0 OR workflow = ANY($1::text[]) OR $4::jsonb ? workflow)
-        ORDER BY run_at LIMIT $2 FOR UPDATE SKIP LOCKED
+        SELECT d.id FROM unnest(${distinctValues(`${S}.runs`, 'timeout_ms', UNCLAIMED_TIMED)}) AS t (ms)
+        CROSS JOIN LATERAL (
+          SELECT x.id, x.run_at FROM ${S}.runs x
+          WHERE x.timeout_ms = t.ms AND ${UNCLAIMED_TIMED('x')} AND x.run_at < now() - t.ms * interval '1 millisecond' AND ${mayTimeOut('x')}
+          ORDER BY x.run_at LIMIT $2 FOR UPDATE SKIP LOCKED
+        ) d
+        ORDER BY d.run_at LIMIT $2
       )
       UPDATE ${S}.runs r SET status = CASE WHEN ${C} >= 0 THEN 'compensating' ELSE 'failed' END,
         finished_at = CASE WHEN ${C} < 0 THEN now() END,
@@ -47,24 +69,34 @@ export function runsMaintenanceStatements(S: string): Record<string, string> {
         attempt = CASE WHEN ${C} >= 0 THEN 0 ELSE r.attempt END, -- the claim counts the first compensation's attempt
         run_at = CASE WHEN ${C} >= 0 THEN now() ELSE r.run_at END, node_id = NULL,
         wake_at = CASE WHEN ${C} >= 0 THEN NULL ELSE r.wake_at END,
-        -- a run a worker had begun gets the error a worker gives it (the step it was at named, as $5 has it)
-        error = CASE WHEN r.started_at IS NULL
-          THEN jsonb_build_object('name', 'TimeoutError', 'code', 'timeout', 'message', 'the run timed out')
-          ELSE jsonb_strip_nulls(jsonb_build_object('name', 'TimeoutError', 'code', 'timeout',
-            'message', format('workflow "%s" timed out', r.workflow), 'step', $5::jsonb -> r.workflow -> r.step)) END
+        error = jsonb_strip_nulls(jsonb_build_object('name', 'TimeoutError', 'code', 'timeout',
+          'message', format($5::text, r.workflow), 'step', $4::jsonb -> r.workflow -> r.step))
       WHERE r.id IN (SELECT id FROM past_deadline UNION ALL SELECT id FROM never_begun)
         AND r.status IN ('pending', 'waiting')
       RETURNING r.status, ${ENDED}`,
     // $1 runs' cutoff, $2 batch, $3 the key horizon (0: none), $4/$5 the (workflow, status) pairs
     // whose finished holder keeps its key: such a holder younger than the horizon is a tombstone
-    // (below), not deleted
+    // (below), not deleted. Read through two indexes, so that the tombstones kept are not read: the
+    // finished runs that are not tombstones (runs_finished_live), and the tombstones whose key was
+    // released or whose horizon passed (runs_tombstones). A tombstone is kept until its horizon
+    // even if its workflow's reuse no longer keeps its key. A row another transaction holds is
+    // skipped (a later pass prunes it): a pass never waits for it, however long that transaction
+    // stays open
     prune: `
-      WITH d AS (
-        DELETE FROM ${S}.runs WHERE id IN (
-          SELECT id FROM ${S}.runs c WHERE finished_at < now() - $1 * interval '1 millisecond'
-            AND NOT (${KEEPS_KEY('c')})
-            AND ${CHILD_PRUNABLE(S, 'c')}
-          LIMIT $2)
+      WITH live AS (
+        SELECT id FROM ${S}.runs c WHERE finished_at < now() - $1 * interval '1 millisecond' AND pruned_at IS NULL
+          AND NOT (${KEEPS_KEY('c')}) AND ${CHILD_PRUNABLE(S, 'c')}
+        LIMIT $2 FOR UPDATE SKIP LOCKED
+      ), released AS (
+        SELECT id FROM ${S}.runs c WHERE finished_at < now() - $1 * interval '1 millisecond' AND pruned_at IS NOT NULL
+          AND NOT holds_key AND ${CHILD_PRUNABLE(S, 'c')}
+        LIMIT $2 FOR UPDATE SKIP LOCKED
+      ), past_horizon AS (
+        SELECT id FROM ${S}.runs c WHERE finished_at < now() - $1 * interval '1 millisecond' AND pruned_at IS NOT NULL
+          AND holds_key AND finished_at < now() - $3 * interval '1 millisecond' AND ${CHILD_PRUNABLE(S, 'c')}
+        LIMIT $2 FOR UPDATE SKIP LOCKED
+      ), d AS (
+        DELETE FROM ${S}.runs WHERE id IN (SELECT id FROM (SELECT id FROM live UNION ALL SELECT id FROM released UNION ALL SELECT id FROM past_horizon) x LIMIT $2)
         RETURNING id
       ), h AS (
         DELETE FROM ${S}.step_attempts WHERE run_id IN (SELECT id FROM d)
@@ -82,7 +114,7 @@ export function runsMaintenanceStatements(S: string): Record<string, string> {
           SELECT id FROM ${S}.runs c WHERE finished_at < now() - $1 * interval '1 millisecond' AND pruned_at IS NULL
             AND ${KEEPS_KEY('c')}
             AND ${CHILD_PRUNABLE(S, 'c')}
-          LIMIT $2)
+          LIMIT $2 FOR UPDATE SKIP LOCKED)
         RETURNING id
       ), h AS (DELETE FROM ${S}.step_attempts WHERE run_id IN (SELECT id FROM t)),
       m AS (DELETE FROM ${S}.memos WHERE run_id IN (SELECT id FROM t)),

@@ -11,7 +11,7 @@ import { transitionFields } from './transition.fields';
  * a flow node's dependants); the transaction's mark is the row's `xmin`, which is also the rows
  * those triggers write (in a savepoint: the subtransaction's id, not `txid_current()`).
  */
-export const ENDED = `id, workflow, step, started_at IS NOT NULL AS started, holds_key OR has_children OR flow_id IS NOT NULL AS marks,
+export const ENDED = `id, workflow, step, holds_key OR has_children OR flow_id IS NOT NULL AS marks,
         now()::text AS tx_at, xmin::text AS tx_xid`;
 /**
  * A transition of `v` on run `r` after which the triggers may have ended other runs (or handed a

@@ -1,4 +1,5 @@
 import { RUN_STATUSES, type RunStatus } from '../domain/run-info';
+import { WORKFLOW_TIMED_OUT } from '../domain/workflow-timeout';
 import type { TxMark } from './activity.store';
 import { sqlState, type Queryable } from './db';
 import type { RunRow } from './run-row';
@@ -259,29 +260,28 @@ export class RunsStore {
   }
 
   /**
-   * Fails pending or waiting runs whose workflow timeout passed (at most `batch` of each kind): every
-   * run still at its first step, and runs past it of `withoutCompensation` (workflows known to
-   * have no compensations). Runs past it of `compensable` (by workflow, for each step a run may be
-   * at, the index of the step whose compensation runs first, -1 for none) become compensating
-   * without a node (or fail, for -1); runs of other workflows are failed, and compensated, by a
-   * worker. `minTimeoutMs`: the shortest workflow timeout there is (0 when unknown). A run a worker
-   * had begun gets the error a worker gives a run past its deadline (`workflow "<name>" timed out`,
-   * with its step's name from `stepNames`, by workflow); one never begun, `the run timed out`.
+   * Fails pending or waiting runs whose workflow timeout passed (at most `batch` of each kind: claimed
+   * before, never claimed): every run still at its first step, and runs past it of
+   * `withoutCompensation` (workflows known to have no compensations). Runs past it of `compensable`
+   * (by workflow, for each step a run may be at, the index of the step whose compensation runs
+   * first, -1 for none) become compensating without a node (or fail, for -1); runs of other
+   * workflows are failed, and compensated, by a worker, and are not read here. Each gets the error a
+   * worker gives a run past its deadline ({@link WORKFLOW_TIMED_OUT}, with its step's name from
+   * `stepNames`, by workflow).
    */
   async failTimedOut(
     q: Queryable,
     withoutCompensation: string[],
     batch: number,
-    minTimeoutMs: number,
     compensable: Record<string, number[]> = {},
     stepNames: Record<string, string[]> = {},
   ): Promise<TimedOutRuns> {
     const rows = await q.query<EndedRow & { status: string }>(this.sql.timeouts, [
       withoutCompensation,
       batch,
-      minTimeoutMs,
       JSON.stringify(compensable),
       JSON.stringify(stepNames),
+      WORKFLOW_TIMED_OUT,
     ]);
     const { runs, tx } = endedRuns(rows);
     const compensating = new Set(rows.filter((r) => r.status === 'compensating').map((r) => r.id));
@@ -353,7 +353,6 @@ interface EndedRow {
   id: string;
   workflow: string;
   step: number;
-  started: boolean;
   marks: boolean;
   tx_at: string;
   tx_xid: string;
@@ -362,7 +361,7 @@ interface EndedRow {
 function endedRuns(rows: EndedRow[]): EndedRuns {
   const marked = rows.find((r) => r.marks);
   return {
-    runs: rows.map((r) => ({ id: r.id, workflow: r.workflow, step: r.step, started: r.started })),
+    runs: rows.map((r) => ({ id: r.id, workflow: r.workflow, step: r.step })),
     tx: marked ? { at: marked.tx_at, xid: marked.tx_xid } : null,
   };
 }

@@ -120,8 +120,8 @@ export type StepAttemptStatus = 'completed' | 'failed' | 'suspended';
 
 /** The runs one statement ended (`cancel`, the timeout sweep). */
 export interface EndedRuns {
-  /** Each with its workflow, the step it was at and whether that step had begun. */
-  runs: { id: string; workflow: string; step: number; started: boolean }[];
+  /** Each with its workflow and the step it was at. */
+  runs: { id: string; workflow: string; step: number }[];
   /**
    * Set when one of them held its key, had children or was a flow node: the statement's
    * transaction, in which the triggers may have handed that key to the run waiting behind it (or

@@ -39,13 +39,20 @@ export const indexedWorkflows = (table: string, column: 'key' | 'workflow'): str
  * alias), read as {@link indexedWorkflows} reads them, from an index that leads with `workflow`
  * under that condition.
  */
-export const distinctWorkflows = (table: string, where: (alias: string) => string): string => `ARRAY(
+export const distinctWorkflows = (table: string, where: (alias: string) => string): string => distinctValues(table, 'workflow', where);
+
+/**
+ * The distinct values of `column` of the rows of `table` that match `where` (a condition on an
+ * alias), in order, as an array expression: one descent per value of an index that leads with
+ * `column` under that condition (a loose index scan, which PostgreSQL before 18 does not do itself).
+ */
+export const distinctValues = (table: string, column: string, where: (alias: string) => string): string => `ARRAY(
   WITH RECURSIVE w AS (
-    (SELECT f.workflow FROM ${table} f WHERE ${where('f')} ORDER BY f.workflow LIMIT 1)
+    (SELECT f.${column} AS v FROM ${table} f WHERE ${where('f')} ORDER BY f.${column} LIMIT 1)
     UNION ALL
-    SELECT (SELECT t.workflow FROM ${table} t WHERE ${where('t')} AND t.workflow > w.workflow ORDER BY t.workflow LIMIT 1)
-    FROM w WHERE w.workflow IS NOT NULL
-  ) SELECT workflow FROM w WHERE workflow IS NOT NULL)`;
+    SELECT (SELECT t.${column} FROM ${table} t WHERE ${where('t')} AND t.${column} > w.v ORDER BY t.${column} LIMIT 1)
+    FROM w WHERE w.v IS NOT NULL
+  ) SELECT v FROM w WHERE v IS NOT NULL)`;
 
 /**
  * The attempt that ended run `r`, as its row keeps it (`last_step`, `last_attempt`, `last_status`,

@@ -1,4 +1,5 @@
 import { CancelledError, ChildFailedError, TimeoutError } from '../errors';
+import { workflowTimedOut } from '../domain/workflow-timeout';
 import { lastCompensable, type StepDefinition, type WorkflowDefinition } from '../definition/workflow-definition';
 import type { ClaimedRow, StepAttemptStatus, Transition } from '../store/runs.types';
 import type { RunServices } from './run-services';
@@ -149,10 +150,10 @@ export class Execution implements ExecutionHandle {
     const deadline = this.row.deadline_at ? new Date(this.row.deadline_at).getTime() : undefined;
     if (deadline !== undefined) {
       const left = deadline - this.clock.now();
-      if (left <= 0) return this.finishFailed(new TimeoutError(`workflow "${this.workflow}" timed out`), this.row.step);
+      if (left <= 0) return this.finishFailed(workflowTimedOut(this.workflow), this.row.step);
       this.deadlineTimer = setTimeout(() => {
         this.timedOut = true;
-        this.scope.abort(new TimeoutError(`workflow "${this.workflow}" timed out`));
+        this.scope.abort(workflowTimedOut(this.workflow));
       }, left);
     }
     if (this.row.step >= steps.length)
@@ -173,7 +174,7 @@ export class Execution implements ExecutionHandle {
       } catch (err) {
         if (this.lost) return;
         if (isSuspension(err)) return this.suspend(err, index, attempt);
-        if (this.timedOut) return this.finishFailed(new TimeoutError(`workflow "${this.workflow}" timed out`), index, attempt);
+        if (this.timedOut) return this.finishFailed(workflowTimedOut(this.workflow), index, attempt);
         this.services.logger.debug(`${this.describe(step.name)} attempt ${attempt} of ${step.retry.attempts} failed: ${describeError(err)}`);
         // a failed child, a timed-out wait or an unstorable result fails every attempt the same way: no retries
         if (attempt < step.retry.attempts && !isFinalError(err)) {

@@ -18,6 +18,7 @@ import { FlowMaintenance } from '../flows/flow.maintenance';
 import { countTriggerOutcomes } from '../runs/trigger-outcomes';
 import { emitRunFinished } from '../observe/telemetry';
 import { ControlsStore } from '../store/controls.store';
+import { workflowTimedOutMessage } from '../domain/workflow-timeout';
 import { DefinitionsStore } from '../store/definitions.store';
 import { sweepUngrouped, SWEEP_START, type SweepCursor } from './group-adoption';
 
@@ -110,22 +111,19 @@ export class Maintenance {
     const defs = registry.names().map((n) => registry.find(n)!);
     const withCompensation = defs.filter((d) => lastCompensable(d, d.steps.length - 1) >= 0);
     const withoutCompensation = defs.filter((d) => !withCompensation.includes(d)).map((d) => d.name);
-    const minTimeoutMs = Math.min(...defs.map((d) => d.timeoutMs ?? Infinity));
     // a timed-out holder's key goes to the run waiting behind it (key trigger), a timed-out parent's
     // children and a flow node's dependants are cancelled (the other triggers): counted here
     const timedOut = await runs.failTimedOut(
       q,
       withoutCompensation,
       TIMEOUT_BATCH,
-      Number.isFinite(minTimeoutMs) ? minTimeoutMs : 0,
       Object.fromEntries(withCompensation.map((d) => [d.name, firstCompensations(d)])),
       Object.fromEntries(defs.map((d) => [d.name, d.steps.map((st) => st.name)])),
     );
-    // the log line of a run the sweep timed out, with its error's message (see RunsStore.failTimedOut)
+    // the log line of a run the sweep timed out, as a worker logs it (its step named when this node defines its workflow)
     const timedOutLine = (r: (typeof timedOut.runs)[number]) => {
-      const step = r.started ? registry.stepName(r.workflow, r.step) : null;
-      const message = r.started ? `workflow "${r.workflow}" timed out` : 'the run timed out';
-      return `run ${r.id} (${r.workflow})${step ? ` step "${step}"` : ''} failed for good: TimeoutError: ${message}`;
+      const step = registry.stepName(r.workflow, r.step);
+      return `run ${r.id} (${r.workflow})${step ? ` step "${step}"` : ''} failed for good: TimeoutError: ${workflowTimedOutMessage(r.workflow)}`;
     };
     for (const r of timedOut.runs) {
       emitRunFinished(r.workflow, 'failed');

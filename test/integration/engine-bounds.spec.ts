@@ -320,7 +320,7 @@ describe('engine bounds', () => {
       Array.from({ length: 5 }, () => ({})),
     );
     await sql(`ANALYZE ${S}.runs`);
-    const text = await plan(t.schema, 'timeouts', 'text[], int, int, jsonb, jsonb', ["ARRAY['bounds_timed']", '1000', '3600000', "'{}'", "'{}'"]);
+    const text = await plan(t.schema, 'timeouts', 'text[], int, jsonb, jsonb, text', ["ARRAY['bounds_timed']", '1000', "'{}'", "'{}'", "'%s'"]);
     expect(text).toMatch(/runs_deadline/);
     expect(text).toMatch(/runs_timeout_unclaimed/);
     expect(text).not.toMatch(/Seq Scan on runs/);
@@ -338,7 +338,7 @@ describe('engine bounds', () => {
       await other.query('BEGIN');
       await other.query(`SELECT 1 FROM ${S}.runs WHERE id = $1 FOR UPDATE`, [held.runId]);
       let swept = false;
-      const sweep = t.get(RunsStore).failTimedOut(t.get(DurableConnection).db, ['bounds_timed'], 100, 3_600_000);
+      const sweep = t.get(RunsStore).failTimedOut(t.get(DurableConnection).db, ['bounds_timed'], 100);
       void sweep.finally(() => (swept = true));
       // the sweep ends while the other transaction still holds its run, never waiting for it
       const lockWaits = async () =>

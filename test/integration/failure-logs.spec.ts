@@ -114,8 +114,12 @@ describe('failure logs', () => {
     const { durable } = await createApp({ workflows: [NeverAnswered, Flaky], logger, options: { worker: { workflows: ['fl_flaky'] } } });
     const { runId } = await durable.start(NeverAnswered, {});
     const run = await durable.waitForRun(runId, { timeout: 30_000 });
-    expect(run).toMatchObject({ status: 'failed', attempt: 0, error: { name: 'TimeoutError', code: 'timeout', message: 'the run timed out' } });
+    // the error and line a worker gives a run it claims past its deadline (timeouts-never-begun.spec)
+    const message = 'workflow "fl_never_answered" timed out';
+    expect(run).toMatchObject({ status: 'failed', attempt: 0, error: { name: 'TimeoutError', code: 'timeout', message, step: 'ask' } });
     await waitFor(() => logger.find('error', runId).length > 0);
-    expect(logger.find('error', runId).map((e) => e.message)).toEqual([`run ${runId} (fl_never_answered) failed for good: TimeoutError: the run timed out`]);
+    expect(logger.find('error', runId).map((e) => e.message)).toEqual([
+      `run ${runId} (fl_never_answered) step "ask" failed for good: TimeoutError: ${message}`,
+    ]);
   });
 });

@@ -1,5 +1,6 @@
 import { DurableValidationError, RunContext, Step, Workflow } from '../../src';
-import { countRuns, createApp, freshSchema, Gate, ident, sql, waitFor } from '../support';
+import { Client } from 'pg';
+import { countRuns, createApp, databaseUrl, freshSchema, Gate, ident, sql, waitFor } from '../support';
 
 let gate = new Gate();
 
@@ -115,5 +116,34 @@ describe('prune and retention', () => {
     const later = await durable.start('retention_quick', {}, { delay: '2s' });
     await durable.waitForRun(later.runId, { timeout: 10_000 });
     expect(await durable.getRun(done.runId)).not.toBeNull();
+  });
+  it('a finished run another transaction holds is skipped, not waited for: pruning ends and prunes the others, a later prune that one', async () => {
+    // no statement timeout: a prune that waited for the row would wait as long as the transaction stays open
+    const { durable, schema } = await createApp({ workflows: [Quick], options: { worker: false, statementTimeout: false } });
+    const S = ident(schema);
+    const [held] = await sql<{ id: string }>(`
+      INSERT INTO ${S}.runs (id, workflow, status, run_at, finished_at)
+      SELECT gen_random_uuid(), 'retention_quick', 'completed', now() - interval '2 hours', now() - interval '2 hours' FROM generate_series(1, 3)
+      RETURNING id`);
+    const holder = new Client({ connectionString: databaseUrl() });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`SELECT 1 FROM ${S}.runs WHERE id = $1 FOR UPDATE`, [held.id]);
+      let result: { runs: number } | undefined;
+      const pruning = durable.prune({ olderThan: '1h' }).then((r) => (result = r));
+      // it ends while the row is still held (a prune waiting for the row shows as a lock wait)
+      const waitsForLock = async () =>
+        (await sql(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND strpos(query, $1) > 0`, [`${S}.runs`])).length > 0;
+      await waitFor(async () => result !== undefined || (await waitsForLock()), { message: 'the prune ends or waits for the row' });
+      expect(result).toMatchObject({ runs: 2 });
+      expect(await sql(`SELECT id FROM ${S}.runs ORDER BY id`)).toEqual([{ id: held.id }]);
+      await holder.query('COMMIT');
+      await pruning;
+      await expect(durable.prune({ olderThan: '1h' })).resolves.toMatchObject({ runs: 1 });
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      await holder.end();
+    }
   });
 });

@@ -1,6 +1,7 @@
 /** Counting what a statement's plan reads, for tests that a read stays bounded. */
-import type { Client } from 'pg';
+import { Client } from 'pg';
 import type { Queryable } from '../../src/store/db';
+import { databaseUrl } from './db';
 
 /** A node of an `EXPLAIN (FORMAT JSON)` plan. */
 export interface PlanNode {
@@ -33,4 +34,30 @@ export function explainingQueryable(client: Client, table: string, onRead: (rows
       return (await client.query(text, values)).rows;
     },
   } as Queryable;
+}
+
+/**
+ * Runs `work` with the app's module connection (`DurableConnection.db`) answering through
+ * {@link explainingQueryable} on a connection of its own (transaction control and ANALYZE run as
+ * they are): the rows the scans of `table` read, over every statement `work` sent.
+ */
+export async function rowsReadBy(connection: object, table: string, work: () => Promise<unknown>): Promise<number> {
+  const client = new Client({ connectionString: databaseUrl() });
+  await client.connect();
+  let read = 0;
+  const explaining = explainingQueryable(client, table, (rows) => (read += rows));
+  const queryable = {
+    query: (text: string, values?: unknown[]) =>
+      /^\s*(BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE|ANALYZE|SET)\b/i.test(text)
+        ? client.query(text, values).then((r) => r.rows)
+        : explaining.query(text, values),
+  } as Queryable;
+  Object.defineProperty(connection, 'db', { get: () => queryable, configurable: true });
+  try {
+    await work();
+  } finally {
+    delete (connection as { db?: unknown }).db;
+    await client.end();
+  }
+  return read;
 }

@@ -1,0 +1,52 @@
+/**
+ * Key tombstones (`retention.keys`) are kept long after the runs' retention, and pruning runs at
+ * least once a minute: it must not read the tombstones it keeps, however many there are. It still
+ * turns the holders due into tombstones and deletes the other runs due, the tombstones whose key
+ * was released and those past the key horizon.
+ */
+import { RunContext, Step, Workflow } from '../../src';
+import { DurableConnection } from '../../src/core/durable.connection';
+import { Maintenance } from '../../src/worker/maintenance';
+import { createApp, ident, rowsReadBy, sql } from '../support';
+
+@Workflow('tb_never', { reuse: 'never' })
+class Never {
+  @Step()
+  async only(_ctx: RunContext) {
+    return 1;
+  }
+}
+
+it('pruning reads the runs it prunes, not the 20,000 key tombstones it keeps', async () => {
+  const t = await createApp({ workflows: [Never], options: { worker: false, retention: { runs: '1d', keys: '365d' } } });
+  const S = ident(t.schema);
+  const insert = (what: string, rows: number, finished: string, key: boolean, pruned: boolean, holds = key) =>
+    sql<{ id: string; what: string }>(
+      `INSERT INTO ${S}.runs (id, workflow, status, run_at, finished_at, key, holds_key, pruned_at)
+       SELECT gen_random_uuid(), 'tb_never', 'completed', now() - $2::interval, now() - $2::interval - g * interval '1 second',
+         CASE WHEN $3 THEN $1 || g END, $5, CASE WHEN $4 THEN now() - interval '1 day' END
+       FROM generate_series(1, $6::int) g RETURNING id, $1 AS what`,
+      [what, finished, key, pruned, holds, rows],
+    );
+  await insert('kept', 20_000, '3 days', true, true);
+  const due = [
+    ...(await insert('holder', 3, '2 days', true, false)), // becomes a tombstone
+    ...(await insert('keyless', 2, '2 days', false, false)), // deleted
+    ...(await insert('released', 1, '3 days', true, true, false)), // a tombstone whose key was released: deleted
+    ...(await insert('past', 1, '400 days', true, true)), // a tombstone past the horizon: deleted
+  ];
+  await sql(`ANALYZE ${S}.runs`);
+
+  const read = await rowsReadBy(t.get(DurableConnection), 'runs', () => t.get(Maintenance).pruneNow());
+  expect(read).toBeLessThan(100);
+  const left = await sql<{ id: string; tombstone: boolean }>(`SELECT id, pruned_at IS NOT NULL AS tombstone FROM ${S}.runs WHERE id = ANY($1::uuid[])`, [
+    due.map((r) => r.id),
+  ]);
+  expect(left.sort((a, b) => a.id.localeCompare(b.id))).toEqual(
+    due
+      .filter((r) => r.what === 'holder')
+      .map((r) => ({ id: r.id, tombstone: true }))
+      .sort((a, b) => a.id.localeCompare(b.id)),
+  );
+  expect(await sql(`SELECT count(*)::int AS n FROM ${S}.runs WHERE pruned_at IS NOT NULL`)).toEqual([{ n: 20_003 }]);
+});

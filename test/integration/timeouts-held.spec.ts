@@ -1,0 +1,63 @@
+/**
+ * The timeout sweep reads the runs it times out, not the runs a pause holds: a paused workflow's
+ * held runs that the maintenance node may not time out (past their first step, of a workflow it
+ * does not define: their compensations are unknown there) or that are not past their own timeout
+ * yet (never claimed, a timeout longer than this node's workflows') are not read again at every
+ * maintenance pass, however many there are.
+ */
+import { RunContext, Step, Workflow } from '../../src';
+import { DurableConnection } from '../../src/core/durable.connection';
+import { Maintenance } from '../../src/worker/maintenance';
+import { createApp, ident, rowsReadBy, sql, type TestApp } from '../support';
+
+@Workflow('held_timed', { timeout: '1h' })
+class Timed {
+  @Step()
+  async only(_ctx: RunContext) {
+    return 1;
+  }
+}
+
+/** One maintenance pass, every statement explained: the rows its scans of `runs` read. */
+const rowsReadByPass = (t: TestApp) => rowsReadBy(t.get(DurableConnection), 'runs', () => t.get(Maintenance).pass(true));
+
+it("a maintenance pass reads a bounded number of a paused workflow's held runs it may not time out, and times out the others", async () => {
+  const t = await createApp({ workflows: [Timed], options: { worker: false } });
+  const S = ident(t.schema);
+  await sql(`INSERT INTO ${S}.workflow_controls (workflow, paused) VALUES ('held_elsewhere', true), ('held_long', true)`);
+  // 50,000 runs of a workflow this node does not define, past their deadline at their second step
+  await sql(`
+    INSERT INTO ${S}.runs (id, workflow, status, step, run_at, started_at, timeout_ms, deadline_at, wake_at)
+    SELECT gen_random_uuid(), 'held_elsewhere', CASE WHEN g % 2 = 0 THEN 'pending' ELSE 'waiting' END, 1, now() - interval '2 hours',
+      now() - interval '2 hours', 3600000, now() - interval '1 hour', CASE WHEN g % 2 = 1 THEN now() - interval '1 hour' END
+    FROM generate_series(1, 50000) g`);
+  // 30,000 never claimed of a workflow with a 1-day timeout, held for 2 hours (longer than this node's 1-hour timeout)
+  await sql(`
+    INSERT INTO ${S}.runs (id, workflow, status, run_at, timeout_ms)
+    SELECT gen_random_uuid(), 'held_long', 'pending', now() - interval '2 hours', 86400000 FROM generate_series(1, 30000)`);
+  // and runs the sweep times out: at their first step past their deadline, of both workflows; never claimed past theirs
+  const due = await sql<{ id: string }>(`
+    INSERT INTO ${S}.runs (id, workflow, status, step, run_at, started_at, timeout_ms, deadline_at)
+    SELECT gen_random_uuid(), w, 'pending', 0, now() - interval '3 hours', now() - interval '3 hours', 3600000, now() - interval '2 hours'
+    FROM generate_series(1, 3), unnest(ARRAY['held_elsewhere', 'held_timed']) w
+    UNION ALL
+    SELECT gen_random_uuid(), w, 'pending', 0, now() - interval '3 hours', NULL, t, NULL
+    FROM generate_series(1, 3), (VALUES ('held_timed', 3600000), ('held_long', 7200000)) AS v (w, t)
+    RETURNING id`);
+  await sql(`ANALYZE ${S}.runs`);
+
+  const first = await rowsReadByPass(t);
+  const failed = await sql<{ id: string }>(`SELECT id FROM ${S}.runs WHERE status = 'failed'`);
+  expect(failed.map((r) => r.id).sort()).toEqual(due.map((r) => r.id).sort());
+  // the held runs stay as they are
+  expect(await sql(`SELECT workflow, status, count(*)::int AS n FROM ${S}.runs WHERE finished_at IS NULL GROUP BY 1, 2 ORDER BY 1, 2`)).toEqual([
+    { workflow: 'held_elsewhere', status: 'pending', n: 25_000 },
+    { workflow: 'held_elsewhere', status: 'waiting', n: 25_000 },
+    { workflow: 'held_long', status: 'pending', n: 30_000 },
+  ]);
+  // at most one batch (1,000) of the held runs it may not time out, and the 12 it times out (each
+  // read twice: explained, then run)
+  expect(first).toBeLessThan(1_200);
+  const next = await rowsReadByPass(t);
+  expect(next).toBeLessThan(1_200);
+});
