@@ -129,7 +129,7 @@ describe('DAG flows: what an append costs', () => {
       SELECT gen_random_uuid(), 'bounds_timed', 'completed', 3600000, now() - interval '2 days', now() - interval '1 day'
       FROM generate_series(1, 20000)`);
     await sql(`ANALYZE ${S}.runs`);
-    const plan = await planOf(schema, 'timeouts', 'text[], int, int, jsonb, jsonb', ["ARRAY['bounds_timed']", '1000', '3600000', "'{}'", "'{}'"]);
+    const plan = await planOf(schema, 'timeouts', 'text[], int, jsonb, jsonb, text', ["ARRAY['bounds_timed']", '1000', "'{}'", "'{}'", "'%s'"]);
     expect(plan).not.toMatch(/Seq Scan on runs/);
     expect(removedFromRuns(plan)).toBeLessThan(10);
     // and none of them timed out
