@@ -1,0 +1,48 @@
+/**
+ * A maintenance statement that waits for a lock does not hold maintenance up for as long as the
+ * lock is held: without a `statementTimeout`, the pass bounds each statement by `nodeTimeout`, so
+ * it fails and is logged, and the pass goes on (the next one begins again): runs are still timed out.
+ */
+import { Client } from 'pg';
+import { RunContext, Step, Workflow } from '../../src';
+import { createApp, databaseUrl, freshSchema, ident, RecordingLogger, sql, waitFor } from '../support';
+
+@Workflow('hung_timed', { timeout: '1h' })
+class Timed {
+  @Step()
+  async only(_ctx: RunContext) {
+    return 1;
+  }
+}
+
+it('without a statement timeout, a pass stuck behind a lock fails after nodeTimeout, is logged, and the next pass times runs out', async () => {
+  const schema = freshSchema();
+  const S = ident(schema);
+  const logger = new RecordingLogger();
+  // a worker for no workflow: only the timeout sweep can end the run
+  const t = await createApp({ schema, workflows: [Timed], logger, options: { statementTimeout: false, worker: { workflows: [] } } });
+  const locker = new Client({ connectionString: databaseUrl() });
+  await locker.connect();
+  try {
+    // the flows' repair, in every pass, waits for this lock
+    await locker.query(`BEGIN; LOCK TABLE ${S}.flow_deps IN ACCESS EXCLUSIVE MODE`);
+    await waitFor(
+      async () => (await sql(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND strpos(query, $1) > 0`, [`${S}.flow_deps`])).length > 0,
+      {
+        message: 'a pass waits for the lock',
+      },
+    );
+    const { runId } = await t.durable.start(Timed, {});
+    await sql(`UPDATE ${S}.runs SET run_at = now() - interval '2 hours' WHERE id = $1`, [runId]);
+    // the lock is still held: a later pass timed the run out
+    await waitFor(async () => (await t.durable.getRun(runId))?.status === 'failed', {
+      timeout: 15_000,
+      message: 'the run is timed out while the lock is held',
+    });
+    // the flows' repair failed, and said so
+    expect(logger.entries.some((e) => e.level === 'warn' && e.message === 'flow maintenance failed: canceling statement due to statement timeout')).toBe(true);
+  } finally {
+    await locker.query('ROLLBACK').catch(() => undefined);
+    await locker.end();
+  }
+});
