@@ -58,7 +58,10 @@ export class DurableConnection implements OnModuleInit, OnApplicationShutdown {
     // behind a transaction pooler a named statement may reach a server connection that never prepared it
     // a statement whose answer never comes (a dead connection) fails a second after statementTimeout
     const clientTimeoutMs = clientBound(options.statementTimeoutMs);
-    this.connected = new Db(pgPoolOf(this.dataSource), !options.transactionPooler, clientTimeoutMs);
+    // a connection of its own pool not answered in time, at any time, is told as at boot (with the
+    // app's DataSource, the pool and its timeout are the app's: pg's error is left as it is)
+    const connectTimeout = this.ownsDataSource ? () => this.connectTimeoutError() : undefined;
+    this.connected = new Db(pgPoolOf(this.dataSource), !options.transactionPooler, clientTimeoutMs, connectTimeout);
     if (options.migrationsRun) {
       const applied = await runMigrations(this.dataSource, options.schema);
       if (applied.length) this.logger.log(`applied migrations ${applied.join(', ')} to schema "${options.schema}"`);

@@ -74,9 +74,10 @@ export interface DurableModuleOptions {
   /**
    * Longest the module waits for the database to answer a new connection (pg's
    * `connectionTimeoutMillis`) before it gives up with a `ConnectTimeoutError` (`code: 'ETIMEDOUT'`):
-   * a host that never answers fails the boot instead of hanging it. Applied to the module's own
-   * connections, as `statementTimeout`. Default: a second past `statementTimeout` (`'31s'`); none
-   * with `statementTimeout: false`.
+   * a host that never answers fails the boot instead of hanging it (and later, a call that needs a
+   * new connection). Applied to the module's own connections, as `statementTimeout`. pg bounds by
+   * it a wait for a free connection of the pool too (`timeout exceeded when trying to connect`).
+   * Default: a second past `statementTimeout` (`'31s'`); none with `statementTimeout: false`.
    */
   connectTimeout?: Duration;
   /** TCP keep-alive on the module's own connections, so a dead peer is noticed. Default true. */

@@ -23,16 +23,23 @@ export class Db implements Queryable {
      * the pool then drops that connection.
      */
     private readonly timeoutMs?: number,
+    /**
+     * What pg's error of a new connection the database did not answer within the pool's
+     * `connectionTimeoutMillis` is thrown as (undefined: pg's own error, as it is).
+     */
+    private readonly connectTimeout?: () => Error,
   ) {}
 
   async query<R extends QueryResultRow = QueryResultRow>(text: string, values?: unknown[], name?: string): Promise<R[]> {
-    const res = await this.pool.query<R>({ text, values, name: this.prepare ? name : undefined, query_timeout: this.timeoutMs } as never);
+    const res = await this.pool
+      .query<R>({ text, values, name: this.prepare ? name : undefined, query_timeout: this.timeoutMs } as never)
+      .catch((err: unknown) => this.fail(err));
     return res.rows;
   }
 
   /** Runs `fn` on one pooled connection inside BEGIN/COMMIT (ROLLBACK on error). */
   async tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
+    const client = await this.pool.connect().catch((err: unknown) => this.fail(err));
     const q = clientQueryable(client, this.timeoutMs);
     let broken: unknown;
     try {
@@ -48,6 +55,11 @@ export class Db implements Queryable {
       // a connection whose statement timed out on this side is not given back to the pool
       client.release(broken as Error | undefined);
     }
+  }
+
+  /** Throws `err`, or what a connect timeout is thrown as (see the constructor's `connectTimeout`). */
+  private fail(err: unknown): never {
+    throw this.connectTimeout && isConnectTimeout(err) ? this.connectTimeout() : err;
   }
 }
 

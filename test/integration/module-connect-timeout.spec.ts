@@ -5,8 +5,9 @@
  */
 import { createServer, type AddressInfo, type Server, type Socket } from 'net';
 import { NestFactory } from '@nestjs/core';
-import { ConnectTimeoutError, DurableModule, type DurableModuleOptions } from '../../src';
-import { freshSchema } from '../support';
+import { ConnectTimeoutError, DurableModule, DurableService, type DurableModuleOptions } from '../../src';
+import { DurableConnection } from '../../src/core/durable.connection';
+import { databaseUrl, freshSchema, PgProxy } from '../support';
 
 jest.setTimeout(60_000);
 
@@ -63,5 +64,39 @@ describe('connectTimeout: a database that does not answer', () => {
     });
     expect(ms).toBeGreaterThanOrEqual(1900);
     expect(ms).toBeLessThan(10_000);
+  });
+});
+
+describe('connectTimeout: a database that stops answering after the boot', () => {
+  it('fails a call that needs a new connection after connectTimeout with a ConnectTimeoutError, as at boot', async () => {
+    const target = new URL(databaseUrl());
+    const proxy = new PgProxy(target.hostname, Number(target.port || 5432));
+    await proxy.up();
+    const app = await NestFactory.createApplicationContext(
+      DurableModule.forRoot({ url: proxy.url(databaseUrl()), schema: freshSchema('connect_after'), worker: false, connectTimeout: '500ms' }),
+      { logger: false },
+    );
+    try {
+      const durable = app.get(DurableService);
+      const unknownRun = '01234567-89ab-7def-8123-456789abcdef';
+      expect(await durable.getRun(unknownRun)).toBeNull();
+      // the network goes: the pool's idle connections are dropped, a new one is accepted and never answered
+      const { db } = app.get(DurableConnection);
+      const idle = [];
+      while (db.pool.idleCount > 0) idle.push(await db.pool.connect());
+      for (const client of idle) client.release(true);
+      proxy.silence();
+      for (const call of [() => durable.getRun(unknownRun), () => db.tx((q) => q.query('SELECT 1'))]) {
+        const began = Date.now();
+        const err = await call().catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(ConnectTimeoutError);
+        expect(err).toMatchObject({ code: 'ETIMEDOUT', timeoutMs: 500, message: 'no answer from the database within 500ms (connectTimeout)' });
+        expect(Date.now() - began).toBeLessThan(10_000);
+      }
+    } finally {
+      proxy.speak();
+      await app.close();
+      await proxy.down();
+    }
   });
 });
