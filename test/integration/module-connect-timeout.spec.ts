@@ -3,7 +3,6 @@
  * connection and never speaks (a firewall that drops, a hung host). The boot fails within
  * `connectTimeout` with a `ConnectTimeoutError` (`ETIMEDOUT`) naming the option, instead of hanging.
  */
-import { createServer, type AddressInfo, type Server, type Socket } from 'net';
 import { NestFactory } from '@nestjs/core';
 import { ConnectTimeoutError, DurableModule, DurableService, type DurableModuleOptions } from '../../src';
 import { DurableConnection } from '../../src/core/durable.connection';
@@ -11,23 +10,25 @@ import { databaseUrl, freshSchema, PgProxy } from '../support';
 
 jest.setTimeout(60_000);
 
-let server: Server;
+/** A proxy to the test database (the database's host and port). */
+function proxyToDatabase(): PgProxy {
+  const target = new URL(databaseUrl());
+  return new PgProxy(target.hostname, Number(target.port || 5432));
+}
+
+let silent: PgProxy;
 let url: string;
-const sockets = new Set<Socket>();
 
 beforeAll(async () => {
   // accepts and never answers
-  server = createServer((socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  url = `postgres://postgres@127.0.0.1:${(server.address() as AddressInfo).port}/test`;
+  silent = proxyToDatabase();
+  await silent.up();
+  silent.silence();
+  url = silent.url(databaseUrl());
 });
 
 afterAll(async () => {
-  for (const s of sockets) s.destroy();
-  await new Promise((resolve) => server.close(resolve));
+  await silent.down();
 });
 
 /** What booting an app with the module's `options` fails with, and after how long. */
@@ -69,8 +70,7 @@ describe('connectTimeout: a database that does not answer', () => {
 
 describe('connectTimeout: a database that stops answering after the boot', () => {
   it('fails a call that needs a new connection after connectTimeout with a ConnectTimeoutError, as at boot', async () => {
-    const target = new URL(databaseUrl());
-    const proxy = new PgProxy(target.hostname, Number(target.port || 5432));
+    const proxy = proxyToDatabase();
     await proxy.up();
     const app = await NestFactory.createApplicationContext(
       DurableModule.forRoot({ url: proxy.url(databaseUrl()), schema: freshSchema('connect_after'), worker: false, connectTimeout: '500ms' }),
