@@ -279,8 +279,11 @@ ${claimUpdate(S, '$5')}`,
         wait_kind = CASE WHEN v.status = 'waiting' AND NOT (v.status = 'waiting' AND (v.wait_kind || ':' || coalesce(v.wait_name, '')) = ANY(r.inbox)) THEN v.wait_kind END,
         wait_name = CASE WHEN v.status = 'waiting' AND NOT (v.status = 'waiting' AND (v.wait_kind || ':' || coalesce(v.wait_name, '')) = ANY(r.inbox)) THEN v.wait_name END,
         wake_at = CASE WHEN v.status = 'waiting' AND NOT (v.status = 'waiting' AND (v.wait_kind || ':' || coalesce(v.wait_name, '')) = ANY(r.inbox)) THEN least(v.wake_at, r.deadline_at) END,
+        -- a step that ends and hands over to the next (running) empties it as a claim does: what came
+        -- before, the next step reads; a mark its step read without suspending would turn the next
+        -- step's suspension on it into an extra re-run
         inbox = CASE WHEN v.status = 'waiting' THEN array_remove(r.inbox, v.wait_kind || ':' || coalesce(v.wait_name, ''))
-                     ELSE r.inbox END,
+                     WHEN v.status = 'running' THEN '{}' ELSE r.inbox END,
         comp_step = coalesce(v.comp_step, r.comp_step),
         progress = coalesce(v.progress, r.progress),
         -- the attempt that ends the run stays on its row (see lastAttemptFields), the others go to step_attempts

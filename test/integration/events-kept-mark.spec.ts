@@ -1,8 +1,8 @@
 /**
  * An event kept for a run while its step runs (its inbox marked) and read by its wait without the
- * run suspending leaves the mark until the run's next claim. The mark only turns a suspension on
- * the same name into a re-run, and no wait of that name suspends again (it gets the event
- * received): the steps after it run no extra time.
+ * run suspending leaves the mark until the step hands over to the next (or the run's next claim).
+ * The mark only turns a suspension on the same name into a re-run, and no wait of that name
+ * suspends again (it gets the event received): the steps after it run no extra time.
  */
 import { RunContext, Step, Workflow } from '../../src';
 import { createApp, freshSchema, ident, sql, waitFor } from '../support';
@@ -34,7 +34,7 @@ class KeptMark {
   }
 }
 
-it('an event kept while the step runs and read without suspending leaves its mark, and no step runs an extra time for it', async () => {
+it('an event kept while the step runs and read without suspending: its mark goes with the step, and no step runs an extra time for it', async () => {
   const schema = freshSchema();
   const S = ident(schema);
   const sender = await createApp({ schema, workflows: [KeptMark] });
@@ -44,9 +44,9 @@ it('an event kept while the step runs and read without suspending leaves its mar
   expect(await sender.durable.sendEvent(runId, 'a', 1, { buffer: true })).toBe('kept');
   sent();
   await waitFor(async () => (await sender.durable.getRun(runId))?.status === 'waiting', { message: 'the run waits for b' });
-  // the steps that read a did so without suspending: a's mark is left, b's wait suspended once
+  // the steps that read a did so without suspending: a's mark went as the first step ended, b's wait suspended once
   const [row] = await sql(`SELECT inbox, wait_name FROM ${S}.runs WHERE id = $1`, [runId]);
-  expect(row).toEqual({ inbox: ['event:a'], wait_name: 'b' });
+  expect(row).toEqual({ inbox: [], wait_name: 'b' });
   expect(await sender.durable.sendEvent(runId, 'b', 2)).toBe('delivered');
   expect(await sender.durable.waitForRun(runId, { timeout: 30_000 })).toMatchObject({ status: 'completed', result: 2 });
   expect(bodies).toEqual({ first: 1, again: 1, other: 2 });
