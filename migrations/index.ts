@@ -29,6 +29,7 @@ import { DurableScheduleWorkflowIndex1733040030000 } from './1733040030000-durab
 import { DurableEventsReceiveIndex1733040031000 } from './1733040031000-durable-events-receive-index';
 import { DurableTimeoutSweepIndexes1733040032000 } from './1733040032000-durable-timeout-sweep-indexes';
 import { DurablePruneIndexes1733040033000 } from './1733040033000-durable-prune-indexes';
+import { DurableScheduleChanges1733040034000 } from './1733040034000-durable-schedule-changes';
 
 export { DurableInit1733040000000, DurableKeys1733040001000, DurableWaits1733040002000 };
 export { DurableFlows1733040003000 };
@@ -58,6 +59,7 @@ export { DurableScheduleWorkflowIndex1733040030000 };
 export { DurableEventsReceiveIndex1733040031000 };
 export { DurableTimeoutSweepIndexes1733040032000 };
 export { DurablePruneIndexes1733040033000 };
+export { DurableScheduleChanges1733040034000 };
 
 /** The module's migration classes in order, for schema `durable` (TypeORM `migrations: [...]`). */
 export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[] = [
@@ -91,6 +93,7 @@ export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[]
   DurableEventsReceiveIndex1733040031000,
   DurableTimeoutSweepIndexes1733040032000,
   DurablePruneIndexes1733040033000,
+  DurableScheduleChanges1733040034000,
 ];
 
 /**

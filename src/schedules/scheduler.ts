@@ -21,6 +21,7 @@ import { Starter } from '../runs/starter';
 import { nextOf, parseCron, tickAt } from './cron';
 import { cronJobsOf } from './cron-jobs';
 import { ScheduleJobs } from './schedule-jobs';
+import { REMOVALS_KEPT_MS, ScheduleChangesReader } from './schedule-changes';
 
 /** A stored schedule as `listSchedules` returns it. */
 export interface ScheduleInfo {
@@ -75,7 +76,8 @@ const FIRE_ISOLATION = 'READ COMMITTED';
  * `SchedulerRegistry` when the app imports `ScheduleModule`, else in a registry of its own); a tick
  * fires only on the node that wins the database guard of (schedule, tick) — see
  * `SchedulesStore.claimTick` — and starts the run in the same transaction. Schedules are rows, so
- * they survive restarts; every node re-reads them with its heartbeat to follow `schedule` and
+ * they survive restarts; every node reads them all at its startup, then with its heartbeat reads
+ * those changed since its last read (`SchedulesStore.changes`) to follow `schedule` and
  * `unschedule` calls made elsewhere.
  */
 @Injectable()
@@ -84,6 +86,7 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
   /** This node's cron jobs, in Nest's SchedulerRegistry or the module's own (looked up when first needed). */
   private readonly jobs: ScheduleJobs;
   private readonly inFlight = new Set<Promise<unknown>>();
+  private readonly changes: ScheduleChangesReader;
   private syncTimer?: NodeJS.Timeout;
   private syncing?: Promise<void>;
   private stopped = false;
@@ -106,6 +109,7 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
       (local, tick, next) => this.track(this.fireTick(local, tick, next)),
       this.logger,
     );
+    this.changes = new ScheduleChangesReader(store);
     this.checkDeclared(discovery);
   }
 
@@ -296,19 +300,23 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
     return this.syncing;
   }
 
+  /** Mounts or unmounts the schedules changed since this node's last read (see {@link ScheduleChangesReader}). */
   private async syncOnce(): Promise<void> {
-    const rows = await this.store.all(this.connection.db);
+    const { db } = this.connection;
+    const read = await this.changes.read(db);
     if (this.stopped) return;
     const stored = new Set<string>();
-    for (const row of rows) {
+    for (const row of read.rows) {
       stored.add(row.name);
       this.mount(row);
     }
-    for (const name of this.jobs.names()) if (!stored.has(name)) this.jobs.unmount(name);
+    for (const name of read.gone === 'all' ? this.jobs.names() : read.gone) if (!stored.has(name)) this.jobs.unmount(name);
+    read.done();
     const every = Math.min(PRUNE_EVERY_MS, this.options.retention.activityMs);
     if (monotonicMs() - this.lastPruneAt >= every) {
       this.lastPruneAt = monotonicMs();
-      for (let n = PRUNE_BATCH; n === PRUNE_BATCH;) n = await this.store.prune(this.connection.db, this.options.retention.activityMs, PRUNE_BATCH);
+      for (let n = PRUNE_BATCH; n === PRUNE_BATCH;) n = await this.store.prune(db, this.options.retention.activityMs, PRUNE_BATCH);
+      await this.store.pruneRemovals(db, REMOVALS_KEPT_MS);
     }
   }
 

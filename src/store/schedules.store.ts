@@ -29,6 +29,33 @@ export type NewSchedule = Pick<ScheduleRow, 'name' | 'workflow' | 'cron' | 'time
 /** What of a stored schedule a node ticks on: a node whose copy differs from the row fires nothing. */
 export type ScheduleCopy = Pick<ScheduleRow, 'name' | 'workflow' | 'cron' | 'timezone'>;
 
+/**
+ * A read's snapshot (`txid_current_snapshot()`): the transactions it did not see are those of an id
+ * at least `xmax` and those in `xip`, in progress when it was taken.
+ */
+export interface ScheduleMark {
+  xmax: string;
+  xip: string[];
+}
+
+/** A mark before every change: a read since it reads every schedule (and every removal kept). */
+export const EVERY_CHANGE: ScheduleMark = { xmax: '0', xip: [] };
+
+/**
+ * The schedules changed since a node's last read of them (`SchedulesStore.changes`), as of one
+ * snapshot: the current copy of every schedule stored or changed since, and the names removed since.
+ */
+export interface ScheduleChanges {
+  /** The read's snapshot: every change it did not see was made by a transaction it names (the next read's `since`). */
+  mark: ScheduleMark;
+  /** The database's time of the read, in ms. */
+  at: number;
+  /** Schedules stored, or changed in what a node ticks them on, since `since` (as they are now). */
+  rows: ScheduleCopy[];
+  /** Names of the schedules removed since `since` (some may be stored again: then also in `rows`); null: the table was truncated. */
+  removed: (string | null)[];
+}
+
 /** What a won tick needs to start its run. */
 export type ClaimedTick = Pick<ScheduleRow, 'name' | 'workflow' | 'key' | 'input'>;
 
@@ -59,6 +86,22 @@ export class SchedulesStore {
       // the key, in that order (the other order deadlocks a trigger and a tick of a keyed schedule)
       lockForFire: `SELECT * FROM ${S}.schedules WHERE name = $1 FOR NO KEY UPDATE`,
       all: `SELECT * FROM ${S}.schedules ORDER BY name`,
+      // One snapshot, and what changed (the triggers of the schedule-changes migration stamp a
+      // stored or changed row, and record a removal, with their transaction's id) by a transaction
+      // the last read's snapshot did not see: one of an id at least its xmax, or one in progress
+      // then (its xip). Through schedules_changed and schedule_removals_xid, whatever the number of
+      // schedules, and whatever transactions stay open meanwhile (a long one holds back no mark).
+      changes: `
+        SELECT m.snap, m.at, c.name, c.workflow, c.cron, c.timezone, c.removed
+        FROM (SELECT txid_current_snapshot()::text AS snap, now() AS at) m
+        LEFT JOIN LATERAL (
+          SELECT name, workflow, cron, timezone, false AS removed FROM ${S}.schedules
+          WHERE changed_xid >= $1::bigint OR changed_xid = ANY($2::bigint[])
+          UNION ALL
+          SELECT name, NULL, NULL, NULL, true FROM ${S}.schedule_removals
+          WHERE removed_xid >= $1::bigint OR removed_xid = ANY($2::bigint[])
+        ) c ON true`,
+      pruneRemovals: `DELETE FROM ${S}.schedule_removals WHERE removed_at < now() - $1 * interval '1 millisecond'`,
       page: `SELECT * FROM ${S}.schedules WHERE ($1::text IS NULL OR name > $1) AND ($2::text IS NULL OR workflow = $2) ORDER BY name LIMIT $3`,
       // Inside a fire's transaction: a node that stops in the middle of it (paused process, lost
       // network) is cut off after this long, so the schedule row it locked does not hold up the
@@ -137,8 +180,28 @@ export class SchedulesStore {
     return row;
   }
 
+  /** Every stored schedule, by name. */
   all(q: Queryable): Promise<ScheduleRow[]> {
     return q.query<ScheduleRow>(this.sql.all);
+  }
+
+  /** The schedules changed since the read whose `mark` is `since` ({@link EVERY_CHANGE}: every schedule, and every removal kept). */
+  async changes(q: Queryable, since: ScheduleMark): Promise<ScheduleChanges> {
+    const rows = await q.query<ScheduleCopy & { snap: string; at: Date; removed: boolean | null }>(this.sql.changes, [since.xmax, since.xip]);
+    // xmin:xmax:xip1,xip2,...
+    const [, xmax, xip] = rows[0].snap.split(':');
+    const mark = { xmax, xip: xip ? xip.split(',') : [] };
+    const out: ScheduleChanges = { mark, at: new Date(rows[0].at).getTime(), rows: [], removed: [] };
+    for (const r of rows) {
+      if (r.removed === true) out.removed.push(r.name);
+      else if (r.removed === false) out.rows.push({ name: r.name, workflow: r.workflow, cron: r.cron, timezone: r.timezone });
+    }
+    return out;
+  }
+
+  /** Deletes the records of removals older than `olderThanMs`. */
+  async pruneRemovals(q: Queryable, olderThanMs: number): Promise<void> {
+    await q.query(this.sql.pruneRemovals, [olderThanMs]);
   }
 
   /** At most `limit` schedules (of `workflow`, when given) named after `after` (none: from the first), by name. */

@@ -272,12 +272,12 @@ describe('schedules', () => {
     const s = schedulerOf(a);
     /** Holds node a's next read of the schedules after it read them; resolves when it has. */
     const holdNextRead = async () => {
-      const all = s.store.all;
+      const changes = s.store.changes;
       const read = new Gate();
       const release = new Gate();
-      s.store.all = async (q) => {
-        s.store.all = all;
-        const rows = await all.call(s.store, q);
+      s.store.changes = async (q, since) => {
+        s.store.changes = changes;
+        const rows = await changes.call(s.store, q, since);
         read.open();
         await release.wait();
         return rows;
