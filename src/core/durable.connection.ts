@@ -58,9 +58,10 @@ export class DurableConnection implements OnModuleInit, OnApplicationShutdown {
     // behind a transaction pooler a named statement may reach a server connection that never prepared it
     // a statement whose answer never comes (a dead connection) fails a second after statementTimeout
     const clientTimeoutMs = clientBound(options.statementTimeoutMs);
-    // a connection of its own pool not answered in time, at any time, is told as at boot (with the
-    // app's DataSource, the pool and its timeout are the app's: pg's error is left as it is)
-    const connectTimeout = this.ownsDataSource ? () => this.connectTimeoutError() : undefined;
+    // a connection of its own pool not answered in time, at any time, is told as at boot, and so is
+    // one not had from the pool in time (with the app's DataSource, the pool and its timeout are
+    // the app's: pg's errors are left as they are)
+    const connectTimeout = this.ownsDataSource ? (pool: boolean) => this.connectTimeoutError(pool) : undefined;
     this.connected = new Db(pgPoolOf(this.dataSource), !options.transactionPooler, clientTimeoutMs, connectTimeout);
     if (options.migrationsRun) {
       const applied = await runMigrations(this.dataSource, options.schema);
@@ -146,10 +147,10 @@ export class DurableConnection implements OnModuleInit, OnApplicationShutdown {
     return this.options.connectTimeoutMs ?? clientBound(this.options.statementTimeoutMs);
   }
 
-  /** The error of a connection of the module's own that the database did not answer in time. */
-  private connectTimeoutError(): ConnectTimeoutError {
+  /** The error of a connection of the module's own that the database did not answer in time (`pool`: not had from its pool in time). */
+  private connectTimeoutError(pool = false): ConnectTimeoutError {
     const setBy = this.options.connectTimeoutMs === undefined ? 'connectTimeout, by default a second past statementTimeout' : 'connectTimeout';
-    return new ConnectTimeoutError(this.connectTimeoutMs()!, setBy);
+    return new ConnectTimeoutError(this.connectTimeoutMs()!, setBy, pool);
   }
 
   /**

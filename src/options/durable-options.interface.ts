@@ -76,7 +76,7 @@ export interface DurableModuleOptions {
    * `connectionTimeoutMillis`) before it gives up with a `ConnectTimeoutError` (`code: 'ETIMEDOUT'`):
    * a host that never answers fails the boot instead of hanging it (and later, a call that needs a
    * new connection). Applied to the module's own connections, as `statementTimeout`. pg bounds by
-   * it a wait for a free connection of the pool too (`timeout exceeded when trying to connect`).
+   * it a wait for a free connection of the pool too: a `ConnectTimeoutError` with `pool: true`.
    * Default: a second past `statementTimeout` (`'31s'`); none with `statementTimeout: false`.
    */
   connectTimeout?: Duration;

@@ -24,10 +24,11 @@ export class Db implements Queryable {
      */
     private readonly timeoutMs?: number,
     /**
-     * What pg's error of a new connection the database did not answer within the pool's
-     * `connectionTimeoutMillis` is thrown as (undefined: pg's own error, as it is).
+     * What pg's error of a connection not had within the pool's `connectionTimeoutMillis` is thrown
+     * as: a new one the database did not answer, or (`pool`) a wait for one of the pool's, every
+     * one busy (undefined: pg's own errors, as they are).
      */
-    private readonly connectTimeout?: () => Error,
+    private readonly connectTimeout?: (pool: boolean) => Error,
   ) {}
 
   async query<R extends QueryResultRow = QueryResultRow>(text: string, values?: unknown[], name?: string): Promise<R[]> {
@@ -59,7 +60,9 @@ export class Db implements Queryable {
 
   /** Throws `err`, or what a connect timeout is thrown as (see the constructor's `connectTimeout`). */
   private fail(err: unknown): never {
-    throw this.connectTimeout && isConnectTimeout(err) ? this.connectTimeout() : err;
+    if (!this.connectTimeout) throw err;
+    if (isConnectTimeout(err)) throw this.connectTimeout(false);
+    throw isPoolWaitTimeout(err) ? this.connectTimeout(true) : err;
   }
 }
 
@@ -118,6 +121,14 @@ export function isReadTimeout(err: unknown): boolean {
  */
 export function isConnectTimeout(err: unknown): boolean {
   return err instanceof Error && err.message === 'Connection terminated due to connection timeout' && (err as { code?: unknown }).code === undefined;
+}
+
+/**
+ * True for pg's error of a wait for a connection of a pool that had none free (and made none)
+ * within its `connectionTimeoutMillis`.
+ */
+export function isPoolWaitTimeout(err: unknown): boolean {
+  return err instanceof Error && err.message === 'timeout exceeded when trying to connect' && (err as { code?: unknown }).code === undefined;
 }
 
 /** Postgres' SQLSTATE for a statement sent on a transaction an earlier error aborted. */

@@ -69,7 +69,7 @@ describe('connectTimeout: a database that does not answer', () => {
 });
 
 describe('connectTimeout: a database that stops answering after the boot', () => {
-  it('fails a call that needs a new connection after connectTimeout with a ConnectTimeoutError, as at boot', async () => {
+  it('fails a call that gets no connection within connectTimeout (a new one not answered, or none of the pool free) with a ConnectTimeoutError', async () => {
     const proxy = proxyToDatabase();
     await proxy.up();
     const app = await NestFactory.createApplicationContext(
@@ -80,17 +80,24 @@ describe('connectTimeout: a database that stops answering after the boot', () =>
       const durable = app.get(DurableService);
       const unknownRun = '01234567-89ab-7def-8123-456789abcdef';
       expect(await durable.getRun(unknownRun)).toBeNull();
-      // the network goes: the pool's idle connections are dropped, a new one is accepted and never answered
       const { db } = app.get(DurableConnection);
-      const idle = [];
-      while (db.pool.idleCount > 0) idle.push(await db.pool.connect());
-      for (const client of idle) client.release(true);
+      // every connection of the pool busy (its 10): a call waits connectTimeout for one, then fails alike
+      const busy = await Promise.all(Array.from({ length: 10 }, () => db.pool.connect()));
+      const waited = await durable.getRun(unknownRun).catch((e: unknown) => e);
+      // the network goes: the pool's connections are dropped, a new one is accepted and never answered
+      for (const client of busy) client.release(true);
       proxy.silence();
+      expect(waited).toBeInstanceOf(ConnectTimeoutError);
+      expect(waited).toMatchObject({
+        code: 'ETIMEDOUT',
+        pool: true,
+        message: 'no connection of the pool (every one busy, or the database not answering a new one) within 500ms (connectTimeout)',
+      });
       for (const call of [() => durable.getRun(unknownRun), () => db.tx((q) => q.query('SELECT 1'))]) {
         const began = Date.now();
         const err = await call().catch((e: unknown) => e);
         expect(err).toBeInstanceOf(ConnectTimeoutError);
-        expect(err).toMatchObject({ code: 'ETIMEDOUT', timeoutMs: 500, message: 'no answer from the database within 500ms (connectTimeout)' });
+        expect(err).toMatchObject({ code: 'ETIMEDOUT', timeoutMs: 500, pool: false, message: 'no answer from the database within 500ms (connectTimeout)' });
         expect(Date.now() - began).toBeLessThan(10_000);
       }
     } finally {
