@@ -92,9 +92,17 @@ export class CliConnection {
   }
 
   /**
+   * `err` as the command tells it: the module's `ConnectTimeoutError` (at its boot, or later on a
+   * connection of its pool) names `--connect-timeout`, which set the module's `connectTimeout`.
+   */
+  told(err: unknown): unknown {
+    return err instanceof ConnectTimeoutError ? new ConnectTimeoutError(err.timeoutMs, CONNECT_TIMEOUT_OPTION, err.pool) : err;
+  }
+
+  /**
    * The module on the target, made on first use. Its own pool waits `connectTimeoutMs` for a
    * connection: a host that never answers fails the command with a `ConnectTimeoutError`
-   * (`ETIMEDOUT`) naming `--connect-timeout`, instead of hanging it.
+   * (`ETIMEDOUT`; {@link told} names `--connect-timeout`), instead of hanging it.
    */
   private async context(): Promise<INestApplicationContext> {
     const [{ NestFactory }, { DurableModule }] = await Promise.all([import('@nestjs/core'), import('../durable.module')]);
@@ -109,10 +117,7 @@ export class CliConnection {
         migrationsRun: false,
       }),
       { logger: false, abortOnError: false },
-    ).catch((err: unknown) => {
-      // the module names its option; the command line set it
-      throw err instanceof ConnectTimeoutError ? new ConnectTimeoutError(err.timeoutMs, CONNECT_TIMEOUT_OPTION) : err;
-    });
+    );
     return this.app;
   }
 }

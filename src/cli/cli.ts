@@ -211,7 +211,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     io.stdout(parsed.options.has('json') ? JSON.stringify(out.json, null, 2) : out.text);
     return EXIT.ok;
   } catch (err) {
-    io.stderr(errorLine(err, schema));
+    io.stderr(errorLine(connection.told(err), schema));
     return err instanceof UsageError ? EXIT.usage : EXIT.failed;
   } finally {
     await connection.close().catch(() => undefined);

@@ -63,11 +63,16 @@ describe('nestjs-durable against a database that answers', () => {
   let proxied: string;
   /** Connections the proxy to the test database accepted. */
   let connections = 0;
+  /** Connections it forwards: the ones after are accepted and never answered. */
+  let answered = Infinity;
 
   beforeAll(async () => {
     const target = new URL(databaseUrl());
     proxy = createServer((client) => {
-      connections++;
+      if (++connections > answered) {
+        client.on('error', () => undefined).resume(); // read (its end seen), never answered
+        return;
+      }
       const upstream = connect(Number(target.port || 5432), target.hostname);
       for (const s of [client, upstream]) s.on('error', () => undefined);
       client.pipe(upstream).pipe(client);
@@ -93,6 +98,21 @@ describe('nestjs-durable against a database that answers', () => {
       expect(r.stderr).toBe('');
       expect(r.code).toBe(0);
       expect({ args, connections }).toEqual({ args, connections: 1 });
+    }
+  });
+
+  it('a connection not had after the first (a command reading two things at once) fails as the first would, naming --connect-timeout', async () => {
+    const schema = freshSchema('cli_connect');
+    expect((await cli(['migrate', '--url', proxied, '--schema', schema])).code).toBe(0);
+    connections = 0;
+    answered = 1;
+    try {
+      const r = await cli(['status', '--url', proxied, '--schema', schema, '--connect-timeout', '1s']);
+      expect(connections).toBe(2);
+      expectError(r, 1, 'ETIMEDOUT');
+      expect(r.stderr).toContain('within 1000ms (--connect-timeout)');
+    } finally {
+      answered = Infinity;
     }
   });
 });
