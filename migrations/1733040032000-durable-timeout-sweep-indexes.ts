@@ -6,6 +6,9 @@ const INDEXES: [name: string, definition: string][] = [
   // runs claimed before and not finished, by workflow then deadline: the sweep reads the runs of
   // each workflow past their deadline, and of a workflow it cannot time out, none
   ['runs_deadline_workflow', `(workflow, deadline_at) WHERE status IN ('pending', 'waiting') AND deadline_at IS NOT NULL`],
+  // the same runs at their first step: of a workflow the sweep may time out only there (one the
+  // node does not define), it reads these, not the runs past their first step a pause holds
+  ['runs_deadline_first_step', `(workflow, deadline_at) WHERE status IN ('pending', 'waiting') AND deadline_at IS NOT NULL AND step = 0`],
   // runs never claimed whose workflow has a timeout (flow nodes waiting for their deps left out), by
   // timeout then run_at: for each timeout, the runs due longer ago than it are exactly those past it
   [

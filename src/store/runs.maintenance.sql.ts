@@ -28,13 +28,15 @@ export function runsMaintenanceStatements(S: string): Record<string, string> {
   const C = `coalesce(CASE WHEN r.step > 0 THEN ($3::jsonb -> r.workflow ->> least(r.step, jsonb_array_length($3::jsonb -> r.workflow) - 1))::int END, -1)`;
   // the sweep times out a run past its first step only when its workflow is one of $1 (no
   // compensations) or $3 (see C); others are failed, and compensated, by the worker that claims them
-  const mayTimeOut = (a: string) => `(${a}.step = 0 OR ${a}.workflow = ANY($1::text[]) OR $3::jsonb ? ${a}.workflow)`;
+  const timesOutAll = (a: string) => `(${a}.workflow = ANY($1::text[]) OR $3::jsonb ? ${a}.workflow)`;
+  const mayTimeOut = (a: string) => `(${a}.step = 0 OR ${timesOutAll(a)})`;
   return {
     // Runs past their workflow timeout, never the history, nor a run the sweep may not time out:
-    // claimed before (deadline_at set): per workflow (one descent of runs_deadline_workflow each),
-    // every run past its deadline of a workflow the sweep may time out, and of another workflow
-    // the $2 longest past it, of which those at their first step (the others are not read again
-    // and again however many a pause holds); never claimed (deadline run_at + timeout): per
+    // claimed before (deadline_at set): per workflow, every run past its deadline of a workflow the
+    // sweep may time out (one descent of runs_deadline_workflow), and of another workflow those at
+    // their first step (one descent of runs_deadline_first_step: the runs past their first step a
+    // pause holds are not read, and do not keep a later first-step run from being read); never
+    // claimed (deadline run_at + timeout): per
     // timeout (one descent of runs_timeout_unclaimed_by_timeout each), the runs due longer ago
     // than it. A run past its first step becomes compensating without a node when it has
     // compensations to run (see C), like a compensation waiting for its retry (so a paused
@@ -46,13 +48,16 @@ export function runsMaintenanceStatements(S: string): Record<string, string> {
         SELECT id FROM ${S}.runs r WHERE r.id = ANY(ARRAY(
           SELECT d.id FROM unnest(${distinctWorkflows(`${S}.runs`, CLAIMED_GOING)}) AS w (workflow)
           CROSS JOIN LATERAL (
-            SELECT x.id, x.step, x.workflow, x.deadline_at FROM ${S}.runs x
-            WHERE x.workflow = w.workflow AND ${CLAIMED_GOING('x')} AND x.deadline_at < now()
-            ORDER BY x.deadline_at LIMIT $2
+            (SELECT x.id, x.deadline_at FROM ${S}.runs x
+            WHERE x.workflow = w.workflow AND ${CLAIMED_GOING('x')} AND x.deadline_at < now() AND ${timesOutAll('w')}
+            ORDER BY x.deadline_at LIMIT $2)
+            UNION ALL
+            (SELECT x.id, x.deadline_at FROM ${S}.runs x
+            WHERE x.workflow = w.workflow AND ${CLAIMED_GOING('x')} AND x.step = 0 AND x.deadline_at < now() AND NOT ${timesOutAll('w')}
+            ORDER BY x.deadline_at LIMIT $2)
           ) d
-          WHERE ${mayTimeOut('d')}
           ORDER BY d.deadline_at LIMIT $2))
-          AND ${CLAIMED_GOING('r')} AND r.deadline_at < now() AND coalesce(r.deps_left, 0) = 0
+          AND ${CLAIMED_GOING('r')} AND r.deadline_at < now() AND coalesce(r.deps_left, 0) = 0 AND ${mayTimeOut('r')}
         FOR UPDATE SKIP LOCKED
       ), never_begun AS (
         SELECT d.id FROM unnest(${distinctValues(`${S}.runs`, 'timeout_ms', UNCLAIMED_TIMED)}) AS t (ms)

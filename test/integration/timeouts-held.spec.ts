@@ -55,9 +55,33 @@ it("a maintenance pass reads a bounded number of a paused workflow's held runs i
     { workflow: 'held_elsewhere', status: 'waiting', n: 25_000 },
     { workflow: 'held_long', status: 'pending', n: 30_000 },
   ]);
-  // at most one batch (1,000) of the held runs it may not time out, and the 12 it times out (each
-  // read twice: explained, then run)
+  // none of the held runs it may not time out, only the 12 it times out (each read twice:
+  // explained, then run)
   expect(first).toBeLessThan(1_200);
   const next = await rowsReadByPass(t);
   expect(next).toBeLessThan(1_200);
+});
+
+it('a first-step run past its deadline, of a workflow the node does not define, is timed out behind more than a batch of held runs with older deadlines', async () => {
+  const t = await createApp({ workflows: [Timed], options: { worker: false } });
+  const S = ident(t.schema);
+  await sql(`INSERT INTO ${S}.workflow_controls (workflow, paused) VALUES ('held_elsewhere', true)`);
+  // 20,000 held runs past their second step, their deadline passed 2 hours ago: more than a batch
+  await sql(`
+    INSERT INTO ${S}.runs (id, workflow, status, step, run_at, started_at, timeout_ms, deadline_at)
+    SELECT gen_random_uuid(), 'held_elsewhere', 'pending', 1, now() - interval '3 hours', now() - interval '3 hours', 3600000,
+      now() - interval '2 hours' - g * interval '1 millisecond'
+    FROM generate_series(1, 20000) g`);
+  // 3 at their first step, whose deadline passed later (30 minutes ago): the sweep times them out
+  const due = await sql<{ id: string }>(`
+    INSERT INTO ${S}.runs (id, workflow, status, step, run_at, started_at, timeout_ms, deadline_at)
+    SELECT gen_random_uuid(), 'held_elsewhere', 'pending', 0, now() - interval '90 minutes', now() - interval '90 minutes', 3600000,
+      now() - interval '30 minutes'
+    FROM generate_series(1, 3) RETURNING id`);
+  await sql(`ANALYZE ${S}.runs`);
+
+  for (let pass = 0; pass < 2; pass++) expect(await rowsReadByPass(t)).toBeLessThan(1_200);
+  const failed = await sql<{ id: string }>(`SELECT id FROM ${S}.runs WHERE status = 'failed'`);
+  expect(failed.map((r) => r.id).sort()).toEqual(due.map((r) => r.id).sort());
+  expect(await sql(`SELECT count(*)::int AS n FROM ${S}.runs WHERE status = 'pending' AND step = 1`)).toEqual([{ n: 20_000 }]);
 });
