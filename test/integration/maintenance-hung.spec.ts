@@ -15,6 +15,14 @@ class Timed {
   }
 }
 
+@Workflow('hung_node')
+class Node {
+  @Step()
+  async only(_ctx: RunContext) {
+    return 1;
+  }
+}
+
 it('without a statement timeout, a pass stuck behind a lock fails after nodeTimeout, is logged, and the next pass times runs out', async () => {
   const schema = freshSchema();
   const S = ident(schema);
@@ -45,4 +53,45 @@ it('without a statement timeout, a pass stuck behind a lock fails after nodeTime
     await locker.query('ROLLBACK').catch(() => undefined);
     await locker.end();
   }
+});
+
+it("without a statement timeout, a flow repair's transaction stuck behind a row lock fails after nodeTimeout, and the next pass times runs out", async () => {
+  const schema = freshSchema();
+  const S = ident(schema);
+  const logger = new RecordingLogger();
+  const t = await createApp({ schema, workflows: [Timed, Node], logger, options: { statementTimeout: false, worker: { workflows: [] } } });
+  // a quiet flow whose node 'orphan' waits for a dep that never appeared: the repair cancels it, in
+  // a transaction holding the flow's row
+  const { flowId, runIds } = await t.durable.startFlow(t.durable.flow().add('a', Node));
+  await sql(`UPDATE ${S}.runs SET status = 'completed', finished_at = now() - interval '1 hour' WHERE id = $1`, [runIds.a]);
+  const { runIds: more } = await t.durable.startFlow((await t.durable.appendFlow(flowId, { checkDeps: false })).add('orphan', Node, {}, { deps: ['ghost'] }));
+  await sql(`UPDATE ${S}.runs SET created_at = now() - interval '1 hour' WHERE flow_id = $1`, [flowId]);
+  await sql(`UPDATE ${S}.flows SET updated_at = now() - interval '1 hour' WHERE id = $1`, [flowId]);
+  const locker = new Client({ connectionString: databaseUrl() });
+  await locker.connect();
+  try {
+    // another transaction holds the orphan's row: cancelling it waits
+    await locker.query(`BEGIN; SELECT 1 FROM ${S}.runs WHERE id = '${more.orphan}' FOR UPDATE`);
+    // the repair waits for the row, and fails
+    await waitFor(
+      () => logger.entries.some((e) => e.level === 'warn' && e.message === 'flow maintenance failed: canceling statement due to statement timeout'),
+      {
+        timeout: 15_000,
+        message: 'the repair fails',
+      },
+    );
+    const { runId } = await t.durable.start(Timed, {});
+    await sql(`UPDATE ${S}.runs SET run_at = now() - interval '2 hours' WHERE id = $1`, [runId]);
+    // the row is still held: a later pass timed the run out
+    await waitFor(async () => (await t.durable.getRun(runId))?.status === 'failed', {
+      timeout: 15_000,
+      message: 'the run is timed out while the row is held',
+    });
+    expect((await t.durable.getRun(more.orphan))!.status).toBe('waiting');
+  } finally {
+    await locker.query('ROLLBACK').catch(() => undefined);
+    await locker.end();
+  }
+  // the lock gone, a later repair cancels the orphan
+  await waitFor(async () => (await t.durable.getRun(more.orphan))?.status === 'cancelled', { timeout: 15_000, message: 'the orphan is cancelled' });
 });
