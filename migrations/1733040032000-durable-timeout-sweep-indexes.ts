@@ -1,8 +1,7 @@
-import type { QueryRunner } from 'typeorm';
-import { DurableMigration } from './durable-migration';
+import { IndexSwapMigration, type IndexDefinition } from './durable-migration';
 
 /** The indexes of this migration, built by `up` (and by `migrate --concurrently` first). */
-const INDEXES: [name: string, definition: string][] = [
+const INDEXES: IndexDefinition[] = [
   // runs claimed before and not finished, by workflow then deadline: the sweep reads the runs of
   // each workflow past their deadline, and of a workflow it cannot time out, none
   ['runs_deadline_workflow', `(workflow, deadline_at) WHERE status IN ('pending', 'waiting') AND deadline_at IS NOT NULL`],
@@ -18,7 +17,7 @@ const INDEXES: [name: string, definition: string][] = [
 ];
 
 /** The indexes they replace, by deadline alone and by run_at alone. */
-const REPLACED: [name: string, definition: string][] = [
+const REPLACED: IndexDefinition[] = [
   ['runs_deadline', `(deadline_at) WHERE status IN ('pending', 'waiting') AND deadline_at IS NOT NULL`],
   [
     'runs_timeout_unclaimed_ready',
@@ -35,16 +34,10 @@ const REPLACED: [name: string, definition: string][] = [
  * pause lasted. On a big table run `npx nestjs-durable migrate --concurrently` first
  * (docs/operations.md, "Upgrading").
  */
-export class DurableTimeoutSweepIndexes1733040032000 extends DurableMigration {
+export class DurableTimeoutSweepIndexes1733040032000 extends IndexSwapMigration {
   name = 'DurableTimeoutSweepIndexes1733040032000';
 
-  async up(q: QueryRunner): Promise<void> {
-    await this.createRunsIndexes(q, INDEXES);
-    await this.dropIndexes(q, REPLACED);
-  }
-
-  async down(q: QueryRunner): Promise<void> {
-    await this.createRunsIndexes(q, REPLACED);
-    await this.dropIndexes(q, INDEXES);
-  }
+  protected readonly table = 'runs';
+  protected readonly indexes = INDEXES;
+  protected readonly replaced = REPLACED;
 }

@@ -1,8 +1,7 @@
-import type { QueryRunner } from 'typeorm';
-import { DurableMigration } from './durable-migration';
+import { IndexSwapMigration, type IndexDefinition } from './durable-migration';
 
 /** The indexes of this migration, built by `up` (and by `migrate --concurrently` first). */
-const INDEXES: [name: string, definition: string][] = [
+const INDEXES: IndexDefinition[] = [
   // finished runs that are not key tombstones, by when they finished: what pruning reads to delete
   // or to turn into tombstones, the runs finished lately (the overview), what the triggers cancelled
   ['runs_finished_live', `(finished_at) WHERE finished_at IS NOT NULL AND pruned_at IS NULL`],
@@ -12,7 +11,7 @@ const INDEXES: [name: string, definition: string][] = [
 ];
 
 /** The index it replaces: every finished run, tombstones included. */
-const REPLACED: [name: string, definition: string][] = [['runs_finished', `(finished_at) WHERE finished_at IS NOT NULL`]];
+const REPLACED: IndexDefinition[] = [['runs_finished', `(finished_at) WHERE finished_at IS NOT NULL`]];
 
 /**
  * Pruning reads only what it prunes. Through `runs_finished`, each prune read every key tombstone
@@ -21,16 +20,10 @@ const REPLACED: [name: string, definition: string][] = [['runs_finished', `(fini
  * of the table. Tombstones now have their own index, and the other finished runs theirs. On a big
  * table run `npx nestjs-durable migrate --concurrently` first (docs/operations.md, "Upgrading").
  */
-export class DurablePruneIndexes1733040033000 extends DurableMigration {
+export class DurablePruneIndexes1733040033000 extends IndexSwapMigration {
   name = 'DurablePruneIndexes1733040033000';
 
-  async up(q: QueryRunner): Promise<void> {
-    await this.createRunsIndexes(q, INDEXES);
-    await this.dropIndexes(q, REPLACED);
-  }
-
-  async down(q: QueryRunner): Promise<void> {
-    await this.createRunsIndexes(q, REPLACED);
-    await this.dropIndexes(q, INDEXES);
-  }
+  protected readonly table = 'runs';
+  protected readonly indexes = INDEXES;
+  protected readonly replaced = REPLACED;
 }
