@@ -4,9 +4,13 @@ import { distinctValues, distinctWorkflows } from './sql';
 /** A finished run that keeps its key until the key horizon (see `prune`). */
 const KEEPS_KEY = (c: string) => `${c}.holds_key AND ${c}.finished_at >= now() - $3 * interval '1 millisecond'
               AND (${c}.workflow, ${c}.status) IN (SELECT * FROM unnest($4::text[], $5::text[]))`;
-/** A child is kept while its parent is going (the parent's step reads it when it runs again). */
-const CHILD_PRUNABLE = (S: string, c: string) => `(${c}.parent_id IS NULL OR NOT EXISTS (
-              SELECT 1 FROM ${S}.runs p WHERE p.id = ${c}.parent_id AND p.finished_at IS NULL))`;
+/**
+ * A child is kept while its parent is going (the parent's step reads it when it runs again). Its
+ * parent is looked up by id, once per run read (a scalar subquery: as NOT EXISTS under an OR, the
+ * planner may hash the going runs instead, reading the whole table at every prune).
+ */
+const CHILD_PRUNABLE = (S: string, c: string) => `coalesce((
+              SELECT p.finished_at IS NOT NULL FROM ${S}.runs p WHERE p.id = ${c}.parent_id), true)`;
 /** The tables the maintenance pass analyzes when their statistics are far behind. */
 export const ANALYZED_TABLES = ['activity', 'runs'] as const;
 /** One of {@link ANALYZED_TABLES}. */

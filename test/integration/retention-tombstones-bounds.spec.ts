@@ -50,3 +50,35 @@ it('pruning reads the runs it prunes, not the 20,000 key tombstones it keeps', a
   );
   expect(await sql(`SELECT count(*)::int AS n FROM ${S}.runs WHERE pruned_at IS NOT NULL`)).toEqual([{ n: 20_003 }]);
 });
+
+it('pruning a backlog of finished child runs reads the runs it prunes and their parents, not the whole table at each statement', async () => {
+  const t = await createApp({ workflows: [Never], options: { worker: false, retention: { runs: '1d' } } });
+  const S = ident(t.schema);
+  const [parent] = await sql<{ id: string }>(
+    `INSERT INTO ${S}.runs (id, workflow, status, run_at, finished_at) VALUES (gen_random_uuid(), 'tb_never', 'completed', now(), now()) RETURNING id`,
+  );
+  // a history of 100,000 finished runs, not due
+  await sql(`INSERT INTO ${S}.runs (id, workflow, status, run_at, finished_at)
+    SELECT gen_random_uuid(), 'tb_never', 'completed', now() - interval '1 hour', now() - interval '1 hour' FROM generate_series(1, 100000)`);
+  // due: 6,000 children of the finished parent; kept: a due child of a going parent
+  await sql(
+    `INSERT INTO ${S}.runs (id, workflow, status, run_at, finished_at, parent_id)
+     SELECT gen_random_uuid(), 'tb_never', 'completed', now() - interval '2 days', now() - interval '2 days', $1 FROM generate_series(1, 6000)`,
+    [parent.id],
+  );
+  const [going] = await sql<{ id: string }>(
+    `INSERT INTO ${S}.runs (id, workflow, status, run_at) VALUES (gen_random_uuid(), 'tb_never', 'waiting', now()) RETURNING id`,
+  );
+  const kept = await sql<{ id: string }>(
+    `INSERT INTO ${S}.runs (id, workflow, status, run_at, finished_at, parent_id)
+     VALUES (gen_random_uuid(), 'tb_never', 'completed', now() - interval '2 days', now() - interval '2 days', $1) RETURNING id`,
+    [going.id],
+  );
+  await sql(`ANALYZE ${S}.runs`);
+
+  const read = await rowsReadBy(t.get(DurableConnection), 'runs', () => t.get(Maintenance).pruneNow());
+  // each due run and its parent, a few times (candidates, delete): not the 106,000 rows at each statement
+  expect(read).toBeLessThan(60_000);
+  expect(await sql(`SELECT count(*)::int AS n FROM ${S}.runs WHERE finished_at < now() - interval '1 day'`)).toEqual([{ n: 1 }]);
+  expect(await sql(`SELECT id FROM ${S}.runs WHERE id = $1`, [kept[0].id])).toEqual(kept);
+});
