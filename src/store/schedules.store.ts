@@ -50,6 +50,8 @@ export interface ScheduleChanges {
   mark: ScheduleMark;
   /** The database's time of the read, in ms. */
   at: number;
+  /** The server read (its start time): another one (failover, restore, recovery) counts its transaction ids from elsewhere. */
+  server: string;
   /** Schedules stored, or changed in what a node ticks them on, since `since` (as they are now). */
   rows: ScheduleCopy[];
   /** Names of the schedules removed since `since` and not stored now; null: the table was truncated. */
@@ -95,8 +97,8 @@ export class SchedulesStore {
       // cluster) could else unmount a schedule whose row this read does not return; asked per
       // removal read (a subplan through the primary key: an anti-join may scan every schedule).
       changes: `
-        SELECT m.snap, m.at, c.name, c.workflow, c.cron, c.timezone, c.removed
-        FROM (SELECT txid_current_snapshot()::text AS snap, now() AS at) m
+        SELECT m.snap, m.at, m.server, c.name, c.workflow, c.cron, c.timezone, c.removed
+        FROM (SELECT txid_current_snapshot()::text AS snap, now() AS at, pg_postmaster_start_time()::text AS server) m
         LEFT JOIN LATERAL (
           SELECT name, workflow, cron, timezone, false AS removed FROM ${S}.schedules
           WHERE changed_xid >= $1::bigint OR changed_xid = ANY($2::bigint[])
@@ -191,11 +193,11 @@ export class SchedulesStore {
 
   /** The schedules changed since the read whose `mark` is `since` ({@link EVERY_CHANGE}: every schedule, and every removal kept). */
   async changes(q: Queryable, since: ScheduleMark): Promise<ScheduleChanges> {
-    const rows = await q.query<ScheduleCopy & { snap: string; at: Date; removed: boolean | null }>(this.sql.changes, [since.xmax, since.xip]);
+    const rows = await q.query<ScheduleCopy & { snap: string; at: Date; server: string; removed: boolean | null }>(this.sql.changes, [since.xmax, since.xip]);
     // xmin:xmax:xip1,xip2,...
     const [, xmax, xip] = rows[0].snap.split(':');
     const mark = { xmax, xip: xip ? xip.split(',') : [] };
-    const out: ScheduleChanges = { mark, at: new Date(rows[0].at).getTime(), rows: [], removed: [] };
+    const out: ScheduleChanges = { mark, at: new Date(rows[0].at).getTime(), server: rows[0].server, rows: [], removed: [] };
     for (const r of rows) {
       if (r.removed === true) out.removed.push(r.name);
       else if (r.removed === false) out.rows.push({ name: r.name, workflow: r.workflow, cron: r.cron, timezone: r.timezone });

@@ -41,3 +41,21 @@ it('a removal recorded with a transaction id ahead of the database (restored) un
   expect(s.mounted()).toEqual(['tenant-1']);
   expect(copyOf(s, 'tenant-1')).toMatchObject({ cron: '0 0 2 1 *' });
 });
+
+it('a node whose last read was of another server (failover, restore) reads every schedule again', async () => {
+  const a = await createApp({ workflows: [Tenant], options: { nodeId: 'node-a', worker: false } });
+  const S = ident(a.schema);
+  const s = a.get(Scheduler);
+  await s.sync();
+  // stored on the server the node reaches now, by a transaction the server it read before (a
+  // primary that went on further, then failed over to a replica behind it) had already seen
+  const [{ xid }] = await sql<{ xid: string }>(
+    `INSERT INTO ${S}.schedules (name, workflow, cron) VALUES ('tenant-2', 'restored_tenant', '${YEARLY}') RETURNING changed_xid::text AS xid`,
+  );
+  await sql('SELECT txid_current()');
+  await sql('SELECT txid_current()');
+  const reader = (s as unknown as { changes: { last: { mark: { xmax: string; xip: string[] }; at: number; server?: string } } }).changes;
+  reader.last = { ...reader.last, mark: { xmax: String(BigInt(xid) + 1n), xip: [] }, server: 'the server before the failover' };
+  await s.sync();
+  expect(s.mounted()).toEqual(['tenant-2']);
+});
