@@ -8,7 +8,7 @@ import { DurableMigration } from './durable-migration';
  * - `schedules.changed_xid`: the transaction (`txid_current()`) that stored the row, or last changed
  *   what a node ticks it on (name, workflow, cron, time zone); a fire's updates leave it as it is.
  *   Read through `schedules_changed`: the rows changed by a transaction a node's last read did not
- *   see have an id at least that read's snapshot's `xmin`.
+ *   see have an id at least that read's snapshot's `xmax`, or one of its in-progress ids (`xip`).
  * - `schedule_removals`: one row per removed schedule (and one with no name for a `TRUNCATE`), with
  *   the removing transaction's id, kept an hour (the nodes prune it).
  *
