@@ -8,11 +8,16 @@ import { countRuns, createApp, freshSchema, waitFor } from '../support';
  * name, each sent its event at once, all resume once with their own.
  */
 
+/** Held by a test until its sends have all returned: a send to a run that has ended is dropped, whatever `buffer` says. */
+let sendsDone: Promise<void> = Promise.resolve();
+
 @Workflow('ecs_wait')
 class WaitGo {
   @Step({ retry: { attempts: 1 } })
   async listen(ctx: RunContext<{ i: number }>) {
-    return ctx.waitForEvent<{ from: number }>('go');
+    const got = await ctx.waitForEvent<{ from: number }>('go');
+    await sendsDone;
+    return got;
   }
 }
 
@@ -30,7 +35,10 @@ it.each([false, true])(
     const { durable } = apps[0];
     const { runId } = await durable.start(WaitGo, { i: 0 });
     await waitFor(async () => (await durable.getRun(runId))?.status === 'waiting', { timeout: 30_000, message: 'the run waits' });
+    let release = (): void => undefined;
+    sendsDone = new Promise((resolve) => (release = resolve));
     const outcomes = await Promise.all(Array.from({ length: 30 }, (_, n) => apps[n % apps.length].durable.sendEvent(runId, 'go', { from: n }, { buffer })));
+    release();
     const delivered = outcomes.flatMap((o, n) => (o === 'delivered' ? [n] : []));
     expect(delivered).toHaveLength(1);
     expect(new Set(outcomes.filter((o) => o !== 'delivered'))).toEqual(new Set([buffer ? 'kept' : 'dropped']));
