@@ -7,6 +7,7 @@ import { ConnectTimeoutError, DurableValidationError, NotReadyError } from '../e
 import { assertValid, managerProblem, problem } from '../domain/validation';
 import { definitionRecord } from '../definition/definition-record';
 import { WorkflowRegistry } from '../definition/workflow.registry';
+import { bounded, type Statements } from '../store/bounded-queryable';
 import { databaseOf, Db, isConnectTimeout, sqlState, transactionOf, UNDEFINED_TABLE, type DatabaseIdentity, type Queryable } from '../store/db';
 import { DefinitionsStore } from '../store/definitions.store';
 import { createDataSource, pgPoolOf } from '../store/typeorm-adapter';
@@ -93,6 +94,18 @@ export class DurableConnection implements OnModuleInit, OnApplicationShutdown {
   get db(): Db {
     if (!this.connected) throw new NotReadyError('DurableService');
     return this.connected;
+  }
+
+  /**
+   * Where maintenance (the pass, the flows' repairs) sends its statements: the pool, under the
+   * module's `statementTimeout`; without one, each statement under a statement timeout of
+   * `nodeTimeout`. A statement waiting for a lock would otherwise hold the pass, and every later
+   * one, for as long as the lock is held, while the heartbeat renews the lease: no run timed out,
+   * no dead node recovered in the cluster. Bounded, it fails, is logged, and the next pass begins again.
+   */
+  get maintenanceDb(): Statements {
+    const { statementTimeoutMs, nodeTimeoutMs } = this.options;
+    return statementTimeoutMs === undefined ? bounded(this.db, nodeTimeoutMs) : this.db;
   }
 
   /**

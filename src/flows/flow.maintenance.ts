@@ -3,7 +3,6 @@ import { WorkflowRegistry } from '../definition/workflow.registry';
 import { DurableConnection } from '../core/durable.connection';
 import { LOG_CONTEXT, RESOLVED_OPTIONS } from '../core/durable.constants';
 import type { ResolvedOptions } from '../options/resolve-options';
-import { boundedTx } from '../store/bounded-queryable';
 import { sqlState, type Queryable } from '../store/db';
 import { FlowsStore } from '../store/flows.store';
 import type { FlowPruneCursor } from '../store/flows.types';
@@ -57,16 +56,8 @@ export class FlowMaintenance implements BeforeApplicationShutdown {
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedOptions,
   ) {}
 
-  /**
-   * A transaction on the pool (repairs that must hold a flow's row); without a module
-   * `statementTimeout`, its statements are bounded by `nodeTimeout`, as the maintenance pass's are:
-   * a repair waiting for a row another transaction holds would otherwise hold the pass, and every
-   * later one, for as long as that transaction stays open.
-   */
-  private readonly tx = <T>(fn: (q: Queryable) => Promise<T>): Promise<T> => {
-    const { db } = this.connection;
-    return this.options.statementTimeoutMs === undefined ? boundedTx(db, this.options.nodeTimeoutMs)(fn) : db.tx(fn);
-  };
+  /** A transaction (repairs that must hold a flow's row), bounded as the maintenance pass's statements are (`DurableConnection.maintenanceDb`). */
+  private readonly tx = <T>(fn: (q: Queryable) => Promise<T>): Promise<T> => this.connection.maintenanceDb.tx(fn);
 
   /**
    * Maintenance (see docs/flows.md), safe on many nodes at once: deps that never

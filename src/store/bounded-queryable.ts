@@ -1,25 +1,19 @@
-import type { Db, Queryable } from './db';
+import type { Db } from './db';
 
-/** Sets a statement timeout of `timeoutMs` for the rest of the transaction `q` is in. */
-const boundTx = (q: Queryable, timeoutMs: number) => q.query(`SELECT set_config('statement_timeout', $1, true)`, [`${timeoutMs}ms`]);
-
-/**
- * `db` with every statement bounded by a statement timeout of `timeoutMs` on the server (each in a
- * transaction of its own that sets it locally, so the pooled connection keeps its own settings):
- * a statement that waits for a lock, however long another transaction holds it, fails instead.
- */
-export function boundedQueryable(db: Db, timeoutMs: number): Queryable {
-  return { query: (text, values) => boundedTx(db, timeoutMs)((q) => q.query(text, values)) };
-}
+/** Statements and transactions, sent as `Db` sends them. */
+export type Statements = Pick<Db, 'query' | 'tx'>;
 
 /**
- * Transactions on `db` (as `db.tx`) whose every statement is bounded by a statement timeout of
- * `timeoutMs` (set locally: the pooled connection keeps its own settings).
+ * `db` with every statement bounded by a statement timeout of `timeoutMs` on the server: a
+ * transaction's statements after it sets the timeout locally (the pooled connection keeps its own
+ * settings), a statement alone in a transaction of its own that does. A statement that waits for a
+ * lock, however long another transaction holds it, fails instead.
  */
-export function boundedTx(db: Db, timeoutMs: number): <T>(fn: (q: Queryable) => Promise<T>) => Promise<T> {
-  return (fn) =>
+export function bounded(db: Db, timeoutMs: number): Statements {
+  const tx: Db['tx'] = (fn) =>
     db.tx(async (q) => {
-      await boundTx(q, timeoutMs);
+      await q.query(`SELECT set_config('statement_timeout', $1, true)`, [`${timeoutMs}ms`]);
       return fn(q);
     });
+  return { query: (text, values) => tx((q) => q.query(text, values)), tx };
 }

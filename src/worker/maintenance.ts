@@ -9,7 +9,6 @@ import { LOG_CONTEXT, RESOLVED_OPTIONS } from '../core/durable.constants';
 import type { ResolvedOptions } from '../options/resolve-options';
 import { ActivityStore } from '../store/activity.store';
 import { sqlState, UNDEFINED_TABLE, type Queryable } from '../store/db';
-import { boundedQueryable } from '../store/bounded-queryable';
 import { NodesStore } from '../store/nodes.store';
 import { RunsStore, type KeyHorizon } from '../store/runs.store';
 import { statusesThatFreeKey, type ReusePolicy } from '../domain/keys.policy';
@@ -101,7 +100,7 @@ export class Maintenance {
   /** One pass (see the class). */
   async pass(mayRecover: boolean): Promise<void> {
     const { nodes, runs, options, logger, registry } = this;
-    const q = this.statements();
+    const q = this.connection.maintenanceDb;
     const until = monotonicMs() + options.heartbeatMs;
     if (mayRecover) {
       const recovered = await nodes.recoverDead(q, options.nodeTimeoutMs);
@@ -146,18 +145,6 @@ export class Maintenance {
       defs.filter((d) => d.controls),
       until,
     );
-  }
-
-  /**
-   * Where the pass sends its statements: the pool, under the module's `statementTimeout`; without
-   * one, each statement under a statement timeout of `nodeTimeout` of its own. A statement waiting
-   * for a lock would otherwise hold the pass, and every later one, for as long as the lock is held,
-   * while the heartbeat renews the lease: no run timed out, no dead node recovered in the cluster.
-   * Bounded, it fails, the pass is logged as failed, and the next pass begins again.
-   */
-  private statements(): Queryable {
-    const { db } = this.connection;
-    return this.options.statementTimeoutMs === undefined ? boundedQueryable(db, this.options.nodeTimeoutMs) : db;
   }
 
   /**
