@@ -21,11 +21,8 @@ export class RunsController {
 
   /** `/runs?q=&before=&after=`: a bare run id (or `id:`) opens the run; an empty cursor is no cursor. */
   @Get('runs')
-  async runs(@Res() res: HtmlResponse, @Query('q') q = '', @Query('before') beforeParam?: string, @Query('after') afterParam?: string) {
+  async runs(@Res() res: HtmlResponse, @Query('q') q = '', @Query('before') before?: string, @Query('after') after?: string) {
     const search = String(q);
-    // as the keys and activity pages take an empty cursor (a form that sends its field blank)
-    const before = beforeParam === '' ? undefined : beforeParam;
-    const after = afterParam === '' ? undefined : afterParam;
     let opened: string | undefined;
     const answer = await this.context.render(async (ctx) => {
       let filter;
@@ -41,8 +38,10 @@ export class RunsController {
         opened = `${ctx.base}/runs/${filter.id}`;
         return '';
       }
-      const page = await runs.list({ ...filter, before, after, limit: PAGE_SIZE });
-      return runsPage(ctx, { q: search, runs: page, limit: PAGE_SIZE, before, after });
+      // an empty cursor (a form that sends its field blank) is none, as on the keys and activity pages
+      const cursors = { before: before || undefined, after: after || undefined };
+      const page = await runs.list({ ...filter, ...cursors, limit: PAGE_SIZE });
+      return runsPage(ctx, { q: search, runs: page, limit: PAGE_SIZE, ...cursors });
     });
     if (opened) return this.context.redirect(res, opened);
     this.context.send(res, answer);
