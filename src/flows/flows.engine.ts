@@ -10,6 +10,7 @@ import { WorkflowRegistry } from '../definition/workflow.registry';
 import { DurableConnection } from '../core/durable.connection';
 import { inSavepoint, type Queryable } from '../store/db';
 import { inTurn } from '../store/tx-turns';
+import { onCommit, type CallerTx } from '../store/caller-tx';
 import { ActivityStore } from '../store/activity.store';
 import { FlowsStore } from '../store/flows.store';
 import { depOutcome, type NewFlowEdge, type NewFlowNode } from '../store/flows.types';
@@ -102,13 +103,17 @@ export class FlowsEngine {
   /**
    * Runs node `from` of flow `flowId` and every node downstream of it again, as fresh runs; the
    * other nodes keep their recorded results (see docs/flows.md, "Running part of a flow again").
+   * `tx` (internal): a caller's transaction to do it in (in a savepoint of it), counted once it committed.
    */
-  async rerun(flowId: string, options: RerunFlowOptions): Promise<StartFlowResult> {
+  async rerun(flowId: string, options: RerunFlowOptions, tx?: CallerTx): Promise<StartFlowResult> {
     if (nameProblem(flowId)) throw new RunNotFoundError(String(flowId));
     const { from } = callOptions(`rerunFlow ${flowId}`, options, RERUN_FLOW_OPTION_NAMES);
     assertValid(`rerunFlow ${flowId}`, [nameProblem(from, 'from')]);
-    const runIds = await this.keyedTransaction(undefined, (q, handedOff, cancelled) =>
-      rerunNodes(q, this.store, this.keys, flowId, from, handedOff, cancelled),
+    const runIds = await this.keyedTransaction(
+      tx?.q,
+      (q, handedOff, cancelled) => rerunNodes(q, this.store, this.keys, flowId, from, handedOff, cancelled),
+      true,
+      tx,
     );
     return { flowId, runIds };
   }
@@ -120,12 +125,14 @@ export class FlowsEngine {
    * insert: the failed insert is undone, and the caller's transaction stays usable. The keys `fn`
    * handed over (their workflows, in `handedOff`) and the nodes it cancelled (behind a dep that had
    * failed, been cancelled or deleted; in `cancelled`) are counted once it has succeeded: after the
-   * commit of a transaction of its own, when the call returns in a caller's.
+   * commit of a transaction of its own, or of `tx` (`joined` is then its transaction), when the call
+   * returns in another caller's.
    */
   private async keyedTransaction<T>(
     joined: Queryable | undefined,
     fn: (q: Queryable, handedOff: string[], cancelled: string[]) => Promise<T>,
     savepoint = true,
+    tx?: CallerTx,
   ): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       const handedOff: string[] = [];
@@ -133,8 +140,10 @@ export class FlowsEngine {
       try {
         const write = (q: Queryable) => fn(q, handedOff, cancelled);
         const out = await (joined ? (savepoint ? inSavepoint(joined, write) : write(joined)) : this.connection.db.tx(write));
-        emitKeyHandoffs(handedOff);
-        for (const workflow of cancelled) emitRunFinished(workflow, 'cancelled');
+        onCommit(tx, () => {
+          emitKeyHandoffs(handedOff);
+          for (const workflow of cancelled) emitRunFinished(workflow, 'cancelled');
+        });
         return out;
       } catch (err) {
         if (!isKeyConflict(err)) throw err;

@@ -4,6 +4,7 @@ import { WorkflowRegistry } from '../definition/workflow.registry';
 import type { WorkflowRef } from '../definition/workflow-metadata';
 import { assertValid, nameProblem } from '../domain/validation';
 import { ControlsStore } from '../store/controls.store';
+import type { CallerTx } from '../store/caller-tx';
 
 /**
  * Pausing and resuming workflows on every node: a paused workflow's runs are not claimed (running
@@ -17,14 +18,14 @@ export class QueueControls {
     private readonly controls: ControlsStore,
   ) {}
 
-  /** Stops claiming the workflow's runs on every node. */
-  pause(workflow: WorkflowRef): Promise<void> {
-    return this.set(workflow, true);
+  /** Stops claiming the workflow's runs on every node (in `tx`, internal: a caller's transaction, when given). */
+  pause(workflow: WorkflowRef, tx?: CallerTx): Promise<void> {
+    return this.set(workflow, true, tx);
   }
 
-  /** Claims the workflow's runs again (and wakes the workers). */
-  resume(workflow: WorkflowRef): Promise<void> {
-    return this.set(workflow, false);
+  /** Claims the workflow's runs again (in `tx` when given), and wakes the workers once that committed. */
+  resume(workflow: WorkflowRef, tx?: CallerTx): Promise<void> {
+    return this.set(workflow, false, tx);
   }
 
   /** The names of the paused workflows. */
@@ -36,9 +37,10 @@ export class QueueControls {
    * A class must be a registered workflow; a name must be a name, and a registered one wherever
    * workflows are registered (an app that registers none, such as the CLI, pauses any name).
    */
-  private async set(ref: WorkflowRef, paused: boolean): Promise<void> {
+  private async set(ref: WorkflowRef, paused: boolean, tx: CallerTx | undefined): Promise<void> {
     if (typeof ref !== 'function') assertValid(paused ? 'pause' : 'resume', [nameProblem(ref, 'workflow')]);
     if (typeof ref === 'function' || this.registry.names().length > 0) this.registry.get(ref);
-    await this.controls.setPaused(this.connection.db, this.registry.nameOf(ref), paused);
+    // the wake-up is a NOTIFY of the statement: PostgreSQL delivers it at the commit
+    await this.controls.setPaused(tx?.q ?? this.connection.db, this.registry.nameOf(ref), paused);
   }
 }

@@ -21,14 +21,19 @@ import { emitKeyMetric, emitRunFinished } from '../observe/telemetry';
 import { ActivityStore } from '../store/activity.store';
 import { RunsStore, isKeyConflict } from '../store/runs.store';
 import { WaitsStore } from '../store/waits.store';
-import { retryDeadlocks } from '../store/db';
-import { countTriggerOutcomes } from './trigger-outcomes';
+import { inSavepoint, retryDeadlocks, type Queryable } from '../store/db';
+import { inTxOrOwn, onCommit, type CallerTx } from '../store/caller-tx';
+import { countTriggerOutcomes, triggerOutcomes } from './trigger-outcomes';
 import { Starter } from './starter';
 
 /** Longest cancel reason, in bytes of UTF-8. */
 const MAX_REASON_BYTES = 1_000;
 
-/** What an operator does to a run: `cancel`, `retry`, `rerun`, `releaseKey`. */
+/**
+ * What an operator does to a run: `cancel`, `retry`, `rerun`, `releaseKey`. Each may be given a
+ * caller's transaction (`tx`, internal: the dashboard's, which records the action in it): it is then
+ * done in it (what it may try again, in savepoints of it), and counted once it committed.
+ */
 @Injectable()
 export class RunAdmin {
   private readonly logger = new Logger(LOG_CONTEXT);
@@ -47,34 +52,43 @@ export class RunAdmin {
    * abort at the node's next heartbeat, and no later step starts. A finished run is left as it is.
    * `reason`: a string of 1 to {@link MAX_REASON_BYTES} bytes, or null/undefined for none.
    */
-  async cancel(runId: string, given?: { reason?: string } | null): Promise<void> {
+  async cancel(runId: string, given?: { reason?: string } | null, tx?: CallerTx): Promise<void> {
     const options = callOptions('cancel', given, ['reason']);
     const reason = options.reason ?? null;
     assertValid('cancel', [reason === null ? undefined : textProblem(reason, 'reason', MAX_REASON_BYTES)]);
     const { runs } = this;
-    const { db } = this.connection;
-    const row = isUuid(runId) ? await runs.get(db, runId) : undefined;
+    const q = tx?.q ?? this.connection.db;
+    const row = isUuid(runId) ? await runs.get(q, runId) : undefined;
     if (!row) throw new RunNotFoundError(runId);
     const error = { name: 'CancelledError', code: 'cancelled', message: reason ?? 'cancelled' };
     // unfinished children are cancelled with it (trigger runs_cancel_children, same statement);
-    // a deadlock with a child finishing at that moment is retried
-    const ended = await retryDeadlocks(() => runs.cancel(db, runId, reason, error));
+    // a deadlock with a child finishing at that moment is retried (in a caller's transaction, from a savepoint)
+    const cancel = (on: Queryable) => runs.cancel(on, runId, reason, error);
+    const ended = await retryDeadlocks(() => (tx ? inSavepoint(tx.q, cancel) : cancel(q)));
     if (ended.runs.length > 0) {
-      emitRunFinished(row.workflow, 'cancelled');
-      // a run waiting behind it may have taken its key; its children, its flow dependants were cancelled
-      return countTriggerOutcomes(this.activity, this.logger, db, ended.tx);
+      // a run waiting behind it may have taken its key; its children, its flow dependants were
+      // cancelled: counted once the cancel committed (in a caller's transaction, read on it first)
+      if (!tx) {
+        emitRunFinished(row.workflow, 'cancelled');
+        return countTriggerOutcomes(this.activity, this.logger, q, ended.tx);
+      }
+      const count = await triggerOutcomes(this.activity, q, ended.tx);
+      return tx.afterCommit(() => {
+        emitRunFinished(row.workflow, 'cancelled');
+        count();
+      });
     }
-    const now = await runs.get(db, runId);
+    const now = await runs.get(q, runId);
     if (now?.status === 'compensating') throw new NotCancellableError(runId, now.status);
   }
 
   /** Resumes a failed run at its failed step (taking its key back if a newer run let it go). */
-  async retry(runId: string): Promise<void> {
+  async retry(runId: string, tx?: CallerTx): Promise<void> {
     // a start may commit a holder of the free key between the holder check and the take: the
     // take is then refused (nothing written) and the decision is made again against that holder
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.retryOnce(runId);
+        return await this.retryOnce(runId, tx);
       } catch (err) {
         if (!isKeyConflict(err)) throw err;
         if (attempt === MAX_HANDOFFS) throw new KeyContendedError();
@@ -82,9 +96,9 @@ export class RunAdmin {
     }
   }
 
-  private async retryOnce(runId: string): Promise<void> {
+  private async retryOnce(runId: string, tx: CallerTx | undefined): Promise<void> {
     const { runs, registry } = this;
-    const retaken = await this.connection.db.tx(async (q) => {
+    const retaken = await inTxOrOwn(this.connection.db, tx, async (q) => {
       const row = isUuid(runId) ? await runs.get(q, runId, true) : undefined;
       if (!row) throw new RunNotFoundError(runId);
       if (row.pruned_at) throw RunNotFoundError.pruned(runId);
@@ -104,18 +118,18 @@ export class RunAdmin {
       await runs.retry(q, runId);
       return row.key !== null && !row.holds_key ? row.workflow : undefined;
     });
-    if (retaken !== undefined) emitKeyMetric('key_retaken', retaken); // counted once the retry committed
+    if (retaken !== undefined) onCommit(tx, () => emitKeyMetric('key_retaken', retaken)); // counted once the retry committed
   }
 
   /** Starts a fresh copy of a finished run (same workflow, key and priority; `input` replaces the input). */
-  async rerun(runId: string, given?: { input?: unknown } | null): Promise<StartResult> {
+  async rerun(runId: string, given?: { input?: unknown } | null, tx?: CallerTx): Promise<StartResult> {
     const options = callOptions('rerun', given, ['input']);
-    const row = isUuid(runId) ? await this.runs.get(this.connection.db, runId) : undefined;
+    const row = isUuid(runId) ? await this.runs.get(tx?.q ?? this.connection.db, runId) : undefined;
     if (!row) throw new RunNotFoundError(runId);
     if (!isFinished(row.status)) throw new NotFinishedError(runId);
     if (row.pruned_at && !('input' in options)) throw RunNotFoundError.pruned(runId, 'release its key (releaseKey) and pass { input } to rerun it');
     const input = 'input' in options ? options.input : row.input;
-    return this.starter.start(row.workflow, input, { key: row.key, onDuplicate: 'error', priority: row.priority }, true);
+    return this.starter.start(row.workflow, input, { key: row.key, onDuplicate: 'error', priority: row.priority }, { rerun: true, tx });
   }
 
   /**
@@ -123,11 +137,11 @@ export class RunAdmin {
    * on purpose; the run keeps its history and its key value. `by` (who released it, 1–255 bytes) is
    * recorded in the `key_released` event (null when not given).
    */
-  async releaseKey(runId: string, options?: { by?: string } | null): Promise<void> {
+  async releaseKey(runId: string, options?: { by?: string } | null, tx?: CallerTx): Promise<void> {
     const { by } = callOptions('releaseKey', options, ['by']);
     assertValid('releaseKey', [by === undefined || by === null ? undefined : nameProblem(by, 'by')]);
     const { runs, activity } = this;
-    const workflow = await this.connection.db.tx(async (q) => {
+    const workflow = await inTxOrOwn(this.connection.db, tx, async (q) => {
       const row = isUuid(runId) ? await runs.get(q, runId, true) : undefined;
       if (!row) throw new RunNotFoundError(runId);
       if (!isFinished(row.status)) throw new NotFinishedError(runId);
@@ -136,6 +150,6 @@ export class RunAdmin {
       await activity.record(q, 'key_released', runId, row.workflow, row.key, { by: by ?? null });
       return row.workflow;
     });
-    emitKeyMetric('key_released', workflow); // counted once the release committed
+    onCommit(tx, () => emitKeyMetric('key_released', workflow)); // counted once the release committed
   }
 }

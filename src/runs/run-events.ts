@@ -7,9 +7,13 @@ import { DurableConnection } from '../core/durable.connection';
 import type { Queryable } from '../store/db';
 import { EventsStore } from '../store/events.store';
 import { inTurn } from '../store/tx-turns';
+import type { CallerTx } from '../store/caller-tx';
 import { deliverEvent, type SendEventOutcome } from './event-delivery';
 
-/** Events and human input sent to runs: `sendEvent`, `provideInput`. */
+/**
+ * Events and human input sent to runs: `sendEvent`, `provideInput`. Each may be given a caller's
+ * transaction (`tx`, internal: the dashboard's, which records the action in it) to deliver in.
+ */
 @Injectable()
 export class RunEvents {
   constructor(
@@ -21,18 +25,19 @@ export class RunEvents {
    * Sends the event `name` to a run: `'delivered'` when it was waiting for it (it resumes); `'kept'`
    * when it is kept for a later `waitForEvent(name)` — with `buffer: true`, or when the running
    * step has just reached that wait and is suspending on it; else `'dropped'`. `buffer` must be a
-   * boolean (or null/undefined: false). Joins the ambient transaction (module option
+   * boolean (or null/undefined: false). Joins `tx`, else the ambient transaction (module option
    * `transactionManager`) when there is one.
    */
-  async send(runId: string, name: string, payload: unknown, options?: { buffer?: boolean } | null): Promise<SendEventOutcome> {
+  async send(runId: string, name: string, payload: unknown, options?: { buffer?: boolean } | null, tx?: CallerTx): Promise<SendEventOutcome> {
     const buffer = callOptions('sendEvent', options, ['buffer']).buffer ?? false;
     assertValid('sendEvent', [typeof buffer === 'boolean' ? undefined : problem('buffer', buffer, 'isBoolean', 'buffer must be a boolean')]);
-    return this.deliver(runId, name, payload, { buffer, kind: 'event' }, 'sendEvent', () => this.connection.join(undefined, 'sendEvent'));
+    const join = async () => tx?.q ?? this.connection.join(undefined, 'sendEvent');
+    return this.deliver(runId, name, payload, { buffer, kind: 'event' }, 'sendEvent', join);
   }
 
-  /** Provides the value a run waits for with `ctx.waitForInput(name)`; kept when it does not wait yet. */
-  async provideInput(runId: string, name: string, value: unknown): Promise<void> {
-    await this.deliver(runId, name, value, { buffer: true, kind: 'input' }, 'provideInput');
+  /** Provides the value a run waits for with `ctx.waitForInput(name)`; kept when it does not wait yet. Joins `tx` when given. */
+  async provideInput(runId: string, name: string, value: unknown, tx?: CallerTx): Promise<void> {
+    await this.deliver(runId, name, value, { buffer: true, kind: 'input' }, 'provideInput', tx && (async () => tx.q));
   }
 
   /**

@@ -6,6 +6,7 @@ import { groupOf, type WorkflowDefinition } from '../definition/workflow-definit
 import type { WorkflowRef } from '../definition/workflow-metadata';
 import { inSavepoint, retryDeadlocks, type Queryable } from '../store/db';
 import { inTurn } from '../store/tx-turns';
+import { onCommit, type CallerTx } from '../store/caller-tx';
 import type { ClaimedRow, HolderRow, NewRun, StartAnswer, StartRow } from '../store/runs.types';
 import { isDeepStrictEqual } from 'node:util';
 import { DurableConnection } from '../core/durable.connection';
@@ -106,8 +107,12 @@ export class Starter {
     this.batcher = new StartBatcher((rows) => this.insertNow(connection.db, rows, false));
   }
 
-  /** Validates and starts one run; a `rerun` never gets the holder back (always `KeyTakenError`). */
-  async start(ref: WorkflowRef, input: unknown, given?: StartOptions, rerun = false): Promise<StartResult> {
+  /**
+   * Validates and starts one run; a `rerun` never gets the holder back (always `KeyTakenError`).
+   * `tx` (internal, in place of `manager`): a caller's transaction the start joins, its telemetry
+   * counted once it committed.
+   */
+  async start(ref: WorkflowRef, input: unknown, given?: StartOptions, { rerun = false, tx }: { rerun?: boolean; tx?: CallerTx } = {}): Promise<StartResult> {
     const def = this.registry.get(ref);
     const options = given ?? {};
     assertValid(`start ${def.name}`, optionsProblems(options, 'options', START_OPTION_NAMES));
@@ -116,7 +121,7 @@ export class Starter {
         ...this.plan(def, { input, key: options.key, runAt: options.runAt, priority: options.priority }, options.delay, options.onDuplicate),
         rerun,
       };
-      const [result] = await this.execute(def, [plan], options.manager);
+      const [result] = await this.execute(def, [plan], options.manager, tx);
       if ('error' in result) throw result.error;
       return startDone(span, result);
     });
@@ -175,25 +180,25 @@ export class Starter {
     };
   }
 
-  private execute(def: WorkflowDefinition, plans: Planned[], manager?: EntityManager): Promise<StartManyResult[]> {
-    return this.insertOrResolve(def, plans, manager).catch((err) => Promise.reject(SerializationError.wrap(err)));
+  private execute(def: WorkflowDefinition, plans: Planned[], manager?: EntityManager, tx?: CallerTx): Promise<StartManyResult[]> {
+    return this.insertOrResolve(def, plans, manager, tx).catch((err) => Promise.reject(SerializationError.wrap(err)));
   }
 
-  private async insertOrResolve(def: WorkflowDefinition, plans: Planned[], manager?: EntityManager): Promise<StartManyResult[]> {
-    const joined = await this.connection.join(manager, `start ${def.name}`);
+  private async insertOrResolve(def: WorkflowDefinition, plans: Planned[], manager?: EntityManager, tx?: CallerTx): Promise<StartManyResult[]> {
+    const joined = tx?.q ?? (await this.connection.join(manager, `start ${def.name}`));
     // starts made at once on one caller's transaction take turns (its savepoints are its connection's)
-    return joined ? inTurn(joined, () => this.write(def, plans, joined)) : this.write(def, plans);
+    return joined ? inTurn(joined, () => this.write(def, plans, joined, tx)) : this.write(def, plans);
   }
 
-  /** Writes the starts: in the caller's transaction `joined`, else autocommit or a transaction of their own. */
-  private async write(def: WorkflowDefinition, plans: Planned[], joined?: Queryable): Promise<StartManyResult[]> {
+  /** Writes the starts: in the caller's transaction `joined` (`tx`'s, when given), else autocommit or a transaction of their own. */
+  private async write(def: WorkflowDefinition, plans: Planned[], joined?: Queryable, tx?: CallerTx): Promise<StartManyResult[]> {
     const { db } = this.connection;
     // Outside a caller's transaction the common case is one autocommit statement (shared with the
     // concurrent starts of this process); only a start the key policy cannot settle at once opens a
     // transaction of its own, to lock the holder and decide.
     // telemetry is counted once what it counts committed: at once after an autocommit statement or
-    // a start's own transaction; in a caller's transaction when the whole call returns (the
-    // caller's commit being out of sight)
+    // a start's own transaction; in a caller's transaction once it committed when it is a `tx`, else
+    // when the whole call returns (the caller's commit being out of sight)
     const onReturn: Counted = [];
     const count = (counted: Counted) => (joined ? onReturn.push(...counted) : counted.forEach((c) => c()));
     // a deadlock (a cancelExisting meeting a child that ends) is decided again: in a transaction of
@@ -229,7 +234,7 @@ export class Starter {
         out.push(answer.rejected ? { error: new KeyTakenError(answer.holderId, p.run.key, def.name) } : { runId: answer.holderId, outcome: 'useExisting' });
       }
     }
-    onReturn.forEach((c) => c());
+    onCommit(tx, () => onReturn.forEach((c) => c()));
     return out;
   }
 

@@ -7,7 +7,8 @@ import { SCHEDULE_OPTION_NAMES, type ScheduleMetadata, type ScheduleOptions } fr
 import { schedulesMetadataOf, workflowNameOf } from '../definition/workflow-metadata';
 import { WorkflowRegistry } from '../definition/workflow.registry';
 import type { WorkflowRef } from '../definition/workflow-metadata';
-import { managerQueryable } from '../store/db';
+import { managerQueryable, type Queryable } from '../store/db';
+import type { CallerTx } from '../store/caller-tx';
 import { SchedulesStore, type ClaimedTick, type ScheduleCopy, type ScheduleRow } from '../store/schedules.store';
 import { DurableConnection } from '../core/durable.connection';
 import { LOG_CONTEXT, RESOLVED_OPTIONS } from '../core/durable.constants';
@@ -229,24 +230,23 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
   /**
    * `DurableService.triggerSchedule`: fires now, with the schedule's key and input (so a held key
    * follows the workflow's `onDuplicate`; with `'error'` it rejects with `KeyTakenError`).
-   * `ScheduleNotFoundError` when there is none, or for a name no schedule can have.
+   * `ScheduleNotFoundError` when there is none, or for a name no schedule can have. `tx` (internal): a caller's
+   * READ COMMITTED transaction to fire in; a skip's `KeyTakenError` is then thrown before it ends (its rollback undoes the skip's record).
    */
-  async trigger(name: string): Promise<StartResult> {
+  async trigger(name: string, tx?: CallerTx): Promise<StartResult> {
     if (unstorableName(name)) throw new ScheduleNotFoundError(String(name));
-    let taken: KeyTakenError | undefined;
-    const result = await this.fireTransaction(async (manager) => {
-      const q = managerQueryable(manager);
+    const fire = async (q: Queryable, manager?: EntityManager) => {
       // as in a tick: a node that stops in the middle of the trigger does not hold the row for good
       await this.store.fireSession(q);
       // the row first, as a tick takes it: a tick that starts under the same key waits, never deadlocks
       const row = await this.store.lockForFire(q, name);
       if (!row) throw new ScheduleNotFoundError(name);
-      const out = await this.startFor(manager, row);
+      const out = await this.startFor(row, manager, tx);
       await this.store.recordFire(q, name, null, out.runId, out.outcome);
-      if (out.taken) taken = out.taken;
       return out;
-    });
-    if (taken) throw taken;
+    };
+    const result = await (tx ? fire(tx.q) : this.fireTransaction((manager) => fire(managerQueryable(manager), manager)));
+    if (result.taken) throw result.taken;
     return { runId: result.runId!, outcome: result.outcome as StartResult['outcome'] };
   }
 
@@ -349,7 +349,7 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
         await this.store.fireSession(q);
         const claimed = await this.store.claimTick(q, local, tick, this.options.nodeId, next);
         if (!claimed) return undefined;
-        const started = await this.startFor(manager, claimed);
+        const started = await this.startFor(claimed, manager);
         await this.store.recordFire(q, local.name, tick, started.runId, started.outcome);
         return started;
       });
@@ -386,10 +386,10 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
     }
   }
 
-  /** Starts the schedule's run inside the fire's transaction; a held key under `onDuplicate: 'error'` is a skip. */
-  private async startFor(manager: EntityManager, s: ClaimedTick): Promise<{ runId: string | null; outcome: string; taken?: KeyTakenError }> {
+  /** Starts the schedule's run inside the fire's transaction (`manager`'s, or `tx`); a held key under `onDuplicate: 'error'` is a skip. */
+  private async startFor(s: ClaimedTick, manager?: EntityManager, tx?: CallerTx): Promise<{ runId: string | null; outcome: string; taken?: KeyTakenError }> {
     try {
-      const r = await this.starter.start(s.workflow, s.input ?? undefined, { key: s.key, manager });
+      const r = await this.starter.start(s.workflow, s.input ?? undefined, { key: s.key, manager }, { tx });
       return { runId: r.runId, outcome: r.outcome };
     } catch (err) {
       if (err instanceof KeyTakenError) return { runId: err.holderId, outcome: 'skipped', taken: err };
