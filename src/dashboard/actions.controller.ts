@@ -9,6 +9,8 @@ import { RunAdmin } from '../runs/run-admin';
 import { RunEvents } from '../runs/run-events';
 import { Scheduler } from '../schedules/scheduler';
 import { ActivityStore } from '../store/activity.store';
+import { inCallerTx, type CallerTx } from '../store/caller-tx';
+import { RunsStore } from '../store/runs.store';
 import { DashboardContext, runIdParam, type HtmlResponse } from './dashboard.context';
 import { DashboardGuard } from './dashboard.guard';
 import { DashboardReads } from './dashboard-reads';
@@ -74,8 +76,8 @@ function formName(body: Record<string, unknown>, field: string, action: string):
 
 /**
  * The dashboard's actions (POST): refused with 403 while read-only, from another origin, or when
- * `authorize` says no; each one done is recorded in the activity log (`dashboard_action`) with its
- * actor, then the browser is sent back to the page of the run.
+ * `authorize` says no; each one is done and recorded in the activity log (`dashboard_action`) with
+ * its actor in one transaction (both or neither), then the browser is sent back to the page of the run.
  */
 @Controller()
 @UseGuards(DashboardGuard)
@@ -90,6 +92,7 @@ export class ActionsController {
     private readonly connection: DurableConnection,
     private readonly controls: QueueControls,
     private readonly flows: FlowsEngine,
+    private readonly runs: RunsStore,
   ) {}
 
   @Post('runs/:id/:action')
@@ -102,40 +105,40 @@ export class ActionsController {
   ) {
     const action = Object.prototype.hasOwnProperty.call(RUN_ACTIONS, slug) ? RUN_ACTIONS[slug] : undefined;
     if (!action) return this.refuse(res, HttpStatus.NOT_FOUND, `there is no action "${slug}"`);
-    return this.act(req, res, action, async (actor, ctx) => {
+    return this.act(req, res, action, async (actor, ctx, tx) => {
       const id = runIdParam(given);
       // its workflow and key, for the record (not its children)
       const run = (await this.reads.readers.pages.run(id))?.run;
       if (!run) throw new RunNotFoundError(id);
       const details: Record<string, unknown> = { action };
       let shownId = id;
-      if (action === 'cancel') await this.admin.cancel(id, { reason: 'cancelled from the dashboard' });
-      else if (action === 'retry') await this.admin.retry(id);
-      else if (action === 'rerun') shownId = details.newRunId = (await this.admin.rerun(id)).runId;
-      else if (action === 'releaseKey') await this.admin.releaseKey(id, { by: actor ?? 'dashboard' });
+      if (action === 'cancel') await this.admin.cancel(id, { reason: 'cancelled from the dashboard' }, tx);
+      else if (action === 'retry') await this.admin.retry(id, tx);
+      else if (action === 'rerun') shownId = details.newRunId = (await this.admin.rerun(id, undefined, tx)).runId;
+      else if (action === 'releaseKey') await this.admin.releaseKey(id, { by: actor ?? 'dashboard' }, tx);
       else if (action === 'provideInput') {
         const name = formName(body, 'name', action);
         const value = parseJson(body.value, 'value');
-        await this.events.provideInput(id, name, value);
+        await this.events.provideInput(id, name, value, tx);
         details.name = name;
       } else {
         const name = formName(body, 'name', action);
         const payload = parseJson(body.payload, 'payload');
-        details.outcome = await this.events.send(id, name, payload);
+        details.outcome = await this.events.send(id, name, payload, undefined, tx);
         details.name = name;
       }
-      await this.record(actor, id, run.workflow, run.key, details);
+      await this.record(tx, actor, id, run.workflow, run.key, details);
       return `${ctx.base}/runs/${shownId}`;
     });
   }
 
   @Post('schedules/:name/trigger')
   async trigger(@Req() req: ActionRequest, @Res() res: HtmlResponse, @Param('name') name: string) {
-    return this.act(req, res, 'triggerSchedule', async (actor, ctx) => {
-      const started = await this.scheduler.trigger(name);
+    return this.act(req, res, 'triggerSchedule', async (actor, ctx, tx) => {
+      const started = await this.scheduler.trigger(name, tx);
       // the run it started (or the key's holder it went to) has the schedule's workflow and key
-      const run = (await this.reads.readers.pages.run(started.runId))?.run;
-      await this.record(actor, started.runId, run?.workflow ?? null, run?.key ?? null, {
+      const run = await this.runs.get(tx.q, started.runId);
+      await this.record(tx, actor, started.runId, run?.workflow ?? null, run?.key ?? null, {
         action: 'triggerSchedule',
         schedule: name,
         outcome: started.outcome,
@@ -147,13 +150,13 @@ export class ActionsController {
   /** Runs a flow's node `from` and everything downstream of it again, then shows the flow again. */
   @Post('flows/:id/rerun')
   async rerunFlow(@Req() req: ActionRequest, @Res() res: HtmlResponse, @Param('id') id: string, @Body() body: Record<string, unknown> = {}) {
-    return this.act(req, res, 'rerunFlow', async (actor, ctx) => {
+    return this.act(req, res, 'rerunFlow', async (actor, ctx, tx) => {
       const from = formName(body, 'from', 'rerunFlow');
-      const { runIds } = await this.flows.rerun(id, { from }).catch((err: unknown) => {
+      const { runIds } = await this.flows.rerun(id, { from }, tx).catch((err: unknown) => {
         throw flowNotFound(id, err);
       });
-      const run = (await this.reads.readers.pages.run(runIds[from]))?.run;
-      await this.record(actor, runIds[from], run?.workflow ?? null, run?.key ?? null, { action: 'rerunFlow', flowId: id, from, runIds });
+      const run = await this.runs.get(tx.q, runIds[from]);
+      await this.record(tx, actor, runIds[from], run?.workflow ?? null, run?.key ?? null, { action: 'rerunFlow', flowId: id, from, runIds });
       return `${ctx.base}/flows/${encodeURIComponent(id)}`;
     });
   }
@@ -162,30 +165,31 @@ export class ActionsController {
   @Post('workflows/:name/:action')
   async workflowAction(@Req() req: ActionRequest, @Res() res: HtmlResponse, @Param('name') name: string, @Param('action') action: string) {
     if (action !== 'pause' && action !== 'resume') return this.refuse(res, HttpStatus.NOT_FOUND, `there is no action "${action}"`);
-    return this.act(req, res, action, async (actor, ctx) => {
-      await (action === 'pause' ? this.controls.pause(name) : this.controls.resume(name));
-      await this.record(actor, null, name, null, { action });
+    return this.act(req, res, action, async (actor, ctx, tx) => {
+      await (action === 'pause' ? this.controls.pause(name, tx) : this.controls.resume(name, tx));
+      await this.record(tx, actor, null, name, null, { action });
       return `${ctx.base}/workflows/${encodeURIComponent(name)}`;
     });
   }
 
   /**
-   * Does `action` when this request may (else a 403 page): `work` does it, given who acts (asked
-   * before anything changes: an action is never done without its record), and answers the URL the
-   * browser is sent to (a 303); a failure answers its page.
+   * Does `action` when this request may (else a 403 page): `work` does it and records it in `tx`,
+   * one transaction of the module's that commits both or neither (so an action is never done
+   * without its record), given who acts (asked before anything changes), and answers the URL the
+   * browser is sent to (a 303); a failure, the commit's too, answers its page with nothing done.
    */
   private async act(
     req: ActionRequest,
     res: HtmlResponse,
     action: DashboardAction,
-    work: (actor: string | null, ctx: PageContext) => Promise<string>,
+    work: (actor: string | null, ctx: PageContext, tx: CallerTx) => Promise<string>,
   ): Promise<void> {
     const refused = await this.refusal(req, action);
     if (refused) return this.refuse(res, HttpStatus.FORBIDDEN, refused);
     const actor = await this.actorOf(req);
     let target = '';
     const answer = await this.context.render(async (ctx) => {
-      target = await work(actor, ctx);
+      target = await inCallerTx(this.connection.db, (tx) => work(actor, ctx, tx));
       return '';
     });
     if (target) return this.context.redirect(res, target);
@@ -211,12 +215,13 @@ export class ActionsController {
   }
 
   private async record(
+    tx: CallerTx,
     actor: string | null,
     runId: string | null,
     workflow: string | null,
     key: string | null,
     details: Record<string, unknown>,
   ): Promise<void> {
-    await this.activity.record(this.connection.db, 'dashboard_action', runId, workflow, key, { ...details, actor });
+    await this.activity.record(tx.q, 'dashboard_action', runId, workflow, key, { ...details, actor });
   }
 }
