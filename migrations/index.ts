@@ -30,6 +30,7 @@ import { DurableEventsReceiveIndex1733040031000 } from './1733040031000-durable-
 import { DurableTimeoutSweepIndexes1733040032000 } from './1733040032000-durable-timeout-sweep-indexes';
 import { DurablePruneIndexes1733040033000 } from './1733040033000-durable-prune-indexes';
 import { DurableScheduleChanges1733040034000 } from './1733040034000-durable-schedule-changes';
+import { DurableChildrenIndex1733040035000 } from './1733040035000-durable-children-index';
 
 export { DurableInit1733040000000, DurableKeys1733040001000, DurableWaits1733040002000 };
 export { DurableFlows1733040003000 };
@@ -60,6 +61,7 @@ export { DurableEventsReceiveIndex1733040031000 };
 export { DurableTimeoutSweepIndexes1733040032000 };
 export { DurablePruneIndexes1733040033000 };
 export { DurableScheduleChanges1733040034000 };
+export { DurableChildrenIndex1733040035000 };
 
 /** The module's migration classes in order, for schema `durable` (TypeORM `migrations: [...]`). */
 export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[] = [
@@ -94,6 +96,7 @@ export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[]
   DurableTimeoutSweepIndexes1733040032000,
   DurablePruneIndexes1733040033000,
   DurableScheduleChanges1733040034000,
+  DurableChildrenIndex1733040035000,
 ];
 
 /**

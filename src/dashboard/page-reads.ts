@@ -59,9 +59,8 @@ export class PageReads {
   ) {}
 
   /**
-   * Run `runId` with its children counted up to `counted` and the first `children` of those (by id:
-   * its first children when it has no more than `counted`), or null. With `counted` 0 (the default)
-   * no child is read.
+   * Run `runId` with its children counted up to `counted` and its first `children` children by id,
+   * or null. With `counted` 0 (the default) no child is read.
    */
   async run(runId: string, children = 0, counted = 0): Promise<RunView | null> {
     if (!isUuid(runId)) return null;

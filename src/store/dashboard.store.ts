@@ -4,7 +4,7 @@ import { runColumns, type RunRow } from './run-row';
 import { statusLiterals } from './sql';
 import { FINISHED_STATUSES, type RunStatus } from '../domain/run-info';
 
-/** A run with its first child ids (in `children`, by id) and how many children it has, counted up to a cap. */
+/** A run with its first child ids by id (in `children`) and how many children it has, counted up to a cap. */
 export interface RunWithChildCount extends RunRow {
   child_count: number;
 }
@@ -40,8 +40,9 @@ export interface FlowStatusCount {
 
 /**
  * The dashboard's bounded reads: what a page shows and no more, whatever the size of the family or
- * the flow it shows. A run's first child ids and their count up to a cap (through `runs_parent`),
- * rather than every child id; a flow's nodes counted per status and its first nodes, rather than every node row.
+ * the flow it shows. A run's first child ids by id and their count up to a cap (through
+ * `runs_children`), rather than every child id; a flow's nodes counted per status and its first
+ * nodes, rather than every node row.
  */
 export class DashboardStore {
   private readonly sql: Record<string, string>;
@@ -51,18 +52,23 @@ export class DashboardStore {
   constructor(schema: string) {
     const S = `"${schema}"`;
     this.sql = {
-      // the children and the flow's nodes are read through their indexes (runs_parent, runs_flow_node)
-      // and then sorted: ORDER BY id LIMIT alone may be planned as a walk of the whole table in id
-      // order (runs_pkey), every run made before the family or the flow read on each refresh. At
-      // most $3 children are read (none with $3 = 0): a parent of many costs the cap, not its family
+      // a parent's first $3 children by id (none with $3 = 0), read in id order from one range of
+      // runs_children (parent_id, id): a parent of many costs the cap, not its family, and the $2
+      // listed are the family's first by id, however many it has. The parent is a range, not an
+      // equality, and leads the order, so the planner cannot take it for a constant and walk the
+      // whole table in id order instead (runs_pkey: every run made before the family read first)
       run: `
-        WITH c AS MATERIALIZED (SELECT id FROM ${S}.runs WHERE parent_id = $1 LIMIT $3)
+        WITH c AS MATERIALIZED (
+          SELECT id FROM ${S}.runs WHERE parent_id >= $1 AND parent_id <= $1 ORDER BY parent_id, id LIMIT $3)
         SELECT ${runColumns(S, 'r')},
           ARRAY(SELECT c.id FROM c ORDER BY c.id LIMIT $2) AS children,
           (SELECT count(*)::int FROM c) AS child_count
         FROM ${S}.runs r WHERE r.id = $1`,
       // statuses in the order of their first node (as a walk of the nodes in insertion order meets them)
       flowCounts: `SELECT status, count(*)::int AS n FROM ${S}.runs WHERE flow_id = $1 GROUP BY status ORDER BY min(id::text)`,
+      // the flow's nodes are read through their index (runs_flow_node) and then sorted: ORDER BY id
+      // LIMIT alone may be planned as a walk of the whole table in id order (runs_pkey), every run
+      // made before the flow read on each refresh
       flowNodes: `
         WITH n AS MATERIALIZED (SELECT id, name, workflow, deps, status, pruned_at IS NOT NULL AS pruned FROM ${S}.runs WHERE flow_id = $1)
         SELECT * FROM n ORDER BY id LIMIT $2`,
@@ -71,9 +77,9 @@ export class DashboardStore {
   }
 
   /**
-   * Run `id` with its children counted up to `counted` (in `child_count`) and the first `children`
-   * of those by id (all of its children when it has fewer than `counted`), or undefined. With
-   * `counted` 0 no child is read (a run looked up by id).
+   * Run `id` with its children counted up to `counted` (in `child_count`) and its first `children`
+   * children by id (at most `counted` of them), or undefined. At most `counted` children are read;
+   * with `counted` 0 none (a run looked up by id).
    */
   async run(q: Queryable, id: string, children: number, counted: number): Promise<RunWithChildCount | undefined> {
     const [row] = await q.query<RunWithChildCount>(this.sql.run, [id, children, counted]);

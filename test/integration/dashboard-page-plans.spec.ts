@@ -1,11 +1,17 @@
 /**
  * The statements behind a run's page and a flow's page (`DashboardStore`) read the run's children
- * and the flow's nodes through their indexes (`runs_parent`, `runs_flow_node`), not the whole runs
+ * and the flow's nodes through their indexes (`runs_children`, `runs_flow_node`), not the whole runs
  * table in id order: a big family or flow created after a long history costs its own size.
  */
+import type { INestApplication } from '@nestjs/common';
 import { Client } from 'pg';
+import request from 'supertest';
+import { DataSource } from 'typeorm';
+import { durableMigrations } from '../../migrations';
+import { DurableDashboardModule } from '../../src/dashboard';
+import { CHILDREN_COUNTED, CHILDREN_SHOWN } from '../../src/dashboard/pages/run.page';
 import { DashboardStore } from '../../src/store/dashboard.store';
-import { createApp, databaseUrl, explainingQueryable, ident, sql } from '../support';
+import { createApp, databaseUrl, explainingQueryable, freshSchema, ident, sql } from '../support';
 
 /** A UUIDv7-like id, ordered as `n` (ids made later sort after those made before, as the module's). */
 const id = (n: string) => `(lpad(to_hex(${n}), 12, '0') || '7000800000000000' || lpad(to_hex((${n}) % 65536), 4, '0'))::uuid`;
@@ -103,7 +109,7 @@ it("a run's page counts its children up to a cap: a parent of 100,000 children c
   try {
     const store = new DashboardStore(t.schema);
     const run = await store.run(explaining, parent, 50, 1001);
-    // counted up to the cap, the first 50 of those found listed
+    // counted up to the cap, the family's first 50 listed
     expect([run?.children, run?.child_count]).toEqual([firstChildren, 1001]);
     expect(read).toBeLessThanOrEqual(1100);
     // a parent of fewer children than the cap is counted whole
@@ -114,5 +120,92 @@ it("a run's page counts its children up to a cap: a parent of 100,000 children c
     expect((await store.run(explaining, parent, 10, 1001))?.children).toEqual(firstChildren.slice(0, 10));
   } finally {
     await client.end();
+  }
+});
+
+it("a run's page links its family's first 50 children by id, whatever order they were made in, and reads only what it counts", async () => {
+  const t = await createApp({
+    workflows: [],
+    imports: [DurableDashboardModule.forRoot({})],
+    options: { worker: false },
+    http: (app: INestApplication) => app.setGlobalPrefix('api'),
+  });
+  const S = ident(t.schema);
+  // a history of 20,000 finished runs, then a parent of 3,000 children made greatest id first: the
+  // children made first, first in the table, are the family's last by id
+  await sql(
+    `insert into ${S}.runs (id, workflow, status, run_at, finished_at) select ${id('g')}, 'old', 'completed', now(), now() from generate_series(1, 20000) g`,
+  );
+  const [{ parent }] = await sql(
+    `insert into ${S}.runs (id, workflow, status, run_at) values (${id('4000000')}, 'parent', 'waiting', now()) returning id AS parent`,
+  );
+  await sql(
+    `insert into ${S}.runs (id, workflow, parent_id, status, run_at) select ${id('4000000 + g')}, 'child', $1, 'pending', now() + interval '1 hour' from generate_series(3000, 1, -1) g`,
+    [parent],
+  );
+  await sql(`analyze ${S}.runs`);
+  const firstChildren = (await sql(`select id from ${S}.runs where parent_id = $1 order by id limit $2`, [parent, CHILDREN_SHOWN])).map(
+    (r: { id: string }) => r.id,
+  );
+  expect(firstChildren[0]).toBe((await sql(`select ${id('4000001')}::text AS id`))[0].id);
+
+  // the page links exactly the family's first 50 by id, and says there are more than it counted
+  const page = (await request(t.server).get(`/api/durable/runs/${parent}`).expect(200)).text;
+  const linked = new Set([...page.matchAll(/href="\/api\/durable\/runs\/([0-9a-f-]{36})"/g)].map((m) => m[1]));
+  linked.delete(parent);
+  expect([...linked].sort()).toEqual(firstChildren);
+  expect(page).toContain(`all ${CHILDREN_COUNTED}+ children →`);
+
+  // and its statement reads the children it counts (one more than the cap) and the run, no more
+  const client = new Client({ connectionString: databaseUrl() });
+  await client.connect();
+  let read = 0;
+  const explaining = explainingQueryable(client, 'runs', (rows) => (read += rows));
+  try {
+    const run = await new DashboardStore(t.schema).run(explaining, parent, CHILDREN_SHOWN, CHILDREN_COUNTED + 1);
+    expect([run?.children, run?.child_count]).toEqual([firstChildren, CHILDREN_COUNTED + 1]);
+    expect(read).toBeLessThanOrEqual(CHILDREN_COUNTED + 2);
+  } finally {
+    await client.end();
+  }
+});
+
+it('its index: DurableChildrenIndex goes up, down (the index it replaces back) and up again', async () => {
+  const schema = freshSchema();
+  const all = durableMigrations(schema);
+  const at = all.findIndex((M) => M.name.startsWith('DurableChildrenIndex'));
+  expect(at).toBeGreaterThan(0);
+  const childIndexes = async () =>
+    new Map(
+      (
+        await sql<{ indexname: string; indexdef: string }>(
+          `select indexname, indexdef from pg_indexes where schemaname = $1 and tablename = 'runs' and indexdef like '%parent_id%'`,
+          [schema],
+        )
+      ).map((r) => [r.indexname, r.indexdef]),
+    );
+  const ds = new DataSource({ type: 'postgres', url: databaseUrl() });
+  await ds.initialize();
+  const runner = ds.createQueryRunner();
+  try {
+    for (const M of all.slice(0, at)) await new M().up(runner);
+    const before = await childIndexes();
+    expect([...before.keys()]).toEqual(['runs_parent']);
+    expect(before.get('runs_parent')).toMatch(/\(parent_id\) WHERE \(parent_id IS NOT NULL\)$/);
+    const M = all[at];
+    await new M().up(runner);
+    const up = await childIndexes();
+    expect([...up.keys()]).toEqual(['runs_children']);
+    expect(up.get('runs_children')).toMatch(/\(parent_id, id\) WHERE \(parent_id IS NOT NULL\)$/);
+    await new M().down(runner);
+    expect(await childIndexes()).toEqual(before);
+    await new M().up(runner);
+    expect(await childIndexes()).toEqual(up);
+    // re-runnable: up over an upgraded schema changes nothing
+    await new M().up(runner);
+    expect(await childIndexes()).toEqual(up);
+  } finally {
+    await runner.release();
+    await ds.destroy();
   }
 });
