@@ -4,8 +4,8 @@ import { Pool } from 'pg';
 import { databaseUrl } from '../support/db';
 
 /**
- * Races on one key from 4 OS processes (worker: false), 50 concurrent starts each per round, 20
- * rounds per onDuplicate mode: exactly one holder every round, every caller gets the holder's id
+ * Races on one key from 4 OS processes (worker: false), 50 concurrent starts each per round, a
+ * number of rounds per onDuplicate mode (below): exactly one holder every round, every caller gets the holder's id
  * (or the run the mode answers with) or a typed error, no raw Postgres error, and what each answered
  * start did is in the tables exactly once (re-adds, activity, cancels, the waiting run, kept events).
  * The same inside caller transactions under READ COMMITTED, REPEATABLE READ and SERIALIZABLE, of
@@ -21,9 +21,9 @@ class Racer {
 
 const PROCESSES = 4;
 const PER_PROCESS = 50;
-// 12 rounds per mode, 8 per mode and isolation level, 200 racing starts each (more with the env vars)
-const ROUNDS = Number(process.env.KEY_RACE_ROUNDS ?? 12);
-const TX_ROUNDS = Number(process.env.KEY_RACE_TX_ROUNDS ?? 8);
+// 8 rounds per mode, 4 per mode and isolation level, 200 racing starts each (more with the env vars)
+const ROUNDS = Number(process.env.KEY_RACE_ROUNDS ?? 8);
+const TX_ROUNDS = Number(process.env.KEY_RACE_TX_ROUNDS ?? 4);
 /** How far ahead every process is told the instant to fire a round (covers one stdin line to each). */
 const START_OFFSET_MS = Number(process.env.KEY_RACE_START_OFFSET_MS ?? 10);
 const ISOLATIONS = ['READ COMMITTED', 'REPEATABLE READ', 'SERIALIZABLE'];
