@@ -129,8 +129,8 @@ export class DurableService {
    * Provides the value a run waits for with `ctx.waitForInput(name)`: it resumes with it. Input
    * provided before the run waits is kept for it; a finished run ignores it.
    */
-  provideInput(runId: string, name: string, value?: unknown): Promise<void> {
-    return this.events.provideInput(runId, name, value);
+  async provideInput(runId: string, name: string, value?: unknown): Promise<void> {
+    await this.events.provideInput(runId, name, value);
   }
 
   /** Resumes a failed run at its failed step (taking its key back if a newer run let it go). */

@@ -7,6 +7,7 @@ import type { RunsStore } from '../store/runs.store';
 import type { DurableService } from '../durable.service';
 import type { QueueControls } from '../runs/queue-controls';
 import type { KeyInsights } from '../runs/key-insights';
+import type { RunEvents } from '../runs/run-events';
 import type { DefinitionsStore } from '../store/definitions.store';
 
 /** The option that sets how long a command waits for a connection. */
@@ -46,6 +47,12 @@ export class CliConnection {
   async controls(): Promise<QueueControls> {
     const { QueueControls } = await import('../runs/queue-controls');
     return (await this.context()).get(QueueControls, { strict: false });
+  }
+
+  /** Events and input sent to runs on the target schema, with what the engine did with each (`provideInput`'s outcome too). */
+  async events(): Promise<RunEvents> {
+    const { RunEvents } = await import('../runs/run-events');
+    return (await this.context()).get(RunEvents, { strict: false });
   }
 
   /** The reads of keys, with `explainStored` (the definitions the database holds), on the target schema. */

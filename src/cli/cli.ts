@@ -209,7 +209,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   try {
     const out = await found.command.run({ args: found.args, parsed, connection });
     io.stdout(parsed.options.has('json') ? JSON.stringify(out.json, null, 2) : out.text);
-    return EXIT.ok;
+    return out.refused ? EXIT.failed : EXIT.ok;
   } catch (err) {
     io.stderr(errorLine(connection.told(err), schema));
     return err instanceof UsageError ? EXIT.usage : EXIT.failed;

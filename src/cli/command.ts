@@ -5,6 +5,8 @@ import type { CliConnection } from './cli-connection';
 export interface Output {
   json: unknown;
   text: string;
+  /** The engine did not do what was asked (an input ignored, an event dropped): printed all the same, exit 1. */
+  refused?: boolean;
 }
 
 /** What a command runs with. */

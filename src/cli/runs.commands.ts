@@ -5,6 +5,7 @@ import { checked, checkedOption, countOption, jsonArgument, KEY, NAME, REASON, R
 import type { Command, CommandContext, Output } from './command';
 import { fields, table } from './table';
 import { attemptLabel } from '../runs/run-reader';
+import type { SendEventOutcome } from '../runs/event-delivery';
 
 /**
  * The step the run is at: its name, or its position when the definition is not registered here
@@ -32,6 +33,25 @@ async function getRun(ctx: CommandContext, id: string): Promise<RunInfo> {
 async function after(ctx: CommandContext, id: string, done: string, extra: Record<string, unknown> = {}): Promise<Output> {
   const run = await getRun(ctx, id);
   return { json: { runId: id, ...extra, status: run.status }, text: `${done}: run ${id} is ${run.status}` };
+}
+
+/**
+ * What sending the input or event `name` to a run prints: the engine's outcome and the run's status
+ * after it (`extra` added to the JSON); a dropped one is refused (exit 1).
+ */
+async function sent(
+  ctx: CommandContext,
+  id: string,
+  what: 'input' | 'event',
+  name: string,
+  outcome: SendEventOutcome,
+  extra: Record<string, unknown> = {},
+): Promise<Output> {
+  const run = await getRun(ctx, id);
+  const done = `${what} "${name}" ${outcome}`;
+  const text =
+    outcome === 'dropped' && isFinished(run.status) ? `${done}: run ${id} had already finished (${run.status})` : `${done}: run ${id} is ${run.status}`;
+  return { json: { runId: id, name, outcome, ...extra, status: run.status }, text, refused: outcome === 'dropped' };
 }
 
 /** `runs …`: list, show, cancel, retry, release the key of, and send input or events to runs. */
@@ -164,30 +184,25 @@ export const runsCommands: Command[] = [
     name: 'runs provide-input',
     args: ['<id>', '<name>', '<json>'],
     options: {},
-    summary: 'provides the value a run waits for with ctx.waitForInput(name)',
+    summary: 'provides the value a run waits for with ctx.waitForInput(name): delivered, kept or dropped (dropped exits 1)',
     async run(ctx) {
       const [id, name, json] = [checked(ctx.args[0], '<id>', RUN_ID), checked(ctx.args[1], '<name>', NAME), ctx.args[2]];
       const value = jsonArgument(json, '<json>');
-      const before = await getRun(ctx, id);
-      // a finished run ignores it (durable.provideInput)
-      if (isFinished(before.status)) {
-        const text = `input "${name}" ignored: run ${id} had already finished (${before.status})`;
-        return { json: { runId: id, name, status: before.status, ignored: true }, text };
-      }
-      await (await ctx.connection.durable()).provideInput(id, name, value);
-      return after(ctx, id, `input "${name}" provided`, { name, ignored: false });
+      // as durable.provideInput does, with what the engine did with the value
+      const outcome = await (await ctx.connection.events()).provideInput(id, name, value);
+      return sent(ctx, id, 'input', name, outcome, { ignored: outcome === 'dropped' });
     },
   },
   {
     name: 'runs send-event',
     args: ['<id>', '<name>', '[<json>]'],
     options: { '--buffer': 'keep the event for a later waitForEvent when the run is not waiting for it' },
-    summary: 'sends an event to a run (delivered, kept or dropped)',
+    summary: 'sends an event to a run: delivered, kept or dropped (dropped exits 1)',
     async run(ctx) {
       const [id, name, json] = [checked(ctx.args[0], '<id>', RUN_ID), checked(ctx.args[1], '<name>', NAME), ctx.args[2]];
       const payload = json === undefined ? undefined : jsonArgument(json, '<json>');
       const outcome = await (await ctx.connection.durable()).sendEvent(id, name, payload, { buffer: ctx.parsed.options.has('buffer') });
-      return after(ctx, id, `event "${name}" ${outcome}`, { name, outcome });
+      return sent(ctx, id, 'event', name, outcome);
     },
   },
 ];

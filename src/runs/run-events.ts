@@ -35,9 +35,13 @@ export class RunEvents {
     return this.deliver(runId, name, payload, { buffer, kind: 'event' }, 'sendEvent', join);
   }
 
-  /** Provides the value a run waits for with `ctx.waitForInput(name)`; kept when it does not wait yet. Joins `tx` when given. */
-  async provideInput(runId: string, name: string, value: unknown, tx?: CallerTx): Promise<void> {
-    await this.deliver(runId, name, value, { buffer: true, kind: 'input' }, 'provideInput', tx && (async () => tx.q));
+  /**
+   * Provides the value a run waits for with `ctx.waitForInput(name)`: `'delivered'` when it was
+   * waiting for it; `'kept'` when it does not wait for it yet; `'dropped'` (ignored) when the run
+   * had finished or its workflow deadline had passed. Joins `tx` when given.
+   */
+  provideInput(runId: string, name: string, value: unknown, tx?: CallerTx): Promise<SendEventOutcome> {
+    return this.deliver(runId, name, value, { buffer: true, kind: 'input' }, 'provideInput', tx && (async () => tx.q));
   }
 
   /**

@@ -1,10 +1,11 @@
 /**
- * What the operator CLI's actions on a run report when the run had already finished: `runs cancel`
- * and `runs provide-input` leave a finished run as it is (exit 0, as `durable.cancel` and
- * `durable.provideInput` do), and say so, in the text and in `--json`, rather than reading as done.
+ * What the operator CLI's actions on a run report when the engine did not do what was asked:
+ * `runs cancel` leaves a finished run as it is (exit 0, as `durable.cancel` does) and says so;
+ * `runs provide-input` and `runs send-event` print the outcome the engine gave (`delivered`, `kept`
+ * or `dropped`) and exit 1 when the value was dropped (ignored), in the text and in `--json`.
  */
 import { RunContext, Step, Workflow } from '../../src';
-import { createApp, freshSchema, TestApp, waitFor } from '../support';
+import { createApp, freshSchema, ident, sql, TestApp, waitFor } from '../support';
 import { cli, expectError } from '../support/cli';
 
 @Workflow('cli_actions_echo')
@@ -37,7 +38,7 @@ beforeAll(async () => {
 
 afterAll(() => app?.close());
 
-describe('nestjs-durable runs cancel / provide-input on a run that had already finished', () => {
+describe('nestjs-durable runs cancel / provide-input / send-event when the engine did not do what was asked', () => {
   it('runs cancel: a going run is cancelled (cancelled: true); a finished one is left as it is and says so', async () => {
     const going = await app.durable.start(Approval);
     await waitFor(async () => (await statusOf(going.runId)) === 'waiting');
@@ -60,20 +61,65 @@ describe('nestjs-durable runs cancel / provide-input on a run that had already f
     expect(await statusOf(done.runId)).toBe('completed');
   });
 
-  it('runs provide-input: a finished run ignores the value, and the CLI says so', async () => {
+  it('runs provide-input: a dropped value (the run had finished) is told, exit 1; delivered and kept ones exit 0', async () => {
     const done = await app.durable.start(Echo, { n: 2 });
     await app.durable.waitForRun(done.runId);
     const json = await on('runs', 'provide-input', done.runId, 'decision', 'true', '--json');
-    expect({ code: json.code, stderr: json.stderr }).toEqual({ code: 0, stderr: '' });
-    expect(JSON.parse(json.stdout)).toEqual({ runId: done.runId, name: 'decision', status: 'completed', ignored: true });
+    expect({ code: json.code, stderr: json.stderr }).toEqual({ code: 1, stderr: '' });
+    expect(JSON.parse(json.stdout)).toEqual({ runId: done.runId, name: 'decision', outcome: 'dropped', ignored: true, status: 'completed' });
     const text = await on('runs', 'provide-input', done.runId, 'decision', 'true');
-    expect(text.stdout.trim()).toBe(`input "decision" ignored: run ${done.runId} had already finished (completed)`);
+    expect({ code: text.code, stderr: text.stderr }).toEqual({ code: 1, stderr: '' });
+    expect(text.stdout.trim()).toBe(`input "decision" dropped: run ${done.runId} had already finished (completed)`);
 
     const waiting = await app.durable.start(Approval);
     await waitFor(async () => (await statusOf(waiting.runId)) === 'waiting');
-    const given = await on('runs', 'provide-input', waiting.runId, 'decision', '{"ok":true}', '--json');
-    expect(JSON.parse(given.stdout)).toMatchObject({ runId: waiting.runId, name: 'decision', ignored: false });
+    // input of another name is kept for a later waitForInput of that name
+    const kept = await on('runs', 'provide-input', waiting.runId, 'later', '1', '--json');
+    expect({ code: kept.code, stderr: kept.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(JSON.parse(kept.stdout)).toEqual({ runId: waiting.runId, name: 'later', outcome: 'kept', ignored: false, status: 'waiting' });
+    const given = await on('runs', 'provide-input', waiting.runId, 'decision', '{"ok":true}');
+    expect({ code: given.code, stderr: given.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(given.stdout.trim()).toMatch(new RegExp(`^input "decision" delivered: run ${waiting.runId} is (pending|running|completed)$`));
     expect(await app.durable.waitForRun(waiting.runId, { timeout: 20_000 })).toMatchObject({ status: 'completed', result: { ok: true } });
+  });
+
+  it('runs send-event: a dropped event exits 1 and says so; delivered and kept ones exit 0', async () => {
+    const waiting = await app.durable.start(Approval);
+    await waitFor(async () => (await statusOf(waiting.runId)) === 'waiting');
+    // not waiting for this event, and not buffered: dropped
+    const dropped = await on('runs', 'send-event', waiting.runId, 'nudge', '--json');
+    expect({ code: dropped.code, stderr: dropped.stderr }).toEqual({ code: 1, stderr: '' });
+    expect(JSON.parse(dropped.stdout)).toEqual({ runId: waiting.runId, name: 'nudge', outcome: 'dropped', status: 'waiting' });
+    const droppedText = await on('runs', 'send-event', waiting.runId, 'nudge');
+    expect({ code: droppedText.code, stderr: droppedText.stderr }).toEqual({ code: 1, stderr: '' });
+    expect(droppedText.stdout.trim()).toBe(`event "nudge" dropped: run ${waiting.runId} is waiting`);
+    const kept = await on('runs', 'send-event', waiting.runId, 'nudge', '--buffer', '--json');
+    expect({ code: kept.code, stderr: kept.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(JSON.parse(kept.stdout)).toEqual({ runId: waiting.runId, name: 'nudge', outcome: 'kept', status: 'waiting' });
+
+    await app.durable.cancel(waiting.runId);
+    for (const buffer of [[], ['--buffer']]) {
+      const ended = await on('runs', 'send-event', waiting.runId, 'nudge', '{"a":1}', ...buffer);
+      expect({ code: ended.code, stderr: ended.stderr }).toEqual({ code: 1, stderr: '' });
+      expect(ended.stdout.trim()).toBe(`event "nudge" dropped: run ${waiting.runId} had already finished (cancelled)`);
+    }
+    expectError(await on('runs', 'send-event', '0190d7a0-0000-7000-8000-000000000000', 'nudge'), 1, 'run_not_found');
+  });
+
+  it('runs provide-input to a run past its workflow deadline, not finished yet: dropped, exit 1', async () => {
+    // a schema no node works on (no sweep times the run out): a run waiting for the input, its deadline passed
+    const quiet = freshSchema();
+    expect((await cli(['migrate', '--schema', quiet])).code).toBe(0);
+    const [{ id }] = await sql<{ id: string }>(
+      `INSERT INTO ${ident(quiet)}.runs (id, workflow, status, wait_kind, wait_name, deadline_at)
+       VALUES (gen_random_uuid(), 'cli_actions_approval', 'waiting', 'input', 'decision', now() - interval '1 minute') RETURNING id::text`,
+    );
+    const r = await cli(['runs', 'provide-input', id, 'decision', 'true', '--json', '--schema', quiet]);
+    expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 1, stderr: '' });
+    expect(JSON.parse(r.stdout)).toEqual({ runId: id, name: 'decision', outcome: 'dropped', ignored: true, status: 'waiting' });
+    const text = await cli(['runs', 'provide-input', id, 'decision', 'true', '--schema', quiet]);
+    expect({ code: text.code, stdout: text.stdout.trim() }).toEqual({ code: 1, stdout: `input "decision" dropped: run ${id} is waiting` });
+    expect(await sql(`SELECT 1 FROM ${ident(quiet)}.events`)).toEqual([]);
   });
 });
 
