@@ -166,7 +166,7 @@ export const overviewCommands: Command[] = [
       '--workflow <name>': 'only keys of this workflow (default: every workflow, newest first)',
       '--search <text>': 'only keys containing this text',
       '--limit <n>': 'at most this many (default 50, at most 1000)',
-      '--cursor <cursor>': 'the page after this cursor, as the line "older keys: --cursor …" of the page before gives it',
+      '--cursor <cursor>': 'the page after this cursor, as the line "older keys: --cursor …" (--json: next) of the page before gives it',
     },
     summary: 'keys with their holder, runs and re-adds in the last day',
     async run(ctx) {
@@ -180,8 +180,9 @@ export const overviewCommands: Command[] = [
         keys.map((k) => [k.workflow, k.key, k.holderId, k.holderStatus, k.runs, k.readdsLastDay]),
         'no keys',
       );
-      // a page across workflows can stop short of --limit (or hold no key) with older keys beyond
-      return { json: keys, text: next === null ? text : `${text}\nolder keys: --cursor ${next}` };
+      // a page across workflows can stop short of --limit (or hold no key) with older keys beyond:
+      // next, not the last key's cursor, is where the next page starts
+      return { json: { keys, next }, text: next === null ? text : `${text}\nolder keys: --cursor ${next}` };
     },
   },
   keysExplainCommand,

@@ -56,5 +56,19 @@ describe('nestjs-durable keys list', () => {
     // with a workflow, keys in key order: a full page says where the next one starts
     expect(await page('--workflow', 'cli_keys_pager')).toEqual({ keys: ['hot', 'old'], cursor: 'old' });
     expect(await page('--workflow', 'cli_keys_pager', '--cursor', 'old')).toEqual({ keys: [], cursor: undefined });
+
+    // --json gives the page's keys and next, the cursor to go on with (null: no older keys), also on an empty page
+    const json = async (...more: string[]) => {
+      const r = await cli(['keys', 'list', '--schema', t.schema, '--limit', '2', '--json', ...more]);
+      expect(r).toMatchObject({ code: 0, stderr: '' });
+      const { keys, next } = JSON.parse(r.stdout) as { keys: { key: string; cursor: string }[]; next: string | null };
+      return { keys: keys.map((k) => k.key), next, last: keys.at(-1)?.cursor };
+    };
+    const one = await json();
+    expect(one).toEqual({ keys: ['hot'], next: first.cursor, last: first.cursor });
+    const two = await json('--cursor', one.next!);
+    expect(two).toEqual({ keys: [], next: second.cursor, last: undefined });
+    expect(await json('--cursor', two.next!)).toEqual({ keys: ['old'], next: null, last: expect.any(String) });
+    expect(await json('--workflow', 'cli_keys_pager')).toEqual({ keys: ['hot', 'old'], next: 'old', last: 'old' });
   });
 });

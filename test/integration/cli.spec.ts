@@ -207,11 +207,13 @@ describe('nestjs-durable overview', () => {
     await waitFor(async () => (await statusOf(a.runId)) === 'waiting');
     expect(await app.durable.start(Approval, undefined, { key: 'k-listed' })).toEqual({ runId: a.runId, outcome: 'useExisting' }); // a re-add
     const keys = await json('keys', 'list', '--workflow', 'cli_approval', '--search', 'k-list');
-    expect(keys).toEqual([
-      { workflow: 'cli_approval', key: 'k-listed', holderId: a.runId, holderStatus: 'waiting', runs: 1, readdsLastDay: 1, cursor: 'k-listed' },
-    ]);
+    expect(keys).toEqual({
+      keys: [{ workflow: 'cli_approval', key: 'k-listed', holderId: a.runId, holderStatus: 'waiting', runs: 1, readdsLastDay: 1, cursor: 'k-listed' }],
+      next: null,
+    });
     // every workflow's keys, newest first
-    const all = await json('keys', 'list');
+    const { keys: all, next } = await json('keys', 'list');
+    expect(next).toBeNull();
     expect(all[0]).toMatchObject({ workflow: 'cli_approval', key: 'k-listed' });
     expect(new Set(all.map((k: { workflow: string }) => k.workflow))).toEqual(new Set(['cli_approval', 'cli_echo', 'cli_flaky']));
     const events = await json('activity', '--key', 'k-listed', '--kind', 'key_duplicate');
