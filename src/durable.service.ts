@@ -13,7 +13,15 @@ import type { RerunFlowOptions } from './flows/flow.rerun';
 import type { SendEventOutcome } from './runs/event-delivery';
 import { ClusterReader, type NodeInfo, type WorkflowInfo } from './runs/cluster-reader';
 import { QueueControls } from './runs/queue-controls';
-import { KeyInsights, type ActivityEvent, type KeyInfo, type KeyStats, type ListActivityOptions, type ListKeysOptions } from './runs/key-insights';
+import {
+  KeyInsights,
+  type ActivityEvent,
+  type KeyInfo,
+  type KeysPage,
+  type KeyStats,
+  type ListActivityOptions,
+  type ListKeysOptions,
+} from './runs/key-insights';
 import { RunAdmin } from './runs/run-admin';
 import { RunEvents } from './runs/run-events';
 import { RunReader, type CountRunsFilter, type ListRunsOptions, type StepAttempt } from './runs/run-reader';
@@ -163,6 +171,14 @@ export class DurableService {
    */
   listKeys(options: ListKeysOptions = {}): Promise<KeyInfo[]> {
     return this.insights.listKeys(options);
+  }
+
+  /**
+   * `listKeys` with `next`, the cursor of the next page (null when no more keys were found): across
+   * workflows a page can hold fewer keys than `limit`, or none, with older keys beyond it.
+   */
+  listKeysPage(options: ListKeysOptions = {}): Promise<KeysPage> {
+    return this.insights.keysPage(options, 'listKeysPage');
   }
 
   /**

@@ -30,7 +30,7 @@ export type { FlowContext, FlowReadOptions } from './flows/flow-context';
 export type { OnFlowCancelled, FlowCancelReason } from './flows/on-flow-cancelled.interface';
 export type { StartFlowResult, AppendFlowOptions } from './flows/flows.engine';
 export type { RerunFlowOptions } from './flows/flow.rerun';
-export type { ActivityEvent, KeyInfo, KeyStats, ListActivityOptions, ListKeysOptions } from './runs/key-insights';
+export type { ActivityEvent, KeyInfo, KeysPage, KeyStats, ListActivityOptions, ListKeysOptions } from './runs/key-insights';
 export type { OnRunCompleted, OnRunFailed, OnRunCancelled } from './definition/run-lifecycle.interface';
 export { DurableExceptionFilter } from './nest/durable-exception.filter';
 export { httpStatusOf, type DurableErrorBody } from './nest/http-errors';

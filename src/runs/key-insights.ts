@@ -47,6 +47,16 @@ export interface KeyInfo {
   cursor: string;
 }
 
+/** A page of keys (`listKeysPage`). */
+export interface KeysPage {
+  keys: KeyInfo[];
+  /**
+   * Pass it as `cursor` for the next page; null when no more keys were found. Across workflows a
+   * page can hold fewer keys than `limit`, or none, and still have one.
+   */
+  next: string | null;
+}
+
 /** An explanation from the definition the database holds (the CLI's `keys explain`). */
 export interface StoredExplanation {
   workflow: string;
@@ -190,11 +200,12 @@ export class KeyInsights {
   /**
    * A page of {@link listKeys}, with `next`: the cursor to go on from, or null when no more keys
    * were found. A full page has its last key's cursor; a page across workflows that stopped short
-   * (its windows filled by a few keys of many runs) has one too, even when it holds no key.
+   * (its windows filled by a few keys of many runs) has one too, even when it holds no key. `what`
+   * names the call in a validation error.
    */
-  async keysPage(options: ListKeysOptions | null = {}): Promise<{ keys: KeyInfo[]; next: string | null }> {
+  async keysPage(options: ListKeysOptions | null = {}, what = 'listKeys'): Promise<KeysPage> {
     const o = options ?? {};
-    assertValid('listKeys', [
+    assertValid(what, [
       ...optionsProblems(o, 'options', LIST_KEYS_OPTION_NAMES),
       workflowRefProblem(o.workflow),
       storableTextProblem(o.search, 'search'),

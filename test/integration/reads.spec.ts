@@ -1,6 +1,6 @@
 import { randomUUID } from 'crypto';
 import { DurableValidationError, RunContext, RunNotFoundError, Step, Workflow } from '../../src';
-import { createApp, waitFor } from '../support';
+import { createApp, ident, sql, waitFor } from '../support';
 import { forceStatus } from '../support/keys';
 
 @Workflow('reads_echo', { reuse: 'afterFailure', debounce: { period: 60_000 } })
@@ -154,6 +154,36 @@ describe('reading more: listRuns both ways, countRuns, listKeys across workflows
     const first = await durable.listKeys({ limit: 2 });
     expect(first.map((k) => k.key)).toEqual(['hot']);
     expect((await durable.listKeys({ limit: 2, cursor: first[0].cursor })).map((k) => k.key)).toEqual(['old']);
+  });
+
+  it('listKeysPage: a page across workflows that holds no key still has next, which goes on to the older keys', async () => {
+    const { durable, schema } = await createApp({ workflows: [Other], options: { worker: false } });
+    await durable.start('reads_other', 0, { key: 'old' });
+    const [{ id }] = await sql<{ id: string }>(`SELECT id::text FROM ${ident(schema)}.runs WHERE key = 'old'`);
+    // 800 finished runs of one key, newer than 'old' (ids of the next millisecond, in order): a page of 2
+    // reads at most 220 runs, the next at most 400 (no key), the third reaches 'old'
+    const ms = (BigInt(`0x${id.replace(/-/g, '').slice(0, 12)}`) + 1n).toString(16).padStart(12, '0');
+    await sql(
+      `INSERT INTO ${ident(schema)}.runs (id, workflow, key, status, finished_at)
+       SELECT ($1 || '70008000' || lpad(to_hex(i), 12, '0'))::uuid, 'reads_other', 'hot', 'completed', now() FROM generate_series(1, 800) i`,
+      [ms],
+    );
+    const keysOf = (page: { key: string }[]) => page.map((k) => k.key);
+    // listKeys: the empty second page has no key, so no cursor to go on with
+    const first = await durable.listKeys({ limit: 2 });
+    expect(keysOf(first)).toEqual(['hot']);
+    expect(await durable.listKeys({ limit: 2, cursor: first[0].cursor })).toEqual([]);
+
+    const one = await durable.listKeysPage({ limit: 2 });
+    expect({ keys: keysOf(one.keys), next: one.next }).toEqual({ keys: ['hot'], next: first[0].cursor });
+    const two = await durable.listKeysPage({ limit: 2, cursor: one.next! });
+    expect(two.keys).toEqual([]);
+    expect(two.next).toEqual(expect.any(String));
+    const three = await durable.listKeysPage({ limit: 2, cursor: two.next! });
+    expect({ keys: keysOf(three.keys), next: three.next }).toEqual({ keys: ['old'], next: null });
+    // with a workflow, a full page's next is its last key
+    expect(await durable.listKeysPage({ workflow: Other, limit: 1 })).toEqual({ keys: [expect.objectContaining({ key: 'hot' })], next: 'hot' });
+    await expect(durable.listKeysPage({ limit: 2, serach: 'x' } as never)).rejects.toThrow(/^listKeysPage: unknown option "serach"/);
   });
 
   it('listActivity pages back through older events with cursor', async () => {
