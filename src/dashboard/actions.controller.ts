@@ -33,6 +33,9 @@ const RUN_ACTIONS: Record<string, DashboardAction> = {
   'send-event': 'sendEvent',
 };
 
+/** What an action reads before its transaction when it reads nothing. */
+const nothing = async (): Promise<undefined> => undefined;
+
 const header = (req: ActionRequest, name: string): string | undefined => {
   const v = req.headers[name];
   return Array.isArray(v) ? v[0] : v;
@@ -105,11 +108,15 @@ export class ActionsController {
   ) {
     const action = Object.prototype.hasOwnProperty.call(RUN_ACTIONS, slug) ? RUN_ACTIONS[slug] : undefined;
     if (!action) return this.refuse(res, HttpStatus.NOT_FOUND, `there is no action "${slug}"`);
-    return this.act(req, res, action, async (actor, ctx, tx) => {
+    // the run's workflow and key, for the record (not its children), read on the pages' pool
+    // before the transaction: no connection of the module's is held while that pool is busy
+    const read = async () => {
       const id = runIdParam(given);
-      // its workflow and key, for the record (not its children)
       const run = (await this.reads.readers.pages.run(id))?.run;
       if (!run) throw new RunNotFoundError(id);
+      return { id, run };
+    };
+    return this.act(req, res, action, read, async (actor, ctx, tx, { id, run }) => {
       const details: Record<string, unknown> = { action };
       let shownId = id;
       if (action === 'cancel') await this.admin.cancel(id, { reason: 'cancelled from the dashboard' }, tx);
@@ -134,7 +141,7 @@ export class ActionsController {
 
   @Post('schedules/:name/trigger')
   async trigger(@Req() req: ActionRequest, @Res() res: HtmlResponse, @Param('name') name: string) {
-    return this.act(req, res, 'triggerSchedule', async (actor, ctx, tx) => {
+    return this.act(req, res, 'triggerSchedule', nothing, async (actor, ctx, tx) => {
       const started = await this.scheduler.trigger(name, tx);
       // the run it started (or the key's holder it went to) has the schedule's workflow and key
       const run = await this.runs.get(tx.q, started.runId);
@@ -150,7 +157,7 @@ export class ActionsController {
   /** Runs a flow's node `from` and everything downstream of it again, then shows the flow again. */
   @Post('flows/:id/rerun')
   async rerunFlow(@Req() req: ActionRequest, @Res() res: HtmlResponse, @Param('id') id: string, @Body() body: Record<string, unknown> = {}) {
-    return this.act(req, res, 'rerunFlow', async (actor, ctx, tx) => {
+    return this.act(req, res, 'rerunFlow', nothing, async (actor, ctx, tx) => {
       const from = formName(body, 'from', 'rerunFlow');
       const { runIds } = await this.flows.rerun(id, { from }, tx).catch((err: unknown) => {
         throw flowNotFound(id, err);
@@ -165,7 +172,7 @@ export class ActionsController {
   @Post('workflows/:name/:action')
   async workflowAction(@Req() req: ActionRequest, @Res() res: HtmlResponse, @Param('name') name: string, @Param('action') action: string) {
     if (action !== 'pause' && action !== 'resume') return this.refuse(res, HttpStatus.NOT_FOUND, `there is no action "${action}"`);
-    return this.act(req, res, action, async (actor, ctx, tx) => {
+    return this.act(req, res, action, nothing, async (actor, ctx, tx) => {
       await (action === 'pause' ? this.controls.pause(name, tx) : this.controls.resume(name, tx));
       await this.record(tx, actor, null, name, null, { action });
       return `${ctx.base}/workflows/${encodeURIComponent(name)}`;
@@ -175,21 +182,24 @@ export class ActionsController {
   /**
    * Does `action` when this request may (else a 403 page): `work` does it and records it in `tx`,
    * one transaction of the module's that commits both or neither (so an action is never done
-   * without its record), given who acts (asked before anything changes), and answers the URL the
-   * browser is sent to (a 303); a failure, the commit's too, answers its page with nothing done.
+   * without its record), given who acts (asked before anything changes) and what `read` read
+   * before the transaction began, and answers the URL the browser is sent to (a 303); a failure,
+   * the commit's too, answers its page with nothing done.
    */
-  private async act(
+  private async act<T>(
     req: ActionRequest,
     res: HtmlResponse,
     action: DashboardAction,
-    work: (actor: string | null, ctx: PageContext, tx: CallerTx) => Promise<string>,
+    read: () => Promise<T>,
+    work: (actor: string | null, ctx: PageContext, tx: CallerTx, read: T) => Promise<string>,
   ): Promise<void> {
     const refused = await this.refusal(req, action);
     if (refused) return this.refuse(res, HttpStatus.FORBIDDEN, refused);
     const actor = await this.actorOf(req);
     let target = '';
     const answer = await this.context.render(async (ctx) => {
-      target = await inCallerTx(this.connection.db, (tx) => work(actor, ctx, tx));
+      const got = await read();
+      target = await inCallerTx(this.connection.db, (tx) => work(actor, ctx, tx, got));
       return '';
     });
     if (target) return this.context.redirect(res, target);
