@@ -1,16 +1,18 @@
-import { Body, Controller, HttpStatus, Param, Post, Req, Res, UseGuards } from '@nestjs/common';
+import { Body, Controller, HttpStatus, Inject, Param, Post, Req, Res, UseGuards } from '@nestjs/common';
 import { DurableConnection } from '../core/durable.connection';
+import { RESOLVED_OPTIONS } from '../core/durable.constants';
 import { DurableValidationError, RunNotFoundError } from '../errors';
 import { flowNotFound } from '../errors/flow-not-found';
 import { assertValid, nameProblem } from '../domain/validation';
 import { FlowsEngine } from '../flows/flows.engine';
+import type { ResolvedOptions } from '../options/resolve-options';
 import { QueueControls } from '../runs/queue-controls';
 import { RunAdmin } from '../runs/run-admin';
 import { RunEvents } from '../runs/run-events';
 import { Scheduler } from '../schedules/scheduler';
 import { ActivityStore } from '../store/activity.store';
 import { inCallerTx, type CallerTx } from '../store/caller-tx';
-import { RunsStore } from '../store/runs.store';
+import { DashboardStore } from '../store/dashboard.store';
 import { DashboardContext, runIdParam, type HtmlResponse } from './dashboard.context';
 import { DashboardGuard } from './dashboard.guard';
 import { DashboardReads } from './dashboard-reads';
@@ -85,6 +87,9 @@ function formName(body: Record<string, unknown>, field: string, action: string):
 @Controller()
 @UseGuards(DashboardGuard)
 export class ActionsController {
+  /** Reads a run for an action's record in the action's transaction, without its children. */
+  private readonly store: DashboardStore;
+
   constructor(
     private readonly context: DashboardContext,
     private readonly reads: DashboardReads,
@@ -95,8 +100,10 @@ export class ActionsController {
     private readonly connection: DurableConnection,
     private readonly controls: QueueControls,
     private readonly flows: FlowsEngine,
-    private readonly runs: RunsStore,
-  ) {}
+    @Inject(RESOLVED_OPTIONS) options: ResolvedOptions,
+  ) {
+    this.store = new DashboardStore(options.schema);
+  }
 
   @Post('runs/:id/:action')
   async runAction(
@@ -144,12 +151,7 @@ export class ActionsController {
     return this.act(req, res, 'triggerSchedule', nothing, async (actor, ctx, tx) => {
       const started = await this.scheduler.trigger(name, tx);
       // the run it started (or the key's holder it went to) has the schedule's workflow and key
-      const run = await this.runs.get(tx.q, started.runId);
-      await this.record(tx, actor, started.runId, run?.workflow ?? null, run?.key ?? null, {
-        action: 'triggerSchedule',
-        schedule: name,
-        outcome: started.outcome,
-      });
+      await this.recordRun(tx, actor, started.runId, { action: 'triggerSchedule', schedule: name, outcome: started.outcome });
       return `${ctx.base}/runs/${started.runId}`;
     });
   }
@@ -162,8 +164,7 @@ export class ActionsController {
       const { runIds } = await this.flows.rerun(id, { from }, tx).catch((err: unknown) => {
         throw flowNotFound(id, err);
       });
-      const run = await this.runs.get(tx.q, runIds[from]);
-      await this.record(tx, actor, runIds[from], run?.workflow ?? null, run?.key ?? null, { action: 'rerunFlow', flowId: id, from, runIds });
+      await this.recordRun(tx, actor, runIds[from], { action: 'rerunFlow', flowId: id, from, runIds });
       return `${ctx.base}/flows/${encodeURIComponent(id)}`;
     });
   }
@@ -222,6 +223,15 @@ export class ActionsController {
 
   private async actorOf(req: ActionRequest): Promise<string | null> {
     return (await this.context.options.actor?.(req)) ?? null;
+  }
+
+  /**
+   * Records an action on run `runId` (one `tx` may have made) with the run's workflow and key, read
+   * in `tx`: the row alone, not its children (a key's holder may have thousands).
+   */
+  private async recordRun(tx: CallerTx, actor: string | null, runId: string, details: Record<string, unknown>): Promise<void> {
+    const run = await this.store.run(tx.q, runId, 0, 0);
+    await this.record(tx, actor, runId, run?.workflow ?? null, run?.key ?? null, details);
   }
 
   private async record(
