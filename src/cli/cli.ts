@@ -1,5 +1,5 @@
 import { UsageError } from '../errors';
-import { MIN_NODE_TIMEOUT_MS, SCHEMA_NAME } from '../options/durable-options.dto';
+import { MIN_NODE_TIMEOUT_MS, SCHEMA_NAME } from '../options/option-limits';
 import { durationOption, parseArgs, stringOption, type ParsedArgs } from './args';
 import { UNDEFINED_TABLE } from '../store/db';
 import { CliConnection } from './cli-connection';

@@ -1,10 +1,9 @@
 import { userInfo } from 'os';
 import { RunNotFoundError, UsageError } from '../errors';
-import { isFinished, RUN_STATUSES, type RunInfo, type RunStatus } from '../domain/run-info';
+import { attemptLabel, isFinished, RUN_STATUSES, type RunInfo, type RunStatus } from '../domain/run-info';
 import { checked, checkedOption, countOption, jsonArgument, KEY, NAME, REASON, RUN_ID, stringOption, WORKFLOW } from './args';
 import type { Command, CommandContext, Output } from './command';
 import { fields, table } from './table';
-import { attemptLabel } from '../runs/run-reader';
 import type { SendEventOutcome } from '../runs/event-delivery';
 
 /**

@@ -69,3 +69,7 @@ export interface StartResult {
   runId: string;
   outcome: 'created' | 'useExisting' | 'cancelExisting' | 'runAgain' | 'sendEvent' | 'debounced';
 }
+
+/** How a history line names an attempt: the step's (or compensation's) name, else `#<index>`; a compensation says so. */
+export const attemptLabel = (a: { step: number; name: string | null; compensation?: true }): string =>
+  `${a.name ?? `#${a.step}`}${a.compensation ? ' (compensation)' : ''}`;

@@ -2,9 +2,7 @@ import { Type } from 'class-transformer';
 import { IsArray, IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength, ValidateIf, ValidateNested } from 'class-validator';
 import { IsDuration } from './is-duration.validator';
 import { MAX_SPAN_MS, type Duration } from '../domain/duration';
-
-/** Shortest `nodeTimeout`, in ms. */
-export const MIN_NODE_TIMEOUT_MS = 20;
+import { MIN_NODE_TIMEOUT_MS, SCHEMA_NAME } from './option-limits';
 
 /** Validation shape of {@link WorkerOptions}. */
 export class WorkerOptionsDto {
@@ -20,9 +18,6 @@ export class RetentionOptionsDto {
   @IsOptional() @IsDuration(1, MAX_SPAN_MS) activity?: Duration;
   @IsOptional() @IsDuration(1, MAX_SPAN_MS) keys?: Duration;
 }
-
-/** What a schema name must be: a lower-case SQL identifier (it is quoted into statements). */
-export const SCHEMA_NAME = { pattern: /^[a-z_][a-z0-9_]*$/, maxLength: 48, message: 'schema must be a lower-case SQL identifier ([a-z_][a-z0-9_]*)' };
 
 /** Validation shape of the module options (the DataSource itself is checked by hand). */
 export class DurableOptionsDto {

@@ -56,9 +56,6 @@ export interface StepAttempt {
   nodeId: string | null;
 }
 
-/** How a history line names an attempt: the step's (or compensation's) name, else `#<index>`; a compensation says so. */
-export const attemptLabel = (a: StepAttempt): string => `${a.name ?? `#${a.step}`}${a.compensation ? ' (compensation)' : ''}`;
-
 const LIST_RUNS_OPTION_NAMES = optionNames<ListRunsOptions>({
   workflow: true,
   key: true,

@@ -21,6 +21,26 @@ describe('nestjs-durable: usage', () => {
     expect(help).toMatch(/runs list/);
   });
 
+  it('help, --version and bad usage answer without loading Nest, TypeORM or pg (only the commands that connect load them)', async () => {
+    const runner = join(__dirname, '..', '..', 'dist', 'src', 'cli', 'cli.js');
+    // the CLI run in a process of its own as main.js runs it, then every file it had loaded by then
+    const script = `require('reflect-metadata');
+      require(${JSON.stringify(runner)})
+      .runCli(JSON.parse(process.argv[1]), { stdout() {}, stderr() {}, env: {} })
+      .then((code) => process.stdout.write(JSON.stringify({ code, files: Object.keys(require.cache) })));`;
+    const packageOf = (file: string) => /node_modules[\\/]((?:@[^\\/]+[\\/])?[^\\/]+)/.exec(file)?.[1];
+    const heavy = (name: string | undefined) => name !== undefined && /^(?:@nestjs[\\/]|typeorm$|pg$|rxjs$)/.test(name);
+    const nowhere = ['--url', 'postgres://nobody@127.0.0.1:1/none'];
+    for (const args of [['--help'], ['runs', 'get', '--help'], ['--version'], ['runs', 'get'], ['runs', 'list', '--limit', '0', ...nowhere]]) {
+      const stdout = await new Promise<string>((resolve, reject) =>
+        execFile(process.execPath, ['-e', script, JSON.stringify(args)], { timeout: 60_000 }, (err, out) => (err ? reject(err) : resolve(out))),
+      );
+      const { code, files } = JSON.parse(stdout) as { code: number; files: string[] };
+      expect({ args, code }).toEqual({ args, code: args.includes('--help') || args.includes('--version') ? 0 : 2 });
+      expect({ args, loaded: [...new Set(files.map(packageOf).filter(heavy))] }).toEqual({ args, loaded: [] });
+    }
+  });
+
   it('--help lists every command, and each command has its own help', async () => {
     const all = await cli(['--help']);
     expect(all.code).toBe(0);

@@ -1,7 +1,7 @@
-import { isFinished, type RunInfo } from '../../domain/run-info';
+import { attemptLabel, isFinished, type RunInfo } from '../../domain/run-info';
 import type { StartExplanation } from '../../domain/keys.explain';
 import type { ActivityEvent } from '../../runs/key-insights';
-import { attemptLabel, type StepAttempt } from '../../runs/run-reader';
+import type { StepAttempt } from '../../runs/run-reader';
 import { jsonDiff } from '../diff';
 import { CELL_CHARS, clip, markup, json, raw, when, type SafeHtml } from '../html';
 import { badge, layout, live, query, table, type PageContext } from '../layout';
