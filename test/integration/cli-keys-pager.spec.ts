@@ -17,7 +17,7 @@ const listed = (text: string): string[] =>
     .filter((l) => l.startsWith('cli_keys_pager '))
     .map((l) => l.split(/\s+/)[1]);
 
-// each page is a CLI process of its own (loading the built package): seconds each on a loaded machine
+// each page is a CLI command booting the module: slow on a loaded machine
 jest.setTimeout(240_000);
 
 describe('nestjs-durable keys list', () => {

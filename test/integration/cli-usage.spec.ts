@@ -8,9 +8,9 @@ import { freshSchema } from '../support';
 import { execFile } from 'child_process';
 import { existsSync, readFileSync } from 'fs';
 import { join } from 'path';
-import { BIN, cli, expectError } from '../support/cli';
+import { BIN, cliProcess as cli, expectError } from '../support/cli';
 
-// every command is a process of its own, booting Nest: slow on a loaded machine
+// every command is a process of its own: slow on a loaded machine
 jest.setTimeout(240_000);
 
 describe('nestjs-durable: usage', () => {

@@ -1,8 +1,9 @@
 /**
- * The operator CLI (`nestjs-durable`: bin/nestjs-durable.js, which runs dist/src/cli/main.js) spawned as a real process against a
+ * The operator CLI (`runCli`, which bin/nestjs-durable.js runs; run in this process, see support/cli.ts) against a
  * schema that a test app (with the workflows and a worker) uses: every command, the --json
  * documents, the one-line errors with their code, and the exit codes (0 done, 1 refused or
- * failed, 2 bad usage). The usage itself (help, bad usage, unreachable database) is in cli-usage.spec.ts.
+ * failed, 2 bad usage). The usage itself (help, bad usage, unreachable database), with the bin
+ * as a process of its own, is in cli-usage.spec.ts.
  */
 import { RunContext, Step, Workflow } from '../../src';
 import { createApp, freshSchema, sql, TestApp, waitFor } from '../support';
@@ -42,7 +43,7 @@ class Events {
   }
 }
 
-// every command is a process of its own, booting Nest: slow on a loaded machine
+// every command boots the module: slow on a loaded machine
 jest.setTimeout(240_000);
 
 let app: TestApp;
