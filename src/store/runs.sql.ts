@@ -316,7 +316,8 @@ ${claimUpdate(S, '$5')}`,
       UPDATE ${S}.runs SET status = 'cancelled', cancel_reason = $2, error = $3, finished_at = now()
       WHERE id = $1 AND status IN ('pending', 'running', 'waiting')
       RETURNING ${ENDED}`,
-    // the attempt that had ended it joins the run's other attempts in step_attempts
+    // the attempt that had ended it joins the run's other attempts in step_attempts; the run is due
+    // now: the workers are woken ($2, the channel), at the statement's commit
     retry: `
       WITH r AS (
         UPDATE ${S}.runs r SET status = 'pending', run_at = now(), attempt = 0, error = NULL, finished_at = NULL,
@@ -325,7 +326,9 @@ ${claimUpdate(S, '$5')}`,
       ), h AS (
         INSERT INTO ${S}.step_attempts (run_id, step, attempt, status, started_at, finished_at, error, node_id)
         SELECT id, step, attempt, status, started_at, finished_at, error, node_id FROM r WHERE status IS NOT NULL
-      ) SELECT id FROM r`,
+      ), note AS MATERIALIZED (
+        SELECT pg_notify($2, '') FROM r
+      ) SELECT id FROM r LEFT JOIN note ON true`,
     // the claim that took them counted an attempt: given back (a release is not a failed attempt)
     release: `
       UPDATE ${S}.runs r SET status = CASE WHEN r.status = 'compensating' THEN 'compensating' ELSE 'pending' END,

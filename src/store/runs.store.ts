@@ -249,9 +249,9 @@ export class RunsStore {
     return endedRuns(await q.query<EndedRow>(this.sql.cancel, [id, reason, JSON.stringify(error)]));
   }
 
-  /** Puts a failed run back to pending at its failed step; false when it is not failed. */
+  /** Puts a failed run back to pending at its failed step and wakes the workers; false when it is not failed. */
   async retry(q: Queryable, id: string): Promise<boolean> {
-    return (await q.query(this.sql.retry, [id])).length > 0;
+    return (await q.query(this.sql.retry, [id, this.channel])).length > 0;
   }
 
   /** Hands runs this node still runs back to pending (shutdown). */
