@@ -58,7 +58,8 @@ export class RunAdmin {
     assertValid('cancel', [reason === null ? undefined : textProblem(reason, 'reason', MAX_REASON_BYTES)]);
     const { runs } = this;
     const q = tx?.q ?? this.connection.db;
-    const row = isUuid(runId) ? await runs.get(q, runId) : undefined;
+    // the row alone: a parent's child ids are not needed to cancel it (its children are cancelled by a trigger)
+    const row = isUuid(runId) ? await runs.getRow(q, runId) : undefined;
     if (!row) throw new RunNotFoundError(runId);
     const error = { name: 'CancelledError', code: 'cancelled', message: reason ?? 'cancelled' };
     // unfinished children are cancelled with it (trigger runs_cancel_children, same statement);
@@ -78,7 +79,7 @@ export class RunAdmin {
         count();
       });
     }
-    const now = await runs.get(q, runId);
+    const now = await runs.getRow(q, runId);
     if (now?.status === 'compensating') throw new NotCancellableError(runId, now.status);
   }
 
@@ -124,7 +125,7 @@ export class RunAdmin {
   /** Starts a fresh copy of a finished run (same workflow, key and priority; `input` replaces the input). */
   async rerun(runId: string, given?: { input?: unknown } | null, tx?: CallerTx): Promise<StartResult> {
     const options = callOptions('rerun', given, ['input']);
-    const row = isUuid(runId) ? await this.runs.get(tx?.q ?? this.connection.db, runId) : undefined;
+    const row = isUuid(runId) ? await this.runs.getRow(tx?.q ?? this.connection.db, runId) : undefined;
     if (!row) throw new RunNotFoundError(runId);
     if (!isFinished(row.status)) throw new NotFinishedError(runId);
     if (row.pruned_at && !('input' in options)) throw RunNotFoundError.pruned(runId, 'release its key (releaseKey) and pass { input } to rerun it');

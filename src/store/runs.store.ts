@@ -197,6 +197,15 @@ export class RunsStore {
   }
 
   /**
+   * One run's row alone, or undefined: without its child ids or the re-adds still in the activity
+   * log (`children` and `readds_logged` unset), so that acting on a run of many children reads one row.
+   */
+  async getRow(q: Queryable, id: string): Promise<RunRow | undefined> {
+    const [row] = await q.query<RunRow>(this.sql.getRow, [id]);
+    return row;
+  }
+
+  /**
    * Runs matching `f`, newest first: older than `before` (a run id), or the `limit` runs just newer
    * than `after`.
    */

@@ -1,8 +1,7 @@
 import request from 'supertest';
 import { RunContext, Step, Workflow } from '../../src';
 import { DurableDashboardModule } from '../../src/dashboard';
-import { Db, type Queryable } from '../../src/store/db';
-import { createApp, sql } from '../support';
+import { createApp, mostValuesRead, sql } from '../support';
 
 @Workflow('abounds_node')
 class Node {
@@ -10,31 +9,6 @@ class Node {
   async only(ctx: RunContext) {
     return ctx.input;
   }
-}
-
-/** The most rows, or values in one array column of a row, any statement of the module's returned while `fn` ran: in a transaction or not. */
-async function mostValuesRead(fn: () => Promise<unknown>): Promise<number> {
-  let most = 0;
-  const seen = (rows: Record<string, unknown>[]) => {
-    const inRows = rows.map((r) => Math.max(0, ...Object.values(r).map((v) => (Array.isArray(v) ? v.length : 0))));
-    most = Math.max(most, rows.length, ...inRows);
-    return rows;
-  };
-  const query = Db.prototype.query;
-  const tx = Db.prototype.tx;
-  const onQuery = jest.spyOn(Db.prototype, 'query').mockImplementation(async function (this: Db, ...args: Parameters<Db['query']>) {
-    return seen(await query.apply(this, args));
-  } as Db['query']);
-  const onTx = jest.spyOn(Db.prototype, 'tx').mockImplementation(function (this: Db, work: (q: Queryable) => Promise<unknown>) {
-    return tx.call(this, (q) => work({ query: async (...args: Parameters<Queryable['query']>) => seen(await q.query(...args)) } as Queryable));
-  } as Db['tx']);
-  try {
-    await fn();
-  } finally {
-    onQuery.mockRestore();
-    onTx.mockRestore();
-  }
-  return most;
 }
 
 describe('dashboard actions: what they read', () => {

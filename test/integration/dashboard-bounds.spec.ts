@@ -7,7 +7,7 @@ import { DashboardReads } from '../../src/dashboard/dashboard-reads';
 import { FLOW_NODES_SHOWN } from '../../src/dashboard/pages/flow.page';
 import { DashboardStore } from '../../src/store/dashboard.store';
 import { Db } from '../../src/store/db';
-import { createApp, sql, TestApp } from '../support';
+import { createApp, mostValuesRead, sql, TestApp } from '../support';
 
 @Workflow('bounds_node')
 class Node {
@@ -110,28 +110,6 @@ async function statementsSent(fn: () => Promise<unknown>): Promise<string[]> {
     spy.mockRestore();
   }
   return sent;
-}
-
-/**
- * The most values any one statement returned while `fn` ran: its rows, or the elements of an array
- * in one of its rows (a run's child ids), whichever is more. Every statement of the module goes
- * through `Db.query`.
- */
-async function mostValuesRead(fn: () => Promise<unknown>): Promise<number> {
-  let most = 0;
-  const original = Db.prototype.query;
-  const spy = jest.spyOn(Db.prototype, 'query').mockImplementation(async function (this: Db, ...args: Parameters<Db['query']>) {
-    const rows = await original.apply(this, args);
-    const inRows = rows.map((r) => Math.max(0, ...Object.values(r).map((v) => (Array.isArray(v) ? v.length : 0))));
-    most = Math.max(most, rows.length, ...inRows);
-    return rows;
-  } as Db['query']);
-  try {
-    await fn();
-  } finally {
-    spy.mockRestore();
-  }
-  return most;
 }
 
 describe('dashboard bounds: what a page reads', () => {

@@ -7,3 +7,4 @@ export * from './pg-proxy';
 export * from './wait-timeout-race';
 export * from './clock';
 export * from './explain';
+export * from './values-read';

@@ -1,0 +1,52 @@
+import { RunContext, Step, Workflow } from '../../src';
+import { createApp, mostValuesRead, sql, type TestApp } from '../support';
+
+/**
+ * What an operator's action on a run reads: its row, not every child id of a parent of many. The
+ * children are completed, so that the cancel cancels none of them: only reading the run is measured.
+ */
+
+@Workflow('admin_bounds_node')
+class Node {
+  @Step()
+  async only(ctx: RunContext) {
+    return ctx.input;
+  }
+}
+
+const CHILDREN = 3_000;
+
+/** A node without a worker and a parent run of {@link CHILDREN} completed children, itself `pending` (due in an hour) or `status`. */
+async function parentOfMany(status: 'pending' | 'completed'): Promise<{ t: TestApp; parent: string }> {
+  const t = await createApp({ workflows: [Node], options: { worker: false } });
+  const parent = (await t.durable.start('admin_bounds_node', 7, { key: 'k', runAt: new Date(Date.now() + 3_600_000) })).runId;
+  await sql(
+    `insert into "${t.schema}".runs (id, workflow, parent_id, status, run_at, finished_at)
+     select gen_random_uuid(), 'admin_bounds_node', $1, 'completed', now(), now() from generate_series(1, ${CHILDREN})`,
+    [parent],
+  );
+  if (status === 'completed') await sql(`update "${t.schema}".runs set status = 'completed', finished_at = now() where id = $1`, [parent]);
+  expect((await t.durable.getRun(parent))!.children).toHaveLength(CHILDREN); // the public read still gives every child id
+  return { t, parent };
+}
+
+describe('run admin: what cancel and rerun read', () => {
+  it(`cancel of a parent of ${CHILDREN} children reads a few values, not every child id`, async () => {
+    const { t, parent } = await parentOfMany('pending');
+    const most = await mostValuesRead(() => t.durable.cancel(parent, { reason: 'enough' }));
+    expect(most).toBeLessThanOrEqual(10);
+    expect(await t.durable.getRun(parent)).toMatchObject({ status: 'cancelled' });
+  });
+
+  it(`rerun of a parent of ${CHILDREN} children reads a few values, not every child id`, async () => {
+    const { t, parent } = await parentOfMany('completed');
+    await t.durable.releaseKey(parent); // so that the rerun may take the key
+    let runId = '';
+    const most = await mostValuesRead(async () => {
+      ({ runId } = await t.durable.rerun(parent));
+    });
+    expect(most).toBeLessThanOrEqual(10);
+    // a fresh copy: same workflow, key and input
+    expect(await t.durable.getRun(runId)).toMatchObject({ workflow: 'admin_bounds_node', key: 'k', input: 7, children: [] });
+  });
+});
