@@ -104,14 +104,17 @@ export class ActivityStore {
       // runs_finished_live, and xmin): the key trigger's runAgain hand-offs (activity rows), and the runs
       // the triggers cancelled (finished_at is the transaction's now()): a run waiting behind a key
       // its holder kept (key_taken), a child of a parent that ended (durable_cancel_children: parentId),
-      // a flow node whose dependency did not complete (durable_flow_resolve: its reason)
+      // a flow node whose dependency did not complete (durable_flow_resolve: its reason); counted by
+      // workflow, so that a parent cancelled with 100,000 children returns a row, not 100,000
       triggerOutcomes: `
-        SELECT workflow, true AS handed_off FROM ${S}.activity
-        WHERE at = $1::timestamptz AND xmin = $2::xid AND kind = 'key_handed_off' AND details->>'via' = 'runAgain'
-        UNION ALL
-        SELECT workflow, false FROM ${S}.runs
-        WHERE finished_at = $1::timestamptz AND finished_at IS NOT NULL AND pruned_at IS NULL AND xmin = $2::xid AND status = 'cancelled'
-          AND (error->>'code' = 'key_taken' OR error ? 'parentId' OR ${CANCELLED_BY_FLOW})`,
+        SELECT workflow, handed_off, count(*)::int AS n FROM (
+          SELECT workflow, true AS handed_off FROM ${S}.activity
+          WHERE at = $1::timestamptz AND xmin = $2::xid AND kind = 'key_handed_off' AND details->>'via' = 'runAgain'
+          UNION ALL
+          SELECT workflow, false FROM ${S}.runs
+          WHERE finished_at = $1::timestamptz AND finished_at IS NOT NULL AND pruned_at IS NULL AND xmin = $2::xid AND status = 'cancelled'
+            AND (error->>'code' = 'key_taken' OR error ? 'parentId' OR ${CANCELLED_BY_FLOW})
+        ) x GROUP BY workflow, handed_off`,
       // events without a key filter ($3, the key, is null: it only keeps the parameter list of
       // listByKey), by the log's own order (activity_at, or the filters' indexes)
       list: `
@@ -212,11 +215,13 @@ export class ActivityStore {
    * (`runs_key_handoff`) logged, and of each run they cancelled along with another run's end: a run
    * waiting behind a key its holder kept, the unfinished children of a parent that was cancelled,
    * failed or compensated (`runs_cancel_children`), the flow nodes whose dependency did not complete
-   * (`durable_flow_resolve`). In that transaction (before it ends) or after it committed.
+   * (`durable_flow_resolve`). In that transaction (before it ends) or after it committed. Read as
+   * a count per workflow (a row per workflow, however many runs), each workflow listed once per run.
    */
   async triggerOutcomes(q: Queryable, tx: TxMark): Promise<{ handedOff: string[]; cancelled: string[] }> {
-    const rows = await q.query<{ workflow: string; handed_off: boolean }>(this.sql.triggerOutcomes, [tx.at, tx.xid]);
-    return { handedOff: rows.filter((r) => r.handed_off).map((r) => r.workflow), cancelled: rows.filter((r) => !r.handed_off).map((r) => r.workflow) };
+    const rows = await q.query<{ workflow: string; handed_off: boolean; n: number }>(this.sql.triggerOutcomes, [tx.at, tx.xid]);
+    const each = (handedOff: boolean) => rows.filter((r) => r.handed_off === handedOff).flatMap((r) => Array<string>(r.n).fill(r.workflow));
+    return { handedOff: each(true), cancelled: each(false) };
   }
 
   /** Events matching `f`, newest first. */
