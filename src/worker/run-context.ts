@@ -159,7 +159,7 @@ export class RunContextImpl<TInput = unknown> implements RunContext<TInput> {
 
   async heartbeat(): Promise<void> {
     if (this.exec.lost) throw new CancelledError(`run ${this.runId} was cancelled or is no longer owned by this node`);
-    const row = await this.services.runs.get(this.services.db, this.runId);
+    const row = await this.services.runs.getRow(this.services.db, this.runId); // its row: not its children
     if (!row || (row.status !== 'running' && row.status !== 'compensating') || row.epoch !== this.exec.epoch) {
       const err = new CancelledError(`run ${this.runId} was ${row?.status ?? 'deleted'}; this attempt stops`);
       this.exec.lose(err);

@@ -1,10 +1,11 @@
 import { RunContext, Step, Workflow } from '../../src';
-import { createApp, mostValuesRead, sql, type TestApp } from '../support';
+import { createApp, mostValuesRead, sql, waitFor, type TestApp } from '../support';
 import { testMeter } from '../support/metrics';
 
 /**
  * What an operator's action on a run reads: its row, not every child id of a parent of many; and
- * what a cancel that cancels many children with it reads to count them.
+ * what a cancel that cancels many children with it reads to count them. Also a step's
+ * `ctx.heartbeat()`, which checks its run's row.
  */
 
 const meter = testMeter();
@@ -18,6 +19,23 @@ class Node {
 }
 
 const CHILDREN = 3_000;
+
+/** Opened by the test once the beating run has its children; its step then calls ctx.heartbeat(). */
+let openGate: () => void = () => undefined;
+const gate = new Promise<void>((resolve) => (openGate = resolve));
+/** Settled with the step's ctx.heartbeat(). */
+let beaten: (err?: unknown) => void = () => undefined;
+const beat = new Promise<void>((resolve, reject) => (beaten = (err) => (err ? reject(err) : resolve())));
+
+@Workflow('admin_bounds_beating')
+class Beating {
+  @Step()
+  async only(ctx: RunContext) {
+    await gate;
+    await ctx.heartbeat().then(() => beaten(), beaten);
+    return null;
+  }
+}
 
 /**
  * A node without a worker and a parent run of {@link CHILDREN} children: `completed` ones (none is
@@ -67,5 +85,22 @@ describe('run admin: what cancel and rerun read', () => {
     expect(most).toBeLessThanOrEqual(10);
     // a fresh copy: same workflow, key and input
     expect(await t.durable.getRun(runId)).toMatchObject({ workflow: 'admin_bounds_node', key: 'k', input: 7, children: [] });
+  });
+
+  it(`a step's ctx.heartbeat() in a parent of ${CHILDREN} children reads its row, not every child id`, async () => {
+    const t = await createApp({ workflows: [Beating] });
+    const { runId } = await t.durable.start('admin_bounds_beating', null);
+    await waitFor(async () => (await t.durable.getRun(runId))?.status === 'running');
+    await sql(
+      `insert into "${t.schema}".runs (id, workflow, parent_id, status, run_at, finished_at)
+       select gen_random_uuid(), 'admin_bounds_node', $1, 'completed', now(), now() from generate_series(1, ${CHILDREN})`,
+      [runId],
+    );
+    const most = await mostValuesRead(async () => {
+      openGate();
+      await beat;
+    });
+    expect(most).toBeLessThanOrEqual(10);
+    await waitFor(async () => (await t.durable.getRun(runId))?.status === 'completed');
   });
 });
