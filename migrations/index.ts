@@ -31,6 +31,7 @@ import { DurableTimeoutSweepIndexes1733040032000 } from './1733040032000-durable
 import { DurablePruneIndexes1733040033000 } from './1733040033000-durable-prune-indexes';
 import { DurableScheduleChanges1733040034000 } from './1733040034000-durable-schedule-changes';
 import { DurableChildrenIndex1733040035000 } from './1733040035000-durable-children-index';
+import { DurableTimeoutRetriedIndex1733040036000 } from './1733040036000-durable-timeout-retried-index';
 
 export { DurableInit1733040000000, DurableKeys1733040001000, DurableWaits1733040002000 };
 export { DurableFlows1733040003000 };
@@ -62,6 +63,7 @@ export { DurableTimeoutSweepIndexes1733040032000 };
 export { DurablePruneIndexes1733040033000 };
 export { DurableScheduleChanges1733040034000 };
 export { DurableChildrenIndex1733040035000 };
+export { DurableTimeoutRetriedIndex1733040036000 };
 
 /** The module's migration classes in order, for schema `durable` (TypeORM `migrations: [...]`). */
 export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[] = [
@@ -97,6 +99,7 @@ export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[]
   DurablePruneIndexes1733040033000,
   DurableScheduleChanges1733040034000,
   DurableChildrenIndex1733040035000,
+  DurableTimeoutRetriedIndex1733040036000,
 ];
 
 /**

@@ -18,9 +18,14 @@ export type AnalyzedTable = (typeof ANALYZED_TABLES)[number];
 
 /** A run of `runs` (alias `a`) not finished that a claim gave a deadline: `runs_deadline_workflow`'s rows. */
 const CLAIMED_GOING = (a: string) => `${a}.status IN ('pending', 'waiting') AND ${a}.deadline_at IS NOT NULL`;
-/** A run of `runs` (alias `a`) never claimed whose workflow has a timeout, not a flow node waiting for its deps: `runs_timeout_unclaimed_by_timeout`'s rows. */
-const UNCLAIMED_TIMED = (a: string) =>
-  `${a}.status IN ('pending', 'waiting') AND ${a}.timeout_ms IS NOT NULL AND ${a}.deadline_at IS NULL AND coalesce(${a}.deps_left, 0) = 0`;
+/**
+ * A run of `runs` (alias `a`) never claimed (since its start or its retry) whose workflow has a
+ * timeout, not a flow node waiting for its deps, at its first step (`first`: the rows of
+ * `runs_timeout_unclaimed_first_step`) or past it (a retried run: `runs_timeout_retried`'s).
+ */
+const UNCLAIMED_TIMED = (a: string, first: boolean) =>
+  `${a}.status IN ('pending', 'waiting') AND ${a}.timeout_ms IS NOT NULL AND ${a}.deadline_at IS NULL AND coalesce(${a}.deps_left, 0) = 0
+  AND ${a}.step ${first ? '= 0' : '> 0'}`;
 
 /**
  * The maintenance pass's statements on `runs` in schema `S`: the timeout sweep, retention (prune and
@@ -34,18 +39,25 @@ export function runsMaintenanceStatements(S: string): Record<string, string> {
   // compensations) or $3 (see C); others are failed, and compensated, by the worker that claims them
   const timesOutAll = (a: string) => `(${a}.workflow = ANY($1::text[]) OR $3::jsonb ? ${a}.workflow)`;
   const mayTimeOut = (a: string) => `(${a}.step = 0 OR ${timesOutAll(a)})`;
+  // the runs never claimed of timeout t.ms due longer ago than it, at their first step or past it
+  const pastTimeout = (first: boolean, where = '') => `
+            SELECT x.id, x.run_at FROM ${S}.runs x
+            WHERE ${where} x.timeout_ms = t.ms AND ${UNCLAIMED_TIMED('x', first)} AND x.run_at < now() - t.ms * interval '1 millisecond'
+            ORDER BY x.run_at LIMIT $2 FOR UPDATE SKIP LOCKED`;
   return {
     // Runs past their workflow timeout, never the history, nor a run the sweep may not time out:
     // claimed before (deadline_at set): per workflow, every run past its deadline of a workflow the
     // sweep may time out (one descent of runs_deadline_workflow), and of another workflow those at
     // their first step (one descent of runs_deadline_first_step: the runs past their first step a
     // pause holds are not read, and do not keep a later first-step run from being read); never
-    // claimed (deadline run_at + timeout): per
-    // timeout (one descent of runs_timeout_unclaimed_by_timeout each), the runs due longer ago
-    // than it. A run past its first step becomes compensating without a node when it has
-    // compensations to run (see C), like a compensation waiting for its retry (so a paused
-    // workflow's runs past their deadline are not read again at each pass). At most $2 of each
-    // kind. Rows another transaction holds are skipped. The error is the one a worker gives (its
+    // claimed, since its start or its retry (deadline run_at + timeout): at their first step, per
+    // timeout (one descent of runs_timeout_unclaimed_first_step each), the runs due longer ago than
+    // it; past their first step (retried runs), the same of each workflow the sweep may time out at
+    // any step (runs_timeout_retried: one descent per such workflow and timeout; the retried runs
+    // of another workflow are not read). A run past its first step becomes compensating without a
+    // node when it has compensations to run (see C), like a compensation waiting for its retry (so
+    // a paused workflow's runs past their deadline are not read again at each pass). At most $2 of
+    // each kind. Rows another transaction holds are skipped. The error is the one a worker gives (its
     // message $5 with the workflow's name, the step the run is at named as $4 has it, by workflow).
     timeouts: `
       WITH past_deadline AS (
@@ -64,11 +76,13 @@ export function runsMaintenanceStatements(S: string): Record<string, string> {
           AND ${CLAIMED_GOING('r')} AND r.deadline_at < now() AND coalesce(r.deps_left, 0) = 0 AND ${mayTimeOut('r')}
         FOR UPDATE SKIP LOCKED
       ), never_begun AS (
-        SELECT d.id FROM unnest(${distinctValues(`${S}.runs`, 'timeout_ms', UNCLAIMED_TIMED)}) AS t (ms)
-        CROSS JOIN LATERAL (
-          SELECT x.id, x.run_at FROM ${S}.runs x
-          WHERE x.timeout_ms = t.ms AND ${UNCLAIMED_TIMED('x')} AND x.run_at < now() - t.ms * interval '1 millisecond' AND ${mayTimeOut('x')}
-          ORDER BY x.run_at LIMIT $2 FOR UPDATE SKIP LOCKED
+        SELECT d.id FROM (
+          SELECT d.id, d.run_at FROM unnest(${distinctValues(`${S}.runs`, 'timeout_ms', (a) => UNCLAIMED_TIMED(a, true))}) AS t (ms)
+          CROSS JOIN LATERAL (${pastTimeout(true)}) d
+          UNION ALL
+          SELECT d.id, d.run_at FROM unnest($1::text[] || ARRAY(SELECT jsonb_object_keys($3::jsonb))) AS wf (workflow)
+          CROSS JOIN LATERAL unnest(${distinctValues(`${S}.runs`, 'timeout_ms', (a) => `${a}.workflow = wf.workflow AND ${UNCLAIMED_TIMED(a, false)}`)}) AS t (ms)
+          CROSS JOIN LATERAL (${pastTimeout(false, 'x.workflow = wf.workflow AND')}) d
         ) d
         ORDER BY d.run_at LIMIT $2
       )
@@ -80,7 +94,9 @@ export function runsMaintenanceStatements(S: string): Record<string, string> {
         wake_at = CASE WHEN ${C} >= 0 THEN NULL ELSE r.wake_at END,
         error = jsonb_strip_nulls(jsonb_build_object('name', 'TimeoutError', 'code', 'timeout',
           'message', format($5::text, r.workflow), 'step', $4::jsonb -> r.workflow -> r.step))
-      WHERE r.id IN (SELECT id FROM past_deadline UNION ALL SELECT id FROM never_begun)
+      -- the ids as an array, not a join: each run is read once by primary key, whatever the planner
+      -- thinks the CTEs hold (guessing a full batch, it hashed them and read every pending run)
+      WHERE r.id = ANY(ARRAY(SELECT id FROM past_deadline UNION ALL SELECT id FROM never_begun))
         AND r.status IN ('pending', 'waiting')
       RETURNING r.status, ${ENDED}`,
     // $1 runs' cutoff, $2 batch, $3 the key horizon (0: none), $4/$5 the (workflow, status) pairs

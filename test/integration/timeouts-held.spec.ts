@@ -3,18 +3,34 @@
  * held runs that the maintenance node may not time out (past their first step, of a workflow it
  * does not define: their compensations are unknown there) or that are not past their own timeout
  * yet (never claimed, a timeout longer than this node's workflows') are not read again at every
- * maintenance pass, however many there are.
+ * maintenance pass, however many there are. Nor are retried runs past their first step, of a
+ * workflow the node does not define, waiting past their timeout for a node that defines it.
  */
+import { DataSource } from 'typeorm';
+import { durableMigrations } from '../../migrations';
 import { RunContext, Step, Workflow } from '../../src';
 import { DurableConnection } from '../../src/core/durable.connection';
 import { Maintenance } from '../../src/worker/maintenance';
-import { createApp, ident, rowsReadBy, sql, type TestApp } from '../support';
+import { createApp, databaseUrl, freshSchema, ident, rowsReadBy, sql, type TestApp } from '../support';
 
 @Workflow('held_timed', { timeout: '1h' })
 class Timed {
   @Step()
   async only(_ctx: RunContext) {
     return 1;
+  }
+}
+
+@Workflow('held_two', { timeout: '1h' })
+class Two {
+  @Step()
+  async first(_ctx: RunContext) {
+    return 1;
+  }
+
+  @Step()
+  async second(_ctx: RunContext) {
+    return 2;
   }
 }
 
@@ -84,4 +100,94 @@ it('a first-step run past its deadline, of a workflow the node does not define, 
   const failed = await sql<{ id: string }>(`SELECT id FROM ${S}.runs WHERE status = 'failed'`);
   expect(failed.map((r) => r.id).sort()).toEqual(due.map((r) => r.id).sort());
   expect(await sql(`SELECT count(*)::int AS n FROM ${S}.runs WHERE status = 'pending' AND step = 1`)).toEqual([{ n: 20_000 }]);
+});
+
+it('a maintenance pass reads a bounded number of retried runs past their timeout that it may not time out, and times out the others', async () => {
+  const t = await createApp({ workflows: [Timed, Two], options: { worker: false } });
+  const S = ident(t.schema);
+  // a run that failed at its second step, retried: pending again at that step, its timeout counted
+  // again from the retry (no deadline until a claim gives it one)
+  const failedAt = (workflow: string, step: number) =>
+    sql<{ id: string }>(
+      `INSERT INTO ${S}.runs (id, workflow, status, step, attempt, run_at, started_at, finished_at, timeout_ms, deadline_at)
+       VALUES (gen_random_uuid(), $1, 'failed', $2, 3, now() - interval '3 hours', now() - interval '3 hours', now() - interval '150 minutes',
+         3600000, now() - interval '2 hours') RETURNING id`,
+      [workflow, step],
+    );
+  const [retried] = await failedAt('held_elsewhere', 1);
+  await t.durable.retry(retried.id);
+  const shape = `SELECT workflow, status, step, attempt, deadline_at, timeout_ms, started_at IS NOT NULL AS started FROM ${S}.runs WHERE id = $1`;
+  expect(await sql(shape, [retried.id])).toEqual([
+    { workflow: 'held_elsewhere', status: 'pending', step: 1, attempt: 0, deadline_at: null, timeout_ms: 3600000, started: true },
+  ]);
+  // 20,000 such runs of a workflow this node does not define, retried 2 hours ago (past their 1-hour timeout)
+  await sql(`
+    INSERT INTO ${S}.runs (id, workflow, status, step, attempt, run_at, started_at, timeout_ms)
+    SELECT gen_random_uuid(), 'held_elsewhere', 'pending', 1, 0, now() - interval '2 hours' - g * interval '1 millisecond',
+      now() - interval '3 hours', 3600000
+    FROM generate_series(1, 20000) g`);
+  // the sweep times out retried runs of that workflow at their first step, and of a workflow it
+  // defines at any step, past their timeout; not those retried lately
+  const due: { id: string }[] = [];
+  for (const [workflow, step] of [
+    ['held_elsewhere', 0],
+    ['held_two', 0],
+    ['held_two', 1],
+  ] as const) {
+    const [run] = await failedAt(workflow, step);
+    await t.durable.retry(run.id);
+    due.push(run);
+  }
+  const [recent] = await failedAt('held_two', 1);
+  await t.durable.retry(recent.id);
+  await sql(`UPDATE ${S}.runs SET run_at = now() - interval '2 hours' WHERE id = ANY($1::uuid[])`, [due.map((r) => r.id)]);
+  await sql(`ANALYZE ${S}.runs`);
+
+  for (let pass = 0; pass < 2; pass++) expect(await rowsReadByPass(t)).toBeLessThan(1_200);
+  const failed = await sql<{ id: string }>(`SELECT id FROM ${S}.runs WHERE status = 'failed'`);
+  expect(failed.map((r) => r.id).sort()).toEqual(due.map((r) => r.id).sort());
+  expect(await sql(`SELECT workflow, step, count(*)::int AS n FROM ${S}.runs WHERE status = 'pending' GROUP BY 1, 2 ORDER BY 1, 2`)).toEqual([
+    { workflow: 'held_elsewhere', step: 1, n: 20_001 },
+    { workflow: 'held_two', step: 1, n: 1 },
+  ]);
+});
+
+it('its index: DurableTimeoutRetriedIndex goes up, down (the index it replaces back) and up again', async () => {
+  const schema = freshSchema();
+  const all = durableMigrations(schema);
+  const at = all.findIndex((M) => M.name.startsWith('DurableTimeoutRetriedIndex'));
+  expect(at).toBeGreaterThan(0);
+  const unclaimedIndexes = async () =>
+    new Map(
+      (
+        await sql<{ indexname: string; indexdef: string }>(
+          `select indexname, indexdef from pg_indexes where schemaname = $1 and tablename = 'runs' and indexdef like '%deadline_at IS NULL%'`,
+          [schema],
+        )
+      ).map((r) => [r.indexname, r.indexdef]),
+    );
+  const ds = new DataSource({ type: 'postgres', url: databaseUrl() });
+  await ds.initialize();
+  const runner = ds.createQueryRunner();
+  try {
+    for (const M of all.slice(0, at)) await new M().up(runner);
+    const before = await unclaimedIndexes();
+    expect([...before.keys()]).toEqual(['runs_timeout_unclaimed_by_timeout']);
+    const M = all[at];
+    await new M().up(runner);
+    const up = await unclaimedIndexes();
+    expect([...up.keys()].sort()).toEqual(['runs_timeout_retried', 'runs_timeout_unclaimed_first_step']);
+    expect(up.get('runs_timeout_unclaimed_first_step')).toMatch(/\(timeout_ms, run_at\) WHERE .*\(step = 0\)\)?$/);
+    expect(up.get('runs_timeout_retried')).toMatch(/\(workflow, timeout_ms, run_at\) WHERE .*\(step > 0\)\)?$/);
+    await new M().down(runner);
+    expect(await unclaimedIndexes()).toEqual(before);
+    await new M().up(runner);
+    expect(await unclaimedIndexes()).toEqual(up);
+    // re-runnable: up over an upgraded schema changes nothing
+    await new M().up(runner);
+    expect(await unclaimedIndexes()).toEqual(up);
+  } finally {
+    await runner.release();
+    await ds.destroy();
+  }
 });
