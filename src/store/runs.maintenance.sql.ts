@@ -11,6 +11,14 @@ const KEEPS_KEY = (c: string) => `${c}.holds_key AND ${c}.finished_at >= now() -
  */
 const CHILD_PRUNABLE = (S: string, c: string) => `coalesce((
               SELECT p.finished_at IS NOT NULL FROM ${S}.runs p WHERE p.id = ${c}.parent_id), true)`;
+/**
+ * The runs whose ids `select` returns, as an array, not a join: each read once by primary key,
+ * whatever the planner thinks `select` holds (guessing a full batch, it may hash them and read the
+ * whole table).
+ */
+const byIds = (select: string) => `id = ANY(ARRAY(${select}))`;
+/** A CTE of schema `S`: the flow hooks still owed to the runs deleted (CTE `d`; a lifecycle hook that kept failing) go with them. */
+const hooksGo = (S: string) => `k AS (DELETE FROM ${S}.flow_hooks WHERE run_id IN (SELECT id FROM d))`;
 /** The tables the maintenance pass analyzes when their statistics are far behind. */
 export const ANALYZED_TABLES = ['activity', 'runs'] as const;
 /** One of {@link ANALYZED_TABLES}. */
@@ -100,19 +108,39 @@ export function runsMaintenanceStatements(S: string): Record<string, string> {
         AND r.status IN ('pending', 'waiting')
       RETURNING r.status, ${ENDED}`,
     // $1 runs' cutoff, $2 batch, $3 the key horizon (0: none), $4/$5 the (workflow, status) pairs
-    // whose finished holder keeps its key: such a holder younger than the horizon is a tombstone
-    // (below), not deleted. Read through two indexes, so that the tombstones kept are not read: the
-    // finished runs that are not tombstones (runs_finished_live), and the tombstones whose key was
-    // released or whose horizon passed (runs_tombstones). A tombstone is kept until its horizon
-    // even if its workflow's reuse no longer keeps its key. A row another transaction holds is
-    // skipped (a later pass prunes it): a pass never waits for it, however long that transaction
-    // stays open
+    // whose finished holder keeps its key. The finished runs past the cutoff that are not key
+    // tombstones (runs_finished_live), oldest first, $2 of them: a holder that keeps its key and is
+    // younger than the horizon becomes a tombstone (its history and payloads go, the row and its
+    // key stay until the horizon, see pruneTombstones), the others are deleted. Each run read is
+    // pruned one way or the other, so a backlog of runs due is not read again by each statement (a
+    // child whose parent is going is read and kept). A row another transaction holds is skipped (a
+    // later pass prunes it): a pass never waits for it, however long that transaction stays open
     prune: `
-      WITH live AS (
-        SELECT id FROM ${S}.runs c WHERE finished_at < now() - $1 * interval '1 millisecond' AND pruned_at IS NULL
-          AND NOT (${KEEPS_KEY('c')}) AND ${CHILD_PRUNABLE(S, 'c')}
-        LIMIT $2 FOR UPDATE SKIP LOCKED
-      ), released AS (
+      WITH due AS (
+        SELECT id, (${KEEPS_KEY('c')}) IS TRUE AS keeps FROM ${S}.runs c
+        WHERE finished_at < now() - $1 * interval '1 millisecond' AND pruned_at IS NULL AND ${CHILD_PRUNABLE(S, 'c')}
+        ORDER BY finished_at LIMIT $2 FOR UPDATE SKIP LOCKED
+      ), t AS (
+        UPDATE ${S}.runs SET pruned_at = now(), input = NULL, context = '{}', result = NULL, results = '{}', error = NULL, trace = NULL,
+          last_status = NULL
+        WHERE ${byIds('SELECT id FROM due WHERE keeps')}
+        RETURNING id
+      ), d AS (
+        DELETE FROM ${S}.runs WHERE ${byIds('SELECT id FROM due WHERE NOT keeps')} RETURNING id
+      ), h AS (DELETE FROM ${S}.step_attempts WHERE run_id IN (SELECT id FROM due)),
+      -- a deleted run's memos, events and waits go with it (foreign keys); a tombstone's here
+      m AS (DELETE FROM ${S}.memos WHERE run_id IN (SELECT id FROM t)),
+      e AS (DELETE FROM ${S}.events WHERE run_id IN (SELECT id FROM t)),
+      w AS (DELETE FROM ${S}.waits WHERE run_id IN (SELECT id FROM t)),
+      ${hooksGo(S)}
+      SELECT (SELECT count(*) FROM t)::int + (SELECT count(*) FROM d)::int AS n`,
+    // $1 runs' cutoff, $2 batch, $3 the key horizon (0: none): the key tombstones past the cutoff
+    // whose key was released or whose horizon passed (runs_tombstones; the tombstones kept are not
+    // read), deleted. A tombstone is kept until its horizon even if its workflow's reuse no longer
+    // keeps its key. The two are read in turn, as the delete takes them: at most $2 rows are locked
+    // in all. Rows another transaction holds are skipped, as above
+    pruneTombstones: `
+      WITH released AS (
         SELECT id FROM ${S}.runs c WHERE finished_at < now() - $1 * interval '1 millisecond' AND pruned_at IS NOT NULL
           AND NOT holds_key AND ${CHILD_PRUNABLE(S, 'c')}
         LIMIT $2 FOR UPDATE SKIP LOCKED
@@ -121,31 +149,11 @@ export function runsMaintenanceStatements(S: string): Record<string, string> {
           AND holds_key AND finished_at < now() - $3 * interval '1 millisecond' AND ${CHILD_PRUNABLE(S, 'c')}
         LIMIT $2 FOR UPDATE SKIP LOCKED
       ), d AS (
-        DELETE FROM ${S}.runs WHERE id IN (SELECT id FROM (SELECT id FROM live UNION ALL SELECT id FROM released UNION ALL SELECT id FROM past_horizon) x LIMIT $2)
+        DELETE FROM ${S}.runs WHERE ${byIds('SELECT id FROM (SELECT id FROM released UNION ALL SELECT id FROM past_horizon) x LIMIT $2')}
         RETURNING id
-      ), h AS (
-        DELETE FROM ${S}.step_attempts WHERE run_id IN (SELECT id FROM d)
-      ), k AS (
-        -- hooks still owed to a pruned run (a lifecycle hook that kept failing) go with it
-        DELETE FROM ${S}.flow_hooks WHERE run_id IN (SELECT id FROM d)
-      ) SELECT count(*)::int AS n FROM d`,
-    // the same holders, past the runs' cutoff and not yet tombstones: their history and payloads go,
-    // the row (and its key) stays until the horizon
-    tombstone: `
-      WITH t AS (
-        UPDATE ${S}.runs SET pruned_at = now(), input = NULL, context = '{}', result = NULL, results = '{}', error = NULL, trace = NULL,
-          last_status = NULL
-        WHERE id IN (
-          SELECT id FROM ${S}.runs c WHERE finished_at < now() - $1 * interval '1 millisecond' AND pruned_at IS NULL
-            AND ${KEEPS_KEY('c')}
-            AND ${CHILD_PRUNABLE(S, 'c')}
-          LIMIT $2 FOR UPDATE SKIP LOCKED)
-        RETURNING id
-      ), h AS (DELETE FROM ${S}.step_attempts WHERE run_id IN (SELECT id FROM t)),
-      m AS (DELETE FROM ${S}.memos WHERE run_id IN (SELECT id FROM t)),
-      e AS (DELETE FROM ${S}.events WHERE run_id IN (SELECT id FROM t)),
-      w AS (DELETE FROM ${S}.waits WHERE run_id IN (SELECT id FROM t))
-      SELECT count(*)::int AS n FROM t`,
+      ), h AS (DELETE FROM ${S}.step_attempts WHERE run_id IN (SELECT id FROM d)),
+      ${hooksGo(S)}
+      SELECT count(*)::int AS n FROM d`,
     // the tables whose rows changed since their last ANALYZE (autovacuum's or anyone's) exceed a
     // tenth of the row count the planner believes (-1: never analyzed) — autovacuum's default threshold
     statsStale: `

@@ -297,19 +297,23 @@ export class RunsStore {
     return { runs: runs.filter((r) => !compensating.has(r.id)), compensating: runs.filter((r) => compensating.has(r.id)), tx };
   }
 
-  /** Deletes up to `batch` runs finished more than `olderThanMs` ago; returns how many. */
+  /**
+   * Prunes up to `batch` runs finished more than `olderThanMs` ago that are not key tombstones,
+   * oldest first: those that still hold a key their workflow's `reuse` keeps, and finished within
+   * the key horizon, become tombstones (their payloads and history are deleted, the row and so the
+   * key stay), the others are deleted. Returns how many.
+   */
   async prune(q: Queryable, olderThanMs: number, batch: number, keys: KeyHorizon = NO_KEY_HORIZON): Promise<number> {
     const [row] = await q.query<{ n: number }>(this.sql.prune, [olderThanMs, batch, ...keyParams(keys)]);
     return row.n;
   }
 
   /**
-   * Turns up to `batch` runs finished more than `olderThanMs` ago that still hold a key their
-   * workflow's `reuse` keeps, and finished within the key horizon, into tombstones: their payloads
-   * and history are deleted, the row (and so the key) stays. Returns how many.
+   * Deletes up to `batch` key tombstones finished more than `olderThanMs` ago whose key was released
+   * or whose horizon (`keysMs`, 0: none) passed. Returns how many.
    */
-  async tombstone(q: Queryable, olderThanMs: number, batch: number, keys: KeyHorizon): Promise<number> {
-    const [row] = await q.query<{ n: number }>(this.sql.tombstone, [olderThanMs, batch, ...keyParams(keys)]);
+  async pruneTombstones(q: Queryable, olderThanMs: number, batch: number, keysMs = 0): Promise<number> {
+    const [row] = await q.query<{ n: number }>(this.sql.pruneTombstones, [olderThanMs, batch, keysMs]);
     return row.n;
   }
 

@@ -238,8 +238,8 @@ export class Maintenance {
     const addRuns = (n: number) => (out.runs += n);
     if (runsMs !== false) {
       const keys = await this.keyHorizon(q);
-      if (keys && !(await batches(addRuns, () => runs.tombstone(q, runsMs, PRUNE_BATCH, keys)))) return out;
       if (!(await batches(addRuns, () => runs.prune(q, runsMs, PRUNE_BATCH, keys)))) return out;
+      if (!(await batches(addRuns, () => runs.pruneTombstones(q, runsMs, PRUNE_BATCH, keys?.ms)))) return out;
     }
     out.done = await batches(
       (n) => (out.activity += n),

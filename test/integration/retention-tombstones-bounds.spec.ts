@@ -2,12 +2,13 @@
  * Key tombstones (`retention.keys`) are kept long after the runs' retention, and pruning runs at
  * least once a minute: it must not read the tombstones it keeps, however many there are. It still
  * turns the holders due into tombstones and deletes the other runs due, the tombstones whose key
- * was released and those past the key horizon.
+ * was released and those past the key horizon. Nor does a backlog of runs due (more than a pass
+ * prunes) make a statement read more than the batch it prunes.
  */
 import { RunContext, Step, Workflow } from '../../src';
 import { DurableConnection } from '../../src/core/durable.connection';
 import { Maintenance } from '../../src/worker/maintenance';
-import { createApp, ident, rowsReadBy, sql } from '../support';
+import { createApp, ident, rowsReadBy, rowsReadEach, sql } from '../support';
 
 @Workflow('tb_never', { reuse: 'never' })
 class Never {
@@ -81,4 +82,30 @@ it('pruning a backlog of finished child runs reads the runs it prunes and their 
   expect(read).toBeLessThan(60_000);
   expect(await sql(`SELECT count(*)::int AS n FROM ${S}.runs WHERE finished_at < now() - interval '1 day'`)).toEqual([{ n: 1 }]);
   expect(await sql(`SELECT id FROM ${S}.runs WHERE id = $1`, [kept[0].id])).toEqual(kept);
+});
+
+it('with a backlog of 30,000 runs due, no prune statement reads more than the batch it prunes (and the runs it writes)', async () => {
+  const t = await createApp({ workflows: [Never], options: { worker: false, retention: { runs: '1d', keys: '365d' } } });
+  const S = ident(t.schema);
+  // due: 30,000 runs without a key, deleted; 3 holders, made tombstones; a tombstone whose key was
+  // released and one past the horizon, deleted; kept: 2 tombstones
+  const inserted = await sql<{ key: string | null; holds_key: boolean; pruned: boolean }>(`
+    INSERT INTO ${S}.runs (id, workflow, status, run_at, finished_at, key, holds_key, pruned_at)
+    SELECT gen_random_uuid(), 'tb_never', 'completed', now() - interval '3 days', now() - interval '2 days' - g * interval '1 second', NULL, false, NULL
+    FROM generate_series(1, 30000) g
+    UNION ALL
+    SELECT gen_random_uuid(), 'tb_never', 'completed', now() - interval '3 days', now() - f * interval '1 day', k || g, h, CASE WHEN p THEN now() END
+    FROM (VALUES ('holder', 2, true, false, 3), ('released', 3, false, true, 1), ('past', 400, true, true, 1), ('kept', 3, true, true, 2)) AS v (k, f, h, p, n),
+      generate_series(1, n) g
+    RETURNING key, holds_key, pruned_at IS NOT NULL AS pruned`);
+  expect(inserted).toHaveLength(30_007);
+  await sql(`ANALYZE ${S}.runs`);
+
+  const each = await rowsReadEach(t.get(DurableConnection), 'runs', () => t.get(Maintenance).pruneNow());
+  // each statement reads the runs of its batch (5,000), then each by id and writes it (the write
+  // counted too): not the 30,000 due
+  expect(Math.max(...each)).toBeLessThanOrEqual(3 * 5_000 + 100);
+  expect(await sql(`SELECT key, pruned_at IS NOT NULL AS tombstone FROM ${S}.runs ORDER BY key`)).toEqual(
+    ['holder1', 'holder2', 'holder3', 'kept1', 'kept2'].map((key) => ({ key, tombstone: true })),
+  );
 });

@@ -39,13 +39,13 @@ export function explainingQueryable(client: Client, table: string, onRead: (rows
 /**
  * Runs `work` with the app's module connection (`DurableConnection.db`) answering through
  * {@link explainingQueryable} on a connection of its own (transaction control and ANALYZE run as
- * they are): the rows the scans of `table` read, over every statement `work` sent.
+ * they are): the rows the scans of `table` read, by each statement `work` sent, in order.
  */
-export async function rowsReadBy(connection: object, table: string, work: () => Promise<unknown>): Promise<number> {
+export async function rowsReadEach(connection: object, table: string, work: () => Promise<unknown>): Promise<number[]> {
   const client = new Client({ connectionString: databaseUrl() });
   await client.connect();
-  let read = 0;
-  const explaining = explainingQueryable(client, table, (rows) => (read += rows));
+  const read: number[] = [];
+  const explaining = explainingQueryable(client, table, (rows) => read.push(rows));
   const queryable = {
     query: (text: string, values?: unknown[]) =>
       /^\s*(BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE|ANALYZE|SET)\b/i.test(text)
@@ -60,4 +60,9 @@ export async function rowsReadBy(connection: object, table: string, work: () => 
     await client.end();
   }
   return read;
+}
+
+/** {@link rowsReadEach} summed: the rows the scans of `table` read, over every statement `work` sent. */
+export async function rowsReadBy(connection: object, table: string, work: () => Promise<unknown>): Promise<number> {
+  return (await rowsReadEach(connection, table, work)).reduce((sum, n) => sum + n, 0);
 }
