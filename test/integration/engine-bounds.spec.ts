@@ -429,7 +429,7 @@ describe('engine bounds', () => {
     expect(plan).toMatch(/Update on runs r \(actual rows=300 loops=1\)/);
   });
 
-  it('with statistics taken while its runs were pending, a transition reads each run of its batch once, not runs once for each run', async () => {
+  it('with statistics taken while its runs were pending, a transition reads runs once, not once for each run of its batch', async () => {
     const t = await createApp({ workflows: [Plain], options: { worker: false } });
     const S = ident(t.schema);
     // 5,000 runs analyzed while pending, then running: the statistics say no run is running
@@ -442,20 +442,10 @@ describe('engine bounds', () => {
     for (const generic of [false, true]) {
       const transition = await planOf(runsStatements(S).transition, 'jsonb, text', [batch, "'probe'"], generic);
       expect(transition).toMatch(/Update on runs r \(actual rows=1000 loops=1\)/);
-      // each scan of runs runs once, or is one primary-key probe per run of the batch (a plan that
-      // starts from runs reads the batch 5,000 times)
+      // each scan of runs runs once (a plan that starts from runs reads the batch 5,000 times)
       const scans = transition.split('\n').filter((line) => /Scan[^\n]* on runs r /.test(line));
       expect(scans.length).toBeGreaterThan(0);
-      for (const line of scans) {
-        const [, rows, loops] = /actual rows=(\d+) loops=(\d+)\)/.exec(line)!.map(Number);
-        if (loops === 1) continue;
-        expect({ line, probe: /Index Scan using runs_pkey/.test(line), rows: rows <= 1, loops: loops <= ids.length }).toEqual({
-          line,
-          probe: true,
-          rows: true,
-          loops: true,
-        });
-      }
+      for (const line of scans) expect(line).toMatch(/loops=1\)/);
       for (const [, removed] of transition.matchAll(/Rows Removed by Join Filter: (\d+)/g)) expect(Number(removed)).toBeLessThan(100);
     }
   });
