@@ -258,14 +258,11 @@ export function runsStatements(S: string): Record<string, string> {
       )
 ${claimUpdate(S, '$5')}`,
     // $1: the transitions as a JSON array of arrays (see transition.fields.ts); the attempt's times
-    // come as epoch milliseconds. The LIMIT (the array's length: it cuts nothing) gives the planner
-    // the batch's size (a generic plan takes it as 10 rows), which it otherwise takes as 100 rows:
-    // planned for 100, a batch of one on a runs table of a few hundred pages scans the whole table
-    // instead of reading runs_pkey
+    // come as epoch milliseconds
     transition: `
       WITH v AS (
         SELECT x.*, to_timestamp(x.tried_from_ms / 1000.0) AS tried_from, to_timestamp(x.tried_to_ms / 1000.0) AS tried_to
-        FROM (SELECT ${transitionFields('e')} FROM jsonb_array_elements($1::jsonb) e LIMIT jsonb_array_length($1::jsonb)) x
+        FROM (SELECT ${transitionFields('e')} FROM jsonb_array_elements($1::jsonb) e) x
       ), u AS (
       UPDATE ${S}.runs r SET
         status = CASE WHEN (v.status = 'waiting' AND (v.wait_kind || ':' || coalesce(v.wait_name, '')) = ANY(r.inbox)) THEN 'pending' ELSE v.status END,
