@@ -1,7 +1,7 @@
 'use strict';
 // Costs over a big history (standalone; `npm run build` at the root first):
 //
-//   node bench/scale.js   # BENCH_HISTORY=5000000 BENCH_SCALE_PICKUP_SAMPLES=1000 BENCH_SCALE_DRAIN=20000 BENCH_SCALE_ROUNDS=10 BENCH_SCALE_IDLE_S=60
+//   node bench/scale.js   # BENCH_HISTORY=5000000 BENCH_SCALE_PICKUP_SAMPLES=10000 BENCH_SCALE_DRAIN=20000 BENCH_SCALE_ROUNDS=10 BENCH_SCALE_IDLE_S=60
 //
 // Two schemas side by side: `bench_scale_empty` (no history) and `bench_scale_big` (BENCH_HISTORY
 // finished runs, inserted with INSERT … SELECT generate_series: completed one-step runs spread over
@@ -14,9 +14,11 @@
 //   BENCH_SCALE_IDLE_S; tuples read per minute from pg_stat_user_tables (from `runs` and from all the
 //   schema's tables) and sequential scans of runs. Counts, not timings: measured once.
 // - pickup latency: a worker node on each schema, both up at once in this process; starts alternate
-//   between them sample by sample (each pair's order drawn at random, 2 ms apart; 20 warm-up pairs),
+//   between them sample by sample (each pair's order drawn at random; 20 warm-up pairs),
 //   BENCH_SCALE_PICKUP_SAMPLES per schema, each from the start call on the worker's own node to the
-//   first line of the step. Whatever load the machine has falls on both alike. p50/p99 per schema,
+//   first line of the step; the next sample starts 2 ms after the run has completed, so that no
+//   sample overlaps the completion of another schema's run. Both schemas are analysed first (a
+//   server may run without autovacuum). Whatever load the machine has falls on both alike. p50/p99 per schema,
 //   their ratios with a 95% interval (bootstrap over the pairs), and the per-pair ratios' spread.
 // - drain: BENCH_SCALE_ROUNDS rounds; each enqueues BENCH_SCALE_DRAIN one-step runs in both schemas,
 //   ANALYZE, then drains one schema and right after it the other (empty first in odd rounds, big
@@ -28,6 +30,7 @@
 //   ±10%, beyond it, or neither (for the drain only from 5 rounds: 4 give an 87.5% interval).
 //
 // The module runs at its defaults (concurrency 10, retention 30 days).
+const { Client } = require('pg');
 const { withClient, untilDrained } = require('./lib/db');
 const { URL, oneStepWorkflow, bootDurable } = require('./lib/standalone');
 const { now, sleep, percentile, median } = require('./lib/util');
@@ -40,7 +43,7 @@ const HISTORY = Number(process.env.BENCH_HISTORY || 5_000_000);
 const DRAIN = Number(process.env.BENCH_SCALE_DRAIN || 20_000);
 const IDLE_S = Number(process.env.BENCH_SCALE_IDLE_S || 60);
 const ROUNDS = Number(process.env.BENCH_SCALE_ROUNDS || 10);
-const PICKUP_SAMPLES = Number(process.env.BENCH_SCALE_PICKUP_SAMPLES || 1000);
+const PICKUP_SAMPLES = Number(process.env.BENCH_SCALE_PICKUP_SAMPLES || 10_000);
 const WARMUP = 20;
 const RESAMPLES = 2000;
 
@@ -100,14 +103,19 @@ async function idleReads() {
 
 /** Pickup latencies in pairs, one start on each schema's worker node per pair in a random order: [{ [EMPTY]: ms, [BIG]: ms }]. */
 async function pickup() {
+  for (const schema of SCHEMAS) await q(`VACUUM ANALYZE ${schema}.runs`);
   const nodes = await bootWorkers();
+  const watcher = new Client({ connectionString: URL });
+  await watcher.connect();
   await sleep(500);
   const one = async (schema, k) => {
     const t0 = now();
     const picked = new Promise((resolve) => (onRun = () => resolve(now())));
-    await nodes[schema].durable.start(BenchScale, { k });
+    const { runId } = await nodes[schema].durable.start(BenchScale, { k });
     const at = await picked;
     onRun = null;
+    // its completion, outside the sample: read every millisecond on a connection of the bench's own
+    while ((await watcher.query(`SELECT status FROM ${schema}.runs WHERE id = $1`, [runId])).rows[0].status !== 'completed') await sleep(1);
     await sleep(2);
     return at - t0;
   };
@@ -118,6 +126,7 @@ async function pickup() {
     if (k >= 0) pairs.push(pair);
     if (k > 0 && k % 250 === 0) console.error(`pickup: ${k} pairs`);
   }
+  await watcher.end();
   for (const schema of SCHEMAS) await untilDrained(URL, schema, PICKUP_SAMPLES + WARMUP, { workflow: 'bench_scale' });
   await closeAll(nodes);
   for (const schema of SCHEMAS) await q(`DELETE FROM ${schema}.runs WHERE workflow = 'bench_scale'`); // the drain counts its own runs
