@@ -6,12 +6,10 @@
 import type { INestApplication } from '@nestjs/common';
 import { Client } from 'pg';
 import request from 'supertest';
-import { DataSource } from 'typeorm';
-import { durableMigrations } from '../../migrations';
 import { DurableDashboardModule } from '../../src/dashboard';
 import { CHILDREN_COUNTED, CHILDREN_SHOWN } from '../../src/dashboard/pages/run.page';
 import { DashboardStore } from '../../src/store/dashboard.store';
-import { createApp, databaseUrl, explainingQueryable, freshSchema, ident, sql } from '../support';
+import { createApp, databaseUrl, explainingQueryable, ident, migrationRoundTrip, sql } from '../support';
 
 /** A UUIDv7-like id, ordered as `n` (ids made later sort after those made before, as the module's). */
 const id = (n: string) => `(lpad(to_hex(${n}), 12, '0') || '7000800000000000' || lpad(to_hex((${n}) % 65536), 4, '0'))::uuid`;
@@ -171,41 +169,12 @@ it("a run's page links its family's first 50 children by id, whatever order they
 });
 
 it('its index: DurableChildrenIndex goes up, down (the index it replaces back) and up again', async () => {
-  const schema = freshSchema();
-  const all = durableMigrations(schema);
-  const at = all.findIndex((M) => M.name.startsWith('DurableChildrenIndex'));
-  expect(at).toBeGreaterThan(0);
-  const childIndexes = async () =>
-    new Map(
-      (
-        await sql<{ indexname: string; indexdef: string }>(
-          `select indexname, indexdef from pg_indexes where schemaname = $1 and tablename = 'runs' and indexdef like '%parent_id%'`,
-          [schema],
-        )
-      ).map((r) => [r.indexname, r.indexdef]),
-    );
-  const ds = new DataSource({ type: 'postgres', url: databaseUrl() });
-  await ds.initialize();
-  const runner = ds.createQueryRunner();
-  try {
-    for (const M of all.slice(0, at)) await new M().up(runner);
-    const before = await childIndexes();
-    expect([...before.keys()]).toEqual(['runs_parent']);
-    expect(before.get('runs_parent')).toMatch(/\(parent_id\) WHERE \(parent_id IS NOT NULL\)$/);
-    const M = all[at];
-    await new M().up(runner);
-    const up = await childIndexes();
-    expect([...up.keys()]).toEqual(['runs_children']);
-    expect(up.get('runs_children')).toMatch(/\(parent_id, id\) WHERE \(parent_id IS NOT NULL\)$/);
-    await new M().down(runner);
-    expect(await childIndexes()).toEqual(before);
-    await new M().up(runner);
-    expect(await childIndexes()).toEqual(up);
-    // re-runnable: up over an upgraded schema changes nothing
-    await new M().up(runner);
-    expect(await childIndexes()).toEqual(up);
-  } finally {
-    await runner.release();
-    await ds.destroy();
-  }
+  const { before, up, down, again, twice } = await migrationRoundTrip('DurableChildrenIndex', 'runs', 'parent_id');
+  expect([...before.keys()]).toEqual(['runs_parent']);
+  expect(before.get('runs_parent')).toMatch(/\(parent_id\) WHERE \(parent_id IS NOT NULL\)$/);
+  expect([...up.keys()]).toEqual(['runs_children']);
+  expect(up.get('runs_children')).toMatch(/\(parent_id, id\) WHERE \(parent_id IS NOT NULL\)$/);
+  expect(down).toEqual(before);
+  expect(again).toEqual(up);
+  expect(twice).toEqual(up); // re-runnable: up over an upgraded schema changes nothing
 });

@@ -5,18 +5,8 @@
  * run has.
  */
 import { Client } from 'pg';
-import { DataSource } from 'typeorm';
-import { durableMigrations } from '../../migrations';
 import { EventsStore } from '../../src/store/events.store';
-import { createApp, databaseUrl, explainingQueryable, freshSchema, ident, sql } from '../support';
-
-/** The definitions of the indexes on `events`, by name. */
-async function eventsIndexes(schema: string): Promise<Map<string, string>> {
-  const rows = await sql<{ indexname: string; indexdef: string }>(`select indexname, indexdef from pg_indexes where schemaname = $1 and tablename = 'events'`, [
-    schema,
-  ]);
-  return new Map(rows.map((r) => [r.indexname, r.indexdef]));
-}
+import { createApp, databaseUrl, explainingQueryable, ident, migrationRoundTrip, sql } from '../support';
 
 describe('EventsStore.receive', () => {
   it("reads the wait's answer without reading the events kept after the wait's end", async () => {
@@ -73,33 +63,13 @@ describe('EventsStore.receive', () => {
   });
 
   it('its index: DurableEventsReceiveIndex goes up, down (the index it replaces back) and up again', async () => {
-    const schema = freshSchema();
-    const all = durableMigrations(schema);
-    const at = all.findIndex((M) => M.name.startsWith('DurableEventsReceiveIndex'));
-    expect(at).toBeGreaterThan(0);
-    const ds = new DataSource({ type: 'postgres', url: databaseUrl() });
-    await ds.initialize();
-    const runner = ds.createQueryRunner();
-    try {
-      for (const M of all.slice(0, at)) await new M().up(runner);
-      const before = await eventsIndexes(schema);
-      expect(before.has('events_receive')).toBe(false);
-      expect(before.get('events_by_run')).toMatch(/\(run_id, kind, name, id\)$/);
-      const M = all[at];
-      await new M().up(runner);
-      const up = await eventsIndexes(schema);
-      expect(up.get('events_receive')).toMatch(/\(run_id, kind, name, created_at, id\)$/);
-      expect(up.has('events_by_run')).toBe(false);
-      await new M().down(runner);
-      expect(await eventsIndexes(schema)).toEqual(before);
-      await new M().up(runner);
-      expect(await eventsIndexes(schema)).toEqual(up);
-      // re-runnable: up over an upgraded schema changes nothing
-      await new M().up(runner);
-      expect(await eventsIndexes(schema)).toEqual(up);
-    } finally {
-      await runner.release();
-      await ds.destroy();
-    }
+    const { before, up, down, again, twice } = await migrationRoundTrip('DurableEventsReceiveIndex', 'events');
+    expect(before.has('events_receive')).toBe(false);
+    expect(before.get('events_by_run')).toMatch(/\(run_id, kind, name, id\)$/);
+    expect(up.get('events_receive')).toMatch(/\(run_id, kind, name, created_at, id\)$/);
+    expect(up.has('events_by_run')).toBe(false);
+    expect(down).toEqual(before);
+    expect(again).toEqual(up);
+    expect(twice).toEqual(up); // re-runnable: up over an upgraded schema changes nothing
   });
 });

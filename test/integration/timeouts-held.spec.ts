@@ -6,12 +6,10 @@
  * maintenance pass, however many there are. Nor are retried runs past their first step, of a
  * workflow the node does not define, waiting past their timeout for a node that defines it.
  */
-import { DataSource } from 'typeorm';
-import { durableMigrations } from '../../migrations';
 import { RunContext, Step, Workflow } from '../../src';
 import { DurableConnection } from '../../src/core/durable.connection';
 import { Maintenance } from '../../src/worker/maintenance';
-import { createApp, databaseUrl, freshSchema, ident, rowsReadBy, sql, type TestApp } from '../support';
+import { createApp, ident, migrationRoundTrip, rowsReadBy, sql, type TestApp } from '../support';
 
 @Workflow('held_timed', { timeout: '1h' })
 class Timed {
@@ -153,41 +151,12 @@ it('a maintenance pass reads a bounded number of retried runs past their timeout
 });
 
 it('its index: DurableTimeoutRetriedIndex goes up, down (the index it replaces back) and up again', async () => {
-  const schema = freshSchema();
-  const all = durableMigrations(schema);
-  const at = all.findIndex((M) => M.name.startsWith('DurableTimeoutRetriedIndex'));
-  expect(at).toBeGreaterThan(0);
-  const unclaimedIndexes = async () =>
-    new Map(
-      (
-        await sql<{ indexname: string; indexdef: string }>(
-          `select indexname, indexdef from pg_indexes where schemaname = $1 and tablename = 'runs' and indexdef like '%deadline_at IS NULL%'`,
-          [schema],
-        )
-      ).map((r) => [r.indexname, r.indexdef]),
-    );
-  const ds = new DataSource({ type: 'postgres', url: databaseUrl() });
-  await ds.initialize();
-  const runner = ds.createQueryRunner();
-  try {
-    for (const M of all.slice(0, at)) await new M().up(runner);
-    const before = await unclaimedIndexes();
-    expect([...before.keys()]).toEqual(['runs_timeout_unclaimed_by_timeout']);
-    const M = all[at];
-    await new M().up(runner);
-    const up = await unclaimedIndexes();
-    expect([...up.keys()].sort()).toEqual(['runs_timeout_retried', 'runs_timeout_unclaimed_first_step']);
-    expect(up.get('runs_timeout_unclaimed_first_step')).toMatch(/\(timeout_ms, run_at\) WHERE .*\(step = 0\)\)?$/);
-    expect(up.get('runs_timeout_retried')).toMatch(/\(workflow, timeout_ms, run_at\) WHERE .*\(step > 0\)\)?$/);
-    await new M().down(runner);
-    expect(await unclaimedIndexes()).toEqual(before);
-    await new M().up(runner);
-    expect(await unclaimedIndexes()).toEqual(up);
-    // re-runnable: up over an upgraded schema changes nothing
-    await new M().up(runner);
-    expect(await unclaimedIndexes()).toEqual(up);
-  } finally {
-    await runner.release();
-    await ds.destroy();
-  }
+  const { before, up, down, again, twice } = await migrationRoundTrip('DurableTimeoutRetriedIndex', 'runs', 'deadline_at IS NULL');
+  expect([...before.keys()]).toEqual(['runs_timeout_unclaimed_by_timeout']);
+  expect([...up.keys()].sort()).toEqual(['runs_timeout_retried', 'runs_timeout_unclaimed_first_step']);
+  expect(up.get('runs_timeout_unclaimed_first_step')).toMatch(/\(timeout_ms, run_at\) WHERE .*\(step = 0\)\)?$/);
+  expect(up.get('runs_timeout_retried')).toMatch(/\(workflow, timeout_ms, run_at\) WHERE .*\(step > 0\)\)?$/);
+  expect(down).toEqual(before);
+  expect(again).toEqual(up);
+  expect(twice).toEqual(up); // re-runnable: up over an upgraded schema changes nothing
 });

@@ -8,3 +8,4 @@ export * from './wait-timeout-race';
 export * from './clock';
 export * from './explain';
 export * from './values-read';
+export * from './index-swap';
