@@ -4,7 +4,7 @@ import { RunContext, Step, Workflow } from '../../src';
 import { DurableConnection } from '../../src/core/durable.connection';
 import { uuidv7 } from '../../src/domain/uuid';
 import { RunsStore } from '../../src/store/runs.store';
-import { ConcurrencyTracker, createApp, databaseUrl, freshSchema, Gate, sql, waitFor } from '../support';
+import { ConcurrencyTracker, createApp, databaseUrl, freshSchema, Gate, sql, waitFor, type TestApp } from '../support';
 
 /**
  * A start due now, on a node whose worker has a free slot, inserts its run already claimed by that
@@ -66,6 +66,21 @@ async function beginning(schema: string, runId: string) {
 
 const finished = (schema: string, n: number) =>
   waitFor(async () => (await sql(`SELECT count(*)::int AS n FROM "${schema}".runs WHERE status = 'completed'`))[0].n === n, { timeout: 20_000 });
+
+/**
+ * On a loaded machine a concurrent phase's backlog may never have emptied, and no start was claimed
+ * where it was made: then starts on `node` (a worker's) one at a time, each once the last has
+ * finished (an empty backlog and a free slot), until one is. Returns how many runs there are then
+ * (`total` before; their inputs `{ i }` go on from it).
+ */
+async function untilOneClaimedHere(node: TestApp, schema: string, total: number): Promise<number> {
+  const claimedHere = async () => (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".runs WHERE started_at = created_at`))[0].n > 0;
+  for (const most = total + 50; !(await claimedHere()) && total < most;) {
+    const { runId } = await node.durable.start(Busy, { i: total++ });
+    await node.durable.waitForRun(runId, { timeout: 10_000 });
+  }
+  return total;
+}
 
 beforeEach(() => {
   gate = new Gate();
@@ -199,14 +214,15 @@ it('concurrent starts on two nodes never run more steps at once than the nodes h
   };
   await Promise.all([0, 1, 2, 3, 4, 5, 6, 7].map((c) => caller(c % 2 ? b : a, c)()));
   await finished(schema, n);
+  const total = await untilOneClaimedHere(a, schema, n);
   for (const node of [a, b]) expect(node.get(Busy).tracker.max).toBeLessThanOrEqual(3);
-  expect([...ran].sort((x, y) => x - y)).toEqual(Array.from({ length: n }, (_, i) => i));
+  expect([...ran].sort((x, y) => x - y)).toEqual(Array.from({ length: total }, (_, i) => i));
   const [{ here, queued }] = await sql(
     `SELECT count(*) FILTER (WHERE started_at = created_at)::int AS here, count(*) FILTER (WHERE started_at > created_at)::int AS queued
      FROM "${schema}".runs`,
   );
   // both ways were taken: runs claimed where they were started, and runs that waited for a claim
-  expect(here + queued).toBe(n);
+  expect(here + queued).toBe(total);
   expect(here).toBeGreaterThan(0);
 });
 
@@ -243,15 +259,7 @@ it('heartbeats every 20 ms beside claims and starts claiming here: none gives ba
   };
   await Promise.all([0, 1, 2, 3].map((c) => caller(c)()));
   await finished(t.schema, n);
-  // on a loaded machine the backlog may never have emptied, and no start was claimed where it was
-  // made: then starts on the worker's node one at a time, each once the last has finished (an empty
-  // backlog and a free slot), until one is, still beside the beats
-  let total = n;
-  const claimedHere = async () => (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${t.schema}".runs WHERE started_at = created_at`))[0].n > 0;
-  while (!(await claimedHere()) && total < n + 50) {
-    const { runId } = await t.durable.start(Busy, { i: total++ });
-    await t.durable.waitForRun(runId, { timeout: 10_000 });
-  }
+  const total = await untilOneClaimedHere(t, t.schema, n); // still beside the beats
   // a run given back while its claim was out would have run again after its next claim
   expect([...ran].sort((x, y) => x - y)).toEqual(Array.from({ length: total }, (_, i) => i));
   const [{ here, queued }] = await sql(
