@@ -114,9 +114,9 @@ export function emitKeyHandoffs(workflows: readonly string[]): void {
   for (const workflow of workflows) emitKeyMetric('key_handed_off', workflow);
 }
 
-/** One more run of `workflow` reached final `status`. */
-export function emitRunFinished(workflow: string, status: string): void {
-  instruments().runFinished.add(1, { workflow, status });
+/** One more run (or `n` more) of `workflow` reached final `status`. */
+export function emitRunFinished(workflow: string, status: string, n = 1): void {
+  instruments().runFinished.add(n, { workflow, status });
 }
 
 /**

@@ -18,8 +18,8 @@ export async function triggerOutcomes(activity: ActivityStore, q: Queryable, tx:
   if (!tx) return () => undefined;
   const { handedOff, cancelled } = await activity.triggerOutcomes(q, tx);
   return () => {
-    emitKeyHandoffs(handedOff);
-    for (const workflow of cancelled) emitRunFinished(workflow, 'cancelled');
+    for (const { workflow, n } of handedOff) emitKeyHandoffs(Array<string>(n).fill(workflow));
+    for (const { workflow, n } of cancelled) emitRunFinished(workflow, 'cancelled', n);
   };
 }
 

@@ -92,6 +92,12 @@ const otherFilters = (a: string, T: string): string =>
   `($1::text[] IS NULL OR ${a}.kind = ANY($1)) AND ($4::uuid IS NULL OR ${a}.run_id = $4) AND ($5::timestamptz IS NULL OR ${a}.at >= $5)
    AND ($7::bigint IS NULL OR (${a}.at, ${a}.id) < (SELECT c.at, c.id FROM ${T} c WHERE c.id = $7))`;
 
+/** `n` runs of `workflow`. */
+export interface WorkflowCount {
+  workflow: string;
+  n: number;
+}
+
 /** Statements on the `activity` log and the key statistics read from it. */
 export class ActivityStore {
   private readonly sql: Record<string, string>;
@@ -216,12 +222,12 @@ export class ActivityStore {
    * waiting behind a key its holder kept, the unfinished children of a parent that was cancelled,
    * failed or compensated (`runs_cancel_children`), the flow nodes whose dependency did not complete
    * (`durable_flow_resolve`). In that transaction (before it ends) or after it committed. Read as
-   * a count per workflow (a row per workflow, however many runs), each workflow listed once per run.
+   * a count per workflow (a row per workflow, however many runs): `n` runs of `workflow` each.
    */
-  async triggerOutcomes(q: Queryable, tx: TxMark): Promise<{ handedOff: string[]; cancelled: string[] }> {
-    const rows = await q.query<{ workflow: string; handed_off: boolean; n: number }>(this.sql.triggerOutcomes, [tx.at, tx.xid]);
-    const each = (handedOff: boolean) => rows.filter((r) => r.handed_off === handedOff).flatMap((r) => Array<string>(r.n).fill(r.workflow));
-    return { handedOff: each(true), cancelled: each(false) };
+  async triggerOutcomes(q: Queryable, tx: TxMark): Promise<{ handedOff: WorkflowCount[]; cancelled: WorkflowCount[] }> {
+    const rows = await q.query<WorkflowCount & { handed_off: boolean }>(this.sql.triggerOutcomes, [tx.at, tx.xid]);
+    const of = (handedOff: boolean) => rows.filter((r) => r.handed_off === handedOff).map(({ workflow, n }) => ({ workflow, n }));
+    return { handedOff: of(true), cancelled: of(false) };
   }
 
   /** Events matching `f`, newest first. */
