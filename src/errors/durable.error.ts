@@ -15,7 +15,6 @@ export type DurableErrorCode =
   | 'serialization_failure'
   | 'schedule_not_found'
   | 'missing_dependency'
-  | 'not_available'
   | 'usage'
   | 'not_ready'
   | 'idempotency_key_reused'

