@@ -1,11 +1,9 @@
-import { Body, Controller, HttpStatus, Inject, Param, Post, Req, Res, UseGuards } from '@nestjs/common';
+import { Body, Controller, HttpStatus, Param, Post, Req, Res, UseGuards } from '@nestjs/common';
 import { DurableConnection } from '../core/durable.connection';
-import { RESOLVED_OPTIONS } from '../core/durable.constants';
 import { DurableValidationError, RunNotFoundError } from '../errors';
 import { flowNotFound } from '../errors/flow-not-found';
 import { assertValid, nameProblem } from '../domain/validation';
 import { FlowsEngine } from '../flows/flows.engine';
-import type { ResolvedOptions } from '../options/resolve-options';
 import { QueueControls } from '../runs/queue-controls';
 import { RunAdmin } from '../runs/run-admin';
 import { RunEvents } from '../runs/run-events';
@@ -87,9 +85,6 @@ function formName(body: Record<string, unknown>, field: string, action: string):
 @Controller()
 @UseGuards(DashboardGuard)
 export class ActionsController {
-  /** Reads a run for an action's record in the action's transaction, without its children. */
-  private readonly store: DashboardStore;
-
   constructor(
     private readonly context: DashboardContext,
     private readonly reads: DashboardReads,
@@ -100,10 +95,9 @@ export class ActionsController {
     private readonly connection: DurableConnection,
     private readonly controls: QueueControls,
     private readonly flows: FlowsEngine,
-    @Inject(RESOLVED_OPTIONS) options: ResolvedOptions,
-  ) {
-    this.store = new DashboardStore(options.schema);
-  }
+    /** Reads a run in the action's transaction, without its children. */
+    private readonly store: DashboardStore,
+  ) {}
 
   @Post('runs/:id/:action')
   async runAction(

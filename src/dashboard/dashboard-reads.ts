@@ -57,6 +57,7 @@ export class DashboardReads implements OnApplicationShutdown {
     private readonly flowsStore: FlowsStore,
     private readonly controls: ControlsStore,
     private readonly definitions: DefinitionsStore,
+    private readonly dashboardStore: DashboardStore,
   ) {
     this.timeoutMs = toMs(dashboard.statementTimeout ?? '5s', 'statementTimeout', MAX_TIMER_MS - 1_000);
   }
@@ -76,7 +77,7 @@ export class DashboardReads implements OnApplicationShutdown {
       cluster: new ClusterReader(bounded, registry, runsStore, nodes, this.controls, this.options),
       flows: new FlowsEngine(bounded, registry, this.flowsStore, runsStore, activity),
       backlog: () => runsStore.backlog(bounded.db),
-      pages: new PageReads(bounded.db, registry, new DashboardStore(this.options.schema), this.flowsStore),
+      pages: new PageReads(bounded.db, registry, this.dashboardStore, this.flowsStore),
     };
     return this.made;
   }

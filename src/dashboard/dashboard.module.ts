@@ -1,6 +1,9 @@
 import { DynamicModule, MiddlewareConsumer, Module, NestModule, Provider } from '@nestjs/common';
 import { RouterModule } from '@nestjs/core';
+import { RESOLVED_OPTIONS } from '../core/durable.constants';
 import { assertValid, unknownOptionProblems } from '../domain/validation';
+import type { ResolvedOptions } from '../options/resolve-options';
+import { DashboardStore } from '../store/dashboard.store';
 import { ActionsController } from './actions.controller';
 import { AssetsController } from './assets.controller';
 import { DashboardContext } from './dashboard.context';
@@ -13,6 +16,13 @@ import { PagesController } from './pages.controller';
 import { RunsController } from './runs.controller';
 
 const CONTROLLERS = [RunsController, PagesController, ActionsController, AssetsController];
+
+/** The dashboard's statements, made once for the module's schema: the pages' reads and the actions' records share them. */
+const dashboardStore: Provider = {
+  provide: DashboardStore,
+  inject: [RESOLVED_OPTIONS],
+  useFactory: (o: ResolvedOptions) => new DashboardStore(o.schema),
+};
 
 /**
  * The dashboard: plain Nest controllers mounted with `RouterModule` at `path` (default
@@ -45,7 +55,7 @@ export class DurableDashboardModule implements NestModule {
       module: DurableDashboardModule,
       imports: [...imports, RouterModule.register([{ path, module: DurableDashboardModule }])],
       controllers: CONTROLLERS,
-      providers: [optionsProvider, DashboardContext, DashboardReads, DashboardGuard, OverviewSlash],
+      providers: [optionsProvider, dashboardStore, DashboardContext, DashboardReads, DashboardGuard, OverviewSlash],
     };
   }
 
