@@ -3,7 +3,7 @@ import type { Duration } from '../domain/duration';
 
 /** Options of the node's worker; `worker: false` makes a node that only starts runs. */
 export interface WorkerOptions {
-  /** Runs executed at once on this node. Default 10. */
+  /** Step bodies executed at once on this node (its slots: a run holds one only while a step's body runs). Default 10. */
   concurrency?: number;
   /**
    * Most runs claimed ahead of the free slots (they wait on this node under its lease). The worker
@@ -31,7 +31,7 @@ export interface RetentionOptions {
   keys?: Duration;
 }
 
-/** Options of `DurableModule.forRoot()`; see the README for each one. */
+/** Options of `DurableModule.forRoot()`; each is described in docs/configuration.md. */
 export interface DurableModuleOptions {
   /** The app's own TypeORM DataSource (Postgres). Exactly one of `dataSource` and `url`. */
   dataSource?: DataSource;
@@ -64,8 +64,8 @@ export interface DurableModuleOptions {
   activityCommit?: 'synchronous' | 'asynchronous';
   /**
    * Longest any statement of the module may run before Postgres cancels it (a hung claim or
-   * heartbeat then fails, is logged, and is tried again). Applied to the module's own connections:
-   * the pool it makes from `url`, and a node's heartbeat connection. With `dataSource`, set the
+   * heartbeat then fails, is logged, and is tried again). Applied to the pool the module makes from
+   * `url` (a node's heartbeat connection has its own, a third of `nodeTimeout`). With `dataSource`, set the
    * pool's `extra.statement_timeout` yourself. Default `'30s'`; `false` for none.
    */
   statementTimeout?: Duration | false;
