@@ -21,9 +21,9 @@ import { emitKeyMetric, emitRunFinished } from '../observe/telemetry';
 import { ActivityStore } from '../store/activity.store';
 import { RunsStore, isKeyConflict } from '../store/runs.store';
 import { WaitsStore } from '../store/waits.store';
-import { inSavepoint, retryDeadlocks, type Queryable } from '../store/db';
-import { inTxOrOwn, onCommit, type CallerTx } from '../store/caller-tx';
-import { countTriggerOutcomes, triggerOutcomes } from './trigger-outcomes';
+import { retryDeadlocks, type Queryable } from '../store/db';
+import { inTxOrAlone, inTxOrOwn, onCommit, type CallerTx } from '../store/caller-tx';
+import { countTriggerOutcomes } from './trigger-outcomes';
 import { Starter } from './starter';
 
 /** Longest cancel reason, in bytes of UTF-8. */
@@ -65,19 +65,12 @@ export class RunAdmin {
     // unfinished children are cancelled with it (trigger runs_cancel_children, same statement);
     // a deadlock with a child finishing at that moment is retried (in a caller's transaction, from a savepoint)
     const cancel = (on: Queryable) => runs.cancel(on, runId, reason, error);
-    const ended = await retryDeadlocks(() => (tx ? inSavepoint(tx.q, cancel) : cancel(q)));
+    const ended = await retryDeadlocks(() => inTxOrAlone(this.connection.db, tx, cancel));
     if (ended.runs.length > 0) {
-      // a run waiting behind it may have taken its key; its children, its flow dependants were
-      // cancelled: counted once the cancel committed (in a caller's transaction, read on it first)
-      if (!tx) {
-        emitRunFinished(row.workflow, 'cancelled');
-        return countTriggerOutcomes(this.activity, this.logger, q, ended.tx);
-      }
-      const count = await triggerOutcomes(this.activity, q, ended.tx);
-      return tx.afterCommit(() => {
-        emitRunFinished(row.workflow, 'cancelled');
-        count();
-      });
+      // counted once the cancel committed: the run, then a run waiting behind it that took its key,
+      // its children and flow dependants the triggers cancelled (in a caller's transaction, read on it first)
+      onCommit(tx, () => emitRunFinished(row.workflow, 'cancelled'));
+      return countTriggerOutcomes(this.activity, this.logger, this.connection.db, ended.tx, tx);
     }
     const now = await runs.getRow(q, runId);
     if (now?.status === 'compensating') throw new NotCancellableError(runId, now.status);

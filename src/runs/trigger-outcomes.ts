@@ -1,6 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import type { Queryable } from '../store/db';
 import type { ActivityStore, TxMark } from '../store/activity.store';
+import { onCommit, type CallerTx } from '../store/caller-tx';
 import { emitKeyHandoffs, emitRunFinished } from '../observe/telemetry';
 
 /**
@@ -24,13 +25,17 @@ export async function triggerOutcomes(activity: ActivityStore, q: Queryable, tx:
 }
 
 /**
- * Counts at once what the triggers did in transaction `tx`, which committed (see
- * {@link triggerOutcomes}); a failure to read it is logged, never thrown (the runs have ended either way).
+ * Counts what the triggers did in transaction `ended` (see {@link triggerOutcomes}) once it
+ * committed. Outside a caller's transaction `ended` has committed: read on `db` and counted at once,
+ * a failure to read logged, never thrown (the runs have ended either way). In the caller's
+ * transaction `tx`: read on it before it ends and counted once it committed (never when it rolled
+ * back); a failure to read is thrown, as it aborted that transaction, which can no longer commit.
  */
-export async function countTriggerOutcomes(activity: ActivityStore, logger: Logger, q: Queryable, tx: TxMark | null): Promise<void> {
+export async function countTriggerOutcomes(activity: ActivityStore, logger: Logger, db: Queryable, ended: TxMark | null, tx?: CallerTx): Promise<void> {
   try {
-    (await triggerOutcomes(activity, q, tx))();
+    onCommit(tx, await triggerOutcomes(activity, tx?.q ?? db, ended));
   } catch (err) {
+    if (tx) throw err;
     logger.warn(`counting the runs the triggers handed keys to or cancelled failed: ${(err as Error).message}`);
   }
 }

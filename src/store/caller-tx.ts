@@ -38,6 +38,16 @@ export function inTxOrOwn<T>(db: Pick<Db, 'tx'>, tx: CallerTx | undefined, fn: (
   return tx ? inSavepoint(tx.q, fn) : db.tx(fn);
 }
 
+/**
+ * Sends `statement` (a single statement, atomic on its own) in a savepoint of the caller's
+ * transaction `tx` (a failure undoes only what it wrote, and the caller's transaction stays usable:
+ * it may be tried again), else alone on `db`, committed as it returns: no transaction of its own is
+ * opened for it, as {@link inTxOrOwn} would.
+ */
+export function inTxOrAlone<T>(db: Queryable, tx: CallerTx | undefined, statement: (q: Queryable) => Promise<T>): Promise<T> {
+  return tx ? inSavepoint(tx.q, statement) : statement(db);
+}
+
 /** Calls `fn` once what was just written committed: at once outside a caller's transaction, else when `tx` commits. */
 export function onCommit(tx: CallerTx | undefined, fn: () => void): void {
   if (tx) tx.afterCommit(fn);
