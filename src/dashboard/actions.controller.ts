@@ -2,6 +2,7 @@ import { Body, Controller, HttpStatus, Param, Post, Req, Res, UseGuards } from '
 import { DurableConnection } from '../core/durable.connection';
 import { DurableValidationError, RunNotFoundError } from '../errors';
 import { flowNotFound } from '../errors/flow-not-found';
+import { isFinished } from '../domain/run-info';
 import { assertValid, nameProblem } from '../domain/validation';
 import { FlowsEngine } from '../flows/flows.engine';
 import { QueueControls } from '../runs/queue-controls';
@@ -11,7 +12,7 @@ import { Scheduler } from '../schedules/scheduler';
 import { ActivityStore } from '../store/activity.store';
 import { inCallerTx, type CallerTx } from '../store/caller-tx';
 import { DashboardStore } from '../store/dashboard.store';
-import { DashboardContext, runIdParam, type HtmlResponse } from './dashboard.context';
+import { DashboardContext, runIdParam, type Answer, type HtmlResponse } from './dashboard.context';
 import { DashboardGuard } from './dashboard.guard';
 import { DashboardReads } from './dashboard-reads';
 import type { DashboardAction } from './dashboard.options';
@@ -127,7 +128,7 @@ export class ActionsController {
       else if (action === 'provideInput') {
         const name = formName(body, 'name', action);
         const value = parseJson(body.value, 'value');
-        await this.events.provideInput(id, name, value, tx);
+        details.outcome = await this.events.provideInput(id, name, value, tx);
         details.name = name;
       } else {
         const name = formName(body, 'name', action);
@@ -136,6 +137,7 @@ export class ActionsController {
         details.name = name;
       }
       await this.record(tx, actor, id, run.workflow, run.key, details);
+      if (action === 'provideInput' && details.outcome === 'dropped') return this.dropped(ctx, tx, id, details.name as string);
       return `${ctx.base}/runs/${shownId}`;
     });
   }
@@ -178,15 +180,15 @@ export class ActionsController {
    * Does `action` when this request may (else a 403 page): `work` does it and records it in `tx`,
    * one transaction of the module's that commits both or neither (so an action is never done
    * without its record), given who acts (asked before anything changes) and what `read` read
-   * before the transaction began, and answers the URL the browser is sent to (a 303); a failure,
-   * the commit's too, answers its page with nothing done.
+   * before the transaction began, and answers the URL the browser is sent to (a 303), or the page
+   * to answer once both are committed; a failure, the commit's too, answers its page with nothing done.
    */
   private async act<T>(
     req: ActionRequest,
     res: HtmlResponse,
     action: DashboardAction,
     read: () => Promise<T>,
-    work: (actor: string | null, ctx: PageContext, tx: CallerTx, read: T) => Promise<string>,
+    work: (actor: string | null, ctx: PageContext, tx: CallerTx, read: T) => Promise<string | Answer>,
   ): Promise<void> {
     const refused = await this.refusal(req, action);
     if (refused) return this.refuse(res, HttpStatus.FORBIDDEN, refused);
@@ -194,7 +196,9 @@ export class ActionsController {
     let target = '';
     const answer = await this.context.render(async (ctx) => {
       const got = await read();
-      target = await inCallerTx(this.connection.db, (tx) => work(actor, ctx, tx, got));
+      const done = await inCallerTx(this.connection.db, (tx) => work(actor, ctx, tx, got));
+      if (typeof done !== 'string') return done;
+      target = done;
       return '';
     });
     if (target) return this.context.redirect(res, target);
@@ -213,6 +217,16 @@ export class ActionsController {
 
   private refuse(res: HtmlResponse, status: number, message: string): void {
     this.context.send(res, { status, html: errorPage(this.context.page(), status === HttpStatus.FORBIDDEN ? 'Forbidden' : 'Not found', message) });
+  }
+
+  /**
+   * The page (409) for the input `name` that run `runId` ignored, as `tx` sees the run: it had
+   * finished, or its workflow deadline had passed. Its record is committed with it, as `dropped`.
+   */
+  private async dropped(ctx: PageContext, tx: CallerTx, runId: string, name: string): Promise<Answer> {
+    const run = await this.store.run(tx.q, runId, 0, 0);
+    const why = run && isFinished(run.status) ? `had already finished (${run.status})` : `is past its workflow deadline (${run?.status})`;
+    return { status: HttpStatus.CONFLICT, html: errorPage(ctx, 'Cannot do that', `input "${name}" dropped: run ${runId} ${why}`) };
   }
 
   private async actorOf(req: ActionRequest): Promise<string | null> {
