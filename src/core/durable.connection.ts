@@ -97,15 +97,19 @@ export class DurableConnection implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * Where maintenance (the pass, the flows' repairs) sends its statements: the pool, under the
-   * module's `statementTimeout`; without one, each statement under a statement timeout of
-   * `nodeTimeout`. A statement waiting for a lock would otherwise hold the pass, and every later
-   * one, for as long as the lock is held, while the heartbeat renews the lease: no run timed out,
-   * no dead node recovered in the cluster. Bounded, it fails, is logged, and the next pass begins again.
+   * Where maintenance (the pass, the flows' repairs) sends its statements: the pool, whose
+   * connections carry the module's `statementTimeout`; without one, each statement under a statement
+   * timeout of `nodeTimeout`, and behind a transaction pooler (no session settings there) under
+   * `statementTimeout`, else `nodeTimeout`, set in its own transaction. A statement waiting for a lock
+   * would otherwise hold the pass, and every later one, for as long as the lock is held, while the
+   * heartbeat renews the lease: no run timed out, no dead node recovered in the cluster (and a
+   * client-side timeout alone leaves its backend waiting on the server). Bounded, it fails, is
+   * logged, and the next pass begins again.
    */
   get maintenanceDb(): Statements {
-    const { statementTimeoutMs, nodeTimeoutMs } = this.options;
-    return statementTimeoutMs === undefined ? bounded(this.db, nodeTimeoutMs) : this.db;
+    const { statementTimeoutMs, nodeTimeoutMs, transactionPooler } = this.options;
+    if (statementTimeoutMs === undefined || transactionPooler) return bounded(this.db, statementTimeoutMs ?? nodeTimeoutMs);
+    return this.db;
   }
 
   /**

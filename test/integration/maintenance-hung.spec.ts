@@ -23,12 +23,16 @@ class Node {
   }
 }
 
-it('without a statement timeout, a pass stuck behind a lock fails after nodeTimeout, is logged, and the next pass times runs out', async () => {
+it.each([
+  ['without a statement timeout, a pass stuck behind a lock fails after nodeTimeout', { statementTimeout: false }],
+  // no session settings there: the server cancels the statement all the same, not only the client
+  ['behind a transaction pooler, a pass stuck behind a lock fails after statementTimeout on the server', { transactionPooler: true, statementTimeout: '1s' }],
+] as const)('%s, is logged, and the next pass times runs out', async (_name, bounds) => {
   const schema = freshSchema();
   const S = ident(schema);
   const logger = new RecordingLogger();
   // a worker for no workflow: only the timeout sweep can end the run
-  const t = await createApp({ schema, workflows: [Timed], logger, options: { statementTimeout: false, worker: { workflows: [] } } });
+  const t = await createApp({ schema, workflows: [Timed], logger, options: { ...bounds, worker: { workflows: [] } } });
   const locker = new Client({ connectionString: databaseUrl() });
   await locker.connect();
   try {
