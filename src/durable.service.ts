@@ -25,9 +25,10 @@ import {
 import { RunAdmin } from './runs/run-admin';
 import { RunEvents } from './runs/run-events';
 import { RunReader, type CountRunsFilter, type ListRunsOptions, type StepAttempt } from './runs/run-reader';
-import { Starter, type StartManyResult } from './runs/starter';
-import type { FreedKeyWorkflowRef, NeverFreedStartOptions, StartManyItem, StartOptions } from './runs/start-options';
-import { Scheduler, type ScheduleInfo } from './schedules/scheduler';
+import { Starter } from './runs/starter';
+import type { FreedKeyWorkflowRef, NeverFreedStartOptions, StartManyItem, StartManyResult, StartOptions } from './runs/start-options';
+import { Scheduler } from './schedules/scheduler';
+import type { ScheduleInfo } from './schedules/schedule-info';
 import { Maintenance } from './worker/maintenance';
 
 /**

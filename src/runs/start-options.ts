@@ -1,6 +1,8 @@
 import type { EntityManager } from 'typeorm';
+import type { KeyContendedError, KeyTakenError } from '../errors';
 import type { Duration } from '../domain/duration';
 import type { OnDuplicate } from '../domain/keys.policy';
+import type { StartResult } from '../domain/run-info';
 import type { TypedWorkflowClass } from '../definition/durable-workflow';
 
 /** Options of `DurableService.start`. */
@@ -27,6 +29,9 @@ export interface StartManyItem {
   /** Overrides the workflow's priority for this run. */
   priority?: number;
 }
+
+/** An item's result, or why it was refused: its key could not be had, or the workflow's `debounce.merge` threw for it. */
+export type StartManyResult = StartResult | { error: KeyTakenError | KeyContendedError | Error };
 
 /** The options of `start` for a workflow whose key is never freed (`reuse: 'never'`): any but `onDuplicate: 'runAgain'`. */
 export type NeverFreedStartOptions = Omit<StartOptions, 'onDuplicate'> & { onDuplicate?: Exclude<OnDuplicate, 'runAgain'> };

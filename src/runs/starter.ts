@@ -1,64 +1,30 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { KeyContendedError, KeyTakenError, SerializationError } from '../errors';
-import type { DuplicateMode, OnDuplicate } from '../domain/keys.policy';
-import { groupOf, type WorkflowDefinition } from '../definition/workflow-definition';
+import { KeyTakenError, SerializationError } from '../errors';
+import { settledDuplicateStatuses } from '../domain/keys.policy';
+import { arrayProblem, assertValid, optionsProblems } from '../domain/validation';
+import type { StartResult } from '../domain/run-info';
+import type { WorkflowDefinition } from '../definition/workflow-definition';
 import type { WorkflowRef } from '../definition/workflow-metadata';
+import { WorkflowRegistry } from '../definition/workflow.registry';
+import type { ResolvedOptions } from '../options/resolve-options';
 import { inSavepoint, retryDeadlocks, type Queryable } from '../store/db';
 import { inTurn } from '../store/tx-turns';
 import { onCommit, type CallerTx } from '../store/caller-tx';
-import type { ClaimedRow, HolderRow, NewRun, StartAnswer, StartRow } from '../store/runs.types';
-import { isDeepStrictEqual } from 'node:util';
+import type { ClaimedRow, NewRun, StartAnswer, StartRow } from '../store/runs.types';
+import { ActivityStore } from '../store/activity.store';
+import { EventsStore } from '../store/events.store';
+import { RunsStore } from '../store/runs.store';
 import { DurableConnection } from '../core/durable.connection';
 import { LocalStarts, type LocalSlot } from '../core/local-starts';
 import { inBatches, writeBatches } from '../core/in-order-batches';
 import { RESOLVED_OPTIONS } from '../core/durable.constants';
-import { WorkflowRegistry } from '../definition/workflow.registry';
-import type { ResolvedOptions } from '../options/resolve-options';
-import { ActivityStore, type ActivityKind } from '../store/activity.store';
-import { EventsStore } from '../store/events.store';
-import { RunsStore } from '../store/runs.store';
-import { triggerOutcomes } from './trigger-outcomes';
-import { emitKeyMetric, emitRunFinished, startDone, startSpan, traceCarrier } from '../observe/telemetry';
-import {
-  arrayProblem,
-  assertValid,
-  jsonProblem,
-  keyProblem,
-  onDuplicateProblem,
-  optionNames,
-  optionsObjectProblem,
-  optionsProblems,
-  priorityProblem,
-  unknownOptionProblems,
-} from '../domain/validation';
-import { decideStart, MAX_HANDOFFS, settledDuplicateStatuses, statusesThatFreeKey, type KeyDecision } from '../domain/keys.policy';
-import { isFinished, type StartResult } from '../domain/run-info';
-import { uuidv7 } from '../domain/uuid';
-import { deliverEvent } from './event-delivery';
+import { emitKeyMetric, startDone, startSpan } from '../observe/telemetry';
+import { DuplicateResolver, type Counted } from './duplicate.resolver';
 import { WakeCoalescer } from './wake.coalescer';
 import { StartBatcher } from './start.batcher';
-import { dueAt } from './start-due';
-import type { StartManyItem, StartOptions } from './start-options';
-
-/** The option names of `start`, of a `startMany` item and of `startMany` (anything else is refused as misspelt). */
-const START_OPTION_NAMES = optionNames<StartOptions>({ key: true, onDuplicate: true, manager: true, runAt: true, delay: true, priority: true });
-const START_MANY_ITEM_NAMES = optionNames<StartManyItem>({ input: true, key: true, runAt: true, priority: true });
-const START_MANY_OPTION_NAMES = optionNames<{ manager?: EntityManager }>({ manager: true });
-
-/** An item's result, or why it was refused: its key could not be had, or the workflow's `debounce.merge` threw for it. */
-export type StartManyResult = StartResult | { error: KeyTakenError | KeyContendedError | Error };
-
-/** Internal: one validated start. */
-interface Planned {
-  run: NewRun;
-  onDuplicate: OnDuplicate;
-  /** A rerun: never answered with the holder, not even one in its debounce wait. */
-  rerun?: boolean;
-}
-
-/** Telemetry a start's transaction has to count once it committed. */
-type Counted = (() => void)[];
+import { planStart, START_MANY_OPTION_NAMES, START_OPTION_NAMES, type PlannedStart } from './start-plan';
+import type { StartManyItem, StartManyResult, StartOptions } from './start-options';
 
 /** Window in which autocommit starts share one wake-up notification. */
 const WAKE_WINDOW_MS = 2;
@@ -69,22 +35,11 @@ const MAX_STATEMENT_STARTS = 1_000;
 const STATEMENTS_AT_ONCE = 2;
 
 /**
- * The input a debounced run keeps when a start lands in its window (`debounce.merge`; the holder's
- * row is locked, so each start is folded in once). A merge result that is not JSON is refused.
- */
-function mergedInput(def: WorkflowDefinition, held: unknown, incoming: unknown): unknown {
-  const { merge } = def.debounce!;
-  if (merge === 'last') return incoming;
-  if (merge === 'first') return held;
-  const out = (merge as (h: unknown, i: unknown) => unknown)(held, JSON.parse(JSON.stringify(incoming ?? null)));
-  assertValid(`start ${def.name}: debounce.merge`, [jsonProblem(out, 'result')]);
-  return out ?? null;
-}
-
-/**
- * The start algorithm (docs/how-it-works.md): `INSERT … ON CONFLICT DO NOTHING`; on conflict lock the holder,
- * let the pure key policy decide, hand off or answer, and try again (at most three hand-offs).
- * Runs on the caller's transaction when a `manager` is given; a duplicate never raises inside it.
+ * The start algorithm (docs/how-it-works.md): each start validated and planned ({@link planStart}),
+ * then `INSERT … ON CONFLICT DO NOTHING`; a start whose key was held goes to the
+ * {@link DuplicateResolver} (lock the holder, let the pure key policy decide, hand off or answer,
+ * at most three hand-offs). Runs on the caller's transaction when a `manager` is given; a
+ * duplicate never raises inside it.
  */
 @Injectable()
 export class Starter {
@@ -94,17 +49,21 @@ export class Starter {
   /** Autocommit single starts, grouped into shared statements. */
   private readonly batcher: StartBatcher;
 
+  /** Starts whose key was held when they tried to insert. */
+  private readonly duplicates: DuplicateResolver;
+
   constructor(
     private readonly connection: DurableConnection,
     private readonly registry: WorkflowRegistry,
     private readonly runs: RunsStore,
-    private readonly activity: ActivityStore,
-    private readonly events: EventsStore,
+    activity: ActivityStore,
+    events: EventsStore,
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedOptions,
     private readonly local: LocalStarts,
   ) {
     this.wake = new WakeCoalescer(WAKE_WINDOW_MS, () => runs.wake(connection.db));
     this.batcher = new StartBatcher((rows) => this.insertNow(connection.db, rows, false));
+    this.duplicates = new DuplicateResolver(runs, activity, events);
   }
 
   /**
@@ -118,7 +77,7 @@ export class Starter {
     assertValid(`start ${def.name}`, optionsProblems(options, 'options', START_OPTION_NAMES));
     return startSpan(def.name, options.key, async (span) => {
       const plan = {
-        ...this.plan(def, { input, key: options.key, runAt: options.runAt, priority: options.priority }, options.delay, options.onDuplicate),
+        ...planStart(def, { input, key: options.key, runAt: options.runAt, priority: options.priority }, options.delay, options.onDuplicate),
         rerun,
       };
       const [result] = await this.execute(def, [plan], options.manager, tx);
@@ -134,64 +93,23 @@ export class Starter {
     assertValid('startMany', [arrayProblem(items, 'items'), ...optionsProblems(options, 'options', START_MANY_OPTION_NAMES)]);
     return startSpan(def.name, undefined, async (span) => {
       // every index, holes of a sparse array included (map skips them)
-      const plans = Array.from(items, (item, i) => this.plan(def, item, undefined, undefined, `items[${i}].`));
+      const plans = Array.from(items, (item, i) => planStart(def, item, undefined, undefined, `items[${i}].`));
       return startDone(span, plans.length ? await this.execute(def, plans, options.manager) : []);
     });
   }
 
-  private plan(def: WorkflowDefinition, raw: StartManyItem, delay: unknown, onDuplicate: OnDuplicate | undefined, prefix = ''): Planned {
-    const notObject = optionsObjectProblem(raw, prefix ? prefix.slice(0, -1) : 'item', START_MANY_ITEM_NAMES, false);
-    const item: StartManyItem = notObject ? {} : raw;
-    const problems = [
-      notObject,
-      ...unknownOptionProblems(item, START_MANY_ITEM_NAMES, prefix),
-      keyProblem(item.key, `${prefix}key`),
-      jsonProblem(item.input, `${prefix}input`),
-      onDuplicateProblem(onDuplicate, def.reuse),
-      priorityProblem(item.priority, `${prefix}priority`),
-    ];
-    const key = item.key ?? null;
-    const debounce = key !== null ? def.debounce : undefined;
-    const due = dueAt(`start ${def.name}`, item.runAt, delay, debounce !== undefined, problems);
-    assertValid(`start ${def.name}`, problems);
-    // a debounced run waits its period, and is due no later than its limit (both from the database's clock)
-    const times = debounce
-      ? {
-          run_at: null,
-          delay_ms: debounce.periodMs,
-          debounce_ms: debounce.timeoutMs ?? null,
-          debounce_until: debounce.timeoutMs === undefined ? 'infinity' : null,
-        }
-      : due;
-    return {
-      run: {
-        id: uuidv7(),
-        workflow: def.name,
-        key,
-        holds_key: key !== null,
-        input: item.input ?? null,
-        ...times,
-        timeout_ms: def.timeoutMs ?? null,
-        priority: item.priority ?? def.priority,
-        group_key: groupOf(def, key, item.input ?? null),
-        trace: traceCarrier(),
-      },
-      onDuplicate: onDuplicate ?? def.onDuplicate,
-    };
-  }
-
-  private execute(def: WorkflowDefinition, plans: Planned[], manager?: EntityManager, tx?: CallerTx): Promise<StartManyResult[]> {
+  private execute(def: WorkflowDefinition, plans: PlannedStart[], manager?: EntityManager, tx?: CallerTx): Promise<StartManyResult[]> {
     return this.insertOrResolve(def, plans, manager, tx).catch((err) => Promise.reject(SerializationError.wrap(err)));
   }
 
-  private async insertOrResolve(def: WorkflowDefinition, plans: Planned[], manager?: EntityManager, tx?: CallerTx): Promise<StartManyResult[]> {
+  private async insertOrResolve(def: WorkflowDefinition, plans: PlannedStart[], manager?: EntityManager, tx?: CallerTx): Promise<StartManyResult[]> {
     const joined = tx?.q ?? (await this.connection.join(manager, `start ${def.name}`));
     // starts made at once on one caller's transaction take turns (its savepoints are its connection's)
     return joined ? inTurn(joined, () => this.write(def, plans, joined, tx)) : this.write(def, plans);
   }
 
   /** Writes the starts: in the caller's transaction `joined` (`tx`'s, when given), else autocommit or a transaction of their own. */
-  private async write(def: WorkflowDefinition, plans: Planned[], joined?: Queryable, tx?: CallerTx): Promise<StartManyResult[]> {
+  private async write(def: WorkflowDefinition, plans: PlannedStart[], joined?: Queryable, tx?: CallerTx): Promise<StartManyResult[]> {
     const { db } = this.connection;
     // Outside a caller's transaction the common case is one autocommit statement (shared with the
     // concurrent starts of this process); only a start the key policy cannot settle at once opens a
@@ -203,9 +121,9 @@ export class Starter {
     const count = (counted: Counted) => (joined ? onReturn.push(...counted) : counted.forEach((c) => c()));
     // a deadlock (a cancelExisting meeting a child that ends) is decided again: in a transaction of
     // its own, or in a savepoint of the caller's, which the deadlock leaves usable
-    const resolve = async (p: Planned) => {
+    const resolve = async (p: PlannedStart) => {
       let counted: Counted = [];
-      const decide = (q: Queryable) => this.resolveDuplicate(q, def, p, (counted = []));
+      const decide = (q: Queryable) => this.duplicates.resolve(q, def, p, (counted = []));
       const result = await retryDeadlocks(() => (joined ? inSavepoint(joined, decide) : db.tx(decide)));
       count(counted);
       return result;
@@ -242,7 +160,7 @@ export class Starter {
    * An autocommit start on its own: claimed by this node as it is inserted when it can begin here
    * now (see `startHere`), else through the start batcher (shared statements).
    */
-  private async startAlone(p: Planned, row: StartRow): Promise<StartAnswer | undefined> {
+  private async startAlone(p: PlannedStart, row: StartRow): Promise<StartAnswer | undefined> {
     const { run } = p;
     // due now, without a group or a parent (a key is fine: one held sends the start the usual way),
     // and only when it would be a statement of its own anyway (concurrent starts share statements)
@@ -281,117 +199,5 @@ export class Starter {
     const answers = await this.runs.insertOrAnswer(q, rows, { notify, relaxedCommit });
     if (!notify && answers.includes('created')) this.wake.committedWithout();
     return answers;
-  }
-
-  /** Resolves a start whose key was held when it tried to insert. */
-  private async resolveDuplicate(q: Queryable, def: WorkflowDefinition, p: Planned, counted: Counted): Promise<StartManyResult> {
-    const { runs } = this;
-    const key = p.run.key!;
-    for (let handoffs = 0; handoffs < MAX_HANDOFFS;) {
-      const holder = await runs.lockHolder(q, def.name, key);
-      const decision: KeyDecision = decideStart(
-        def.reuse,
-        p.onDuplicate,
-        holder && { status: holder.status, pickedUp: holder.picked_up, debouncing: holder.debouncing && !p.rerun },
-        holder?.id,
-      );
-      if (decision.action === 'create') {
-        if (holder) await runs.dropKey(q, holder.id);
-        if ((await runs.insert(q, [p.run])).has(p.run.id)) {
-          if (holder) await this.keyEvent(q, counted, 'key_handed_off', p.run.id, def, key, { from: holder.id, fromStatus: holder.status });
-          return { runId: p.run.id, outcome: 'created' };
-        }
-        handoffs++;
-        continue;
-      }
-      const answer = await this.answerDuplicate(q, def, p, holder!, decision, counted);
-      if (answer) return answer;
-      handoffs++;
-    }
-    return { error: new KeyContendedError() };
-  }
-
-  /** Applies a decision about a held key; undefined when the key changed hands meanwhile (try again). */
-  private async answerDuplicate(
-    q: Queryable,
-    def: WorkflowDefinition,
-    p: Planned,
-    holder: HolderRow,
-    decision: Exclude<KeyDecision, { action: 'create' }>,
-    counted: Counted,
-  ): Promise<StartManyResult | undefined> {
-    const { runs } = this;
-    const key = p.run.key!;
-    const duplicate = (outcome: DuplicateMode | 'debounced', extra: object = {}) =>
-      this.keyEvent(q, counted, 'key_duplicate', holder.id, def, key, {
-        outcome,
-        inputChanged: !isDeepStrictEqual(holder.input ?? null, JSON.parse(JSON.stringify(p.run.input ?? null))),
-        input: p.run.input,
-        ...extra,
-      });
-    switch (decision.action) {
-      case 'useExisting':
-        await duplicate('useExisting');
-        return { runId: holder.id, outcome: 'useExisting' };
-      case 'reject':
-        await duplicate('error');
-        return { error: new KeyTakenError(holder.id, key, def.name) };
-      case 'cancelExisting': {
-        const reason = `replaced by run ${p.run.id}`;
-        await runs.dropKey(q, holder.id);
-        const ended = await runs.cancel(q, holder.id, reason, { name: 'CancelledError', code: 'cancelled', message: reason, replacedBy: p.run.id });
-        // counted with the children and flow dependants the triggers cancelled with it (read in this transaction)
-        if (ended.runs.length > 0) counted.push(() => emitRunFinished(def.name, 'cancelled'), await triggerOutcomes(this.activity, q, ended.tx));
-        if (!(await runs.insert(q, [p.run])).has(p.run.id)) return undefined;
-        await runs.repointWaiter(q, def.name, key, p.run.id);
-        await duplicate('cancelExisting', { replacedBy: p.run.id });
-        await this.keyEvent(q, counted, 'key_handed_off', p.run.id, def, key, { from: holder.id, fromStatus: holder.status, via: 'cancelExisting' });
-        return { runId: p.run.id, outcome: 'cancelExisting' };
-      }
-      case 'replaceInput': {
-        const debounced = decision.outcome === 'debounced';
-        let input: unknown;
-        let group: string | null;
-        try {
-          input = debounced ? mergedInput(def, holder.input, p.run.input) : p.run.input;
-          // the run's limits group follows its input (concurrency / rateLimit `by(input)`)
-          group = groupOf(def, key, input);
-        } catch (err) {
-          // nothing written yet: this start alone is refused (the items of a startMany before it stay)
-          return { error: err instanceof Error ? err : new Error(String(err)) };
-        }
-        if (!(await runs.replaceInput(q, holder.id, input, group, debounced ? def.debounce!.periodMs : null))) return undefined;
-        await duplicate(decision.outcome === 'debounced' ? 'debounced' : 'runAgain');
-        return { runId: holder.id, outcome: decision.outcome };
-      }
-      case 'runAgain': {
-        const waiterId = await runs.upsertWaiter(q, p.run, holder.id, statusesThatFreeKey(def.reuse));
-        await duplicate('runAgain', { runsAfter: holder.id, waitingRunId: waiterId });
-        return { runId: waiterId, outcome: 'runAgain' };
-      }
-      case 'sendEvent': {
-        // Signal-With-Start: kept until the holder waits for it (buffered), in the start's transaction.
-        const outcome = await deliverEvent(this.events, q, holder.id, decision.name, p.run.input, { buffer: true });
-        // gone or finished: the key is free, try again; a holder past its workflow timeout (locked,
-        // still going) drops it and keeps its key until it times out: the answer is the holder
-        if (outcome === undefined || (outcome === 'dropped' && isFinished(holder.status))) return undefined;
-        await duplicate('sendEvent', { event: decision.name, delivery: outcome });
-        return { runId: holder.id, outcome: 'sendEvent' };
-      }
-    }
-  }
-
-  /** Records a key event in the activity log (in the start's transaction); its count joins `counted`. */
-  private async keyEvent(
-    q: Queryable,
-    counted: Counted,
-    kind: ActivityKind,
-    runId: string,
-    def: WorkflowDefinition,
-    key: string,
-    details: object,
-  ): Promise<void> {
-    await this.activity.record(q, kind, runId, def.name, key, details);
-    counted.push(() => emitKeyMetric(kind, def.name, details));
   }
 }

@@ -1,5 +1,6 @@
 import { RunContext, Step, Workflow } from '../../src';
-import { Scheduler, type FireResult } from '../../src/schedules/scheduler';
+import { Scheduler } from '../../src/schedules/scheduler';
+import type { FireResult } from '../../src/schedules/schedule-fires';
 import { Client } from 'pg';
 import { clientQueryable } from '../../src/store/db';
 import { createApp, databaseUrl, Gate, ident, sql, waitFor } from '../support';

@@ -1,6 +1,6 @@
 import type { NodeInfo } from '../../runs/cluster-reader';
 import type { ActivityEvent } from '../../runs/key-insights';
-import type { ScheduleInfo } from '../../schedules/scheduler';
+import type { ScheduleInfo } from '../../schedules/schedule-info';
 import { CELL_CHARS, markup, json, raw, when } from '../html';
 import { layout, live, onwardPager, overviewHref, pager, query, table, type PageContext } from '../layout';
 

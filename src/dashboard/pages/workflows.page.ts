@@ -1,7 +1,7 @@
 import type { RunInfo } from '../../domain/run-info';
 import type { WorkflowInfo } from '../../runs/cluster-reader';
 import type { KeyInfo, KeyStats } from '../../runs/key-insights';
-import type { ScheduleInfo } from '../../schedules/scheduler';
+import type { ScheduleInfo } from '../../schedules/schedule-info';
 import { markup, json, raw, when } from '../html';
 import { layout, query, table, type PageContext } from '../layout';
 import { searchValue } from '../search';
