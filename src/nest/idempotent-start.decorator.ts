@@ -13,11 +13,14 @@ const OPTION_NAMES = optionNames<IdempotentStartOptions>({ input: true, header: 
  * `Idempotency-Key` header (or `options.header`) becomes the key of a run of `workflow` with the
  * input `options.input(req)`. The first request starts the run; a retry with the same key and the
  * same input is answered with the same run; the same key with another input answers 422
- * (`IdempotencyKeyReusedError`), a request without the header 400. Every answer is 200 with the
- * handler's return value, or `{ runId, outcome }` when it returns nothing (`outcome`: `'created'`
- * for the request that started the run, `'useExisting'` for a retry). The start joins the ambient
- * transaction (module option `transactionManager`) when one is open around the route. Bad options
- * throw `DurableValidationError` where the decorator is applied.
+ * (`IdempotencyKeyReusedError`), a request without the header, or with one over 255 bytes, 400
+ * (checked before anything is read). An error `options.input` throws is the answer as Nest gives
+ * it (an `HttpException` as is, a durable error with its status, anything else 500), and nothing
+ * is started: `input` runs before the route's pipes, so it checks the body itself. Every other
+ * answer is 200 with the handler's return value, or `{ runId, outcome }` when it returns nothing
+ * (`outcome`: `'created'` for the request that started the run, `'useExisting'` for a retry). The
+ * start joins the ambient transaction (module option `transactionManager`) when one is open around
+ * the route. Bad options throw `DurableValidationError` where the decorator is applied.
  */
 export function IdempotentStart<TInput = unknown>(workflow: WorkflowRef, options: IdempotentStartOptions<TInput>): MethodDecorator {
   const header: unknown = options?.header;

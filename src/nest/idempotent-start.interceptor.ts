@@ -4,6 +4,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { from, map, mergeMap, type Observable } from 'rxjs';
 import { DurableError, DurableValidationError, IdempotencyKeyReusedError } from '../errors';
 import type { RunInfo, StartResult } from '../domain/run-info';
+import { keyProblem, problem } from '../domain/validation';
 import { RunReader } from '../runs/run-reader';
 import { Starter } from '../runs/starter';
 import { durableErrorResponse, toHttpException } from './http-errors';
@@ -42,10 +43,7 @@ export class IdempotentStartInterceptor implements NestInterceptor {
 
   /** The run this request's key started: the newest run of the workflow with that key, else a new one. */
   private async startOrFind(spec: IdempotentStartSpec, req: HttpRequest): Promise<StartResult> {
-    const key = headerOf(req, spec.header);
-    if (key === undefined) {
-      throw new DurableValidationError(`the ${spec.header} header is required: a key of 1 to 255 bytes, the same on every retry of this request`);
-    }
+    const key = keyOf(req, spec.header);
     const input = await spec.input(req);
     const [existing] = await this.reader.list({ workflow: spec.workflow, key, limit: 1 });
     if (existing) return this.replay(existing, input);
@@ -69,6 +67,20 @@ export class IdempotentStartInterceptor implements NestInterceptor {
     if (adapter) for (const [name, value] of Object.entries(durableErrorResponse(err).headers)) adapter.setHeader(reply, name, value);
     return toHttpException(err);
   }
+}
+
+/**
+ * The request's key: the header's value when it is a key (1 to 255 bytes of UTF-8), else a
+ * `DurableValidationError` naming the header, before anything is read or started. The error does
+ * not carry the value (an over-long header is not echoed back to the client).
+ */
+function keyOf(req: HttpRequest, header: string): string {
+  const key = headerOf(req, header);
+  if (key !== undefined && !keyProblem(key, header)) return key;
+  const rule = 'a key of 1 to 255 bytes, the same on every retry of this request';
+  const message =
+    key === undefined ? `the ${header} header is required: ${rule}` : `the ${header} header must be ${rule} (got ${Buffer.byteLength(key, 'utf8')} bytes)`;
+  throw new DurableValidationError(message, [problem(header, undefined, 'isIdempotencyKey', message)]);
 }
 
 /** The header's value (the first, when repeated), or undefined when absent or empty. */

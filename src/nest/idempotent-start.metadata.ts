@@ -2,7 +2,10 @@ import type { WorkflowRef } from '../definition/workflow-metadata';
 
 /** Options of `@IdempotentStart`. */
 export interface IdempotentStartOptions<TInput = unknown> {
-  /** The run's input, from the request (e.g. `(req) => req.body`). */
+  /**
+   * The run's input, from the request. Called before the route's pipes: check the body here and
+   * throw an `HttpException` (e.g. `BadRequestException`) for a bad one; nothing is started then.
+   */
   input: (req: any) => TInput | Promise<TInput>; // eslint-disable-line @typescript-eslint/no-explicit-any
   /** The header carrying the key. Default `'Idempotency-Key'`. */
   header?: string;

@@ -1,10 +1,12 @@
 /**
  * Nest integration over real HTTP (Express): DurableExceptionFilter's status, body and headers
  * for every durable error, and @IdempotentStart's Idempotency-Key semantics (replays, 16
- * concurrent identical requests, 422, 400).
+ * concurrent identical requests, 422, 400, a bad key refused before any read, errors of the route's
+ * `input`).
  */
-import { Body, Controller, Get, INestApplication, Param, Post } from '@nestjs/common';
+import { Body, Controller, Get, INestApplication, Param, Post, ValidationPipe } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
+import { IsInt, IsString, Min, MinLength } from 'class-validator';
 import request from 'supertest';
 import {
   CancelledError,
@@ -37,6 +39,7 @@ import {
   Workflow,
   type StartResult,
 } from '../../src';
+import { RunReader } from '../../src/runs/run-reader';
 import { countRuns, createApp, TestApp } from '../support';
 
 const RUN = '0190f5a4-0000-7000-8000-000000000001';
@@ -72,6 +75,19 @@ class PlaceOrder {
   }
 }
 
+/** The body of an order, as docs/nest.md's OrdersController checks it. */
+class OrderDto {
+  @IsString()
+  @MinLength(1)
+  sku!: string;
+
+  @IsInt()
+  @Min(1)
+  qty!: number;
+}
+
+const validOrder = new ValidationPipe({ whitelist: true, forbidNonWhitelisted: true });
+
 @Controller()
 class TestController {
   constructor(private readonly durable: DurableService) {}
@@ -97,6 +113,20 @@ class TestController {
   @IdempotentStart(PlaceOrder, { input: (req: { body: unknown }) => req.body })
   place() {
     // nothing returned: the answer is { runId, outcome }
+  }
+
+  /** docs/nest.md's OrdersController: the body checked in `input` (a pipe on the route would run after the start). */
+  @Post('checked-orders')
+  @IdempotentStart(PlaceOrder, { input: (req: { body: unknown }) => validOrder.transform(req.body, { type: 'body', metatype: OrderDto }) })
+  checked() {
+    // nothing returned: the answer is { runId, outcome }
+  }
+
+  /** An `input` that reads the body unchecked: without a body it throws a TypeError. */
+  @Post('unchecked-orders')
+  @IdempotentStart(PlaceOrder, { input: (req: { body: { sku: string } }) => ({ sku: req.body.sku }) })
+  unchecked() {
+    // nothing returned
   }
 
   @Post('custom')
@@ -213,6 +243,60 @@ describe('@IdempotentStart over HTTP', () => {
     expect(empty.status).toBe(400);
     const tooLong = await request(t.server).post('/orders').set('Idempotency-Key', 'k'.repeat(256)).send(order);
     expect(tooLong.status).toBe(400);
+    expect(await countRuns(t.schema)).toBe(before);
+  });
+
+  it('a key over 255 bytes answers 400 about the header, without echoing it, before any read; 255 bytes is a key', async () => {
+    const before = await countRuns(t.schema);
+    const list = jest.spyOn(t.app.get(RunReader, { strict: false }), 'list');
+    try {
+      const key = 'k'.repeat(300);
+      const res = await request(t.server).post('/orders').set('Idempotency-Key', key).send(order);
+      expect(res.status).toBe(400);
+      const message = 'the Idempotency-Key header must be a key of 1 to 255 bytes, the same on every retry of this request (got 300 bytes)';
+      expect(res.body).toEqual({
+        statusCode: 400,
+        code: 'invalid',
+        message,
+        errors: [{ property: 'Idempotency-Key', constraints: { isIdempotencyKey: message }, children: [] }],
+      });
+      expect(JSON.stringify(res.body)).not.toContain(key);
+      const none = await request(t.server).post('/orders').send(order);
+      expect(none.body.errors).toEqual([{ property: 'Idempotency-Key', constraints: { isIdempotencyKey: none.body.message }, children: [] }]);
+      expect(list).not.toHaveBeenCalled();
+      expect(await countRuns(t.schema)).toBe(before);
+    } finally {
+      list.mockRestore();
+    }
+    const longest = await request(t.server).post('/orders').set('Idempotency-Key', 'k'.repeat(255)).send(order);
+    expect(longest.status).toBe(200);
+    expect(longest.body.outcome).toBe('created');
+  });
+
+  it("an HttpException thrown by the route's input (the docs' ValidationPipe) is the answer as is; nothing is started, the key stays free", async () => {
+    const before = await countRuns(t.schema);
+    const none = await request(t.server).post('/checked-orders').set('Idempotency-Key', 'ik-nobody');
+    expect(none.status).toBe(400);
+    expect(none.body).toMatchObject({ statusCode: 400, error: 'Bad Request' });
+    expect(none.body.message).toEqual(expect.arrayContaining(['sku must be a string', 'qty must be an integer number']));
+    const extra = await request(t.server)
+      .post('/checked-orders')
+      .set('Idempotency-Key', 'ik-extra')
+      .send({ ...order, admin: true });
+    expect(extra.status).toBe(400);
+    expect(extra.body.message).toEqual(['property admin should not exist']);
+    expect(await countRuns(t.schema)).toBe(before);
+    const good = await request(t.server).post('/checked-orders').set('Idempotency-Key', 'ik-nobody').send(order);
+    expect(good.status).toBe(200);
+    expect(good.body.outcome).toBe('created');
+    expect(await t.durable.getRun(good.body.runId)).toMatchObject({ key: 'ik-nobody', input: order });
+  });
+
+  it("any other error of the route's input is Nest's 500, and nothing is started", async () => {
+    const before = await countRuns(t.schema);
+    const res = await request(t.server).post('/unchecked-orders').set('Idempotency-Key', 'ik-typeerror');
+    expect(res.status).toBe(500);
+    expect(res.body).toEqual({ statusCode: 500, message: 'Internal server error' });
     expect(await countRuns(t.schema)).toBe(before);
   });
 
