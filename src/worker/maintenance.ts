@@ -104,9 +104,9 @@ export class Maintenance {
     const until = monotonicMs() + options.heartbeatMs;
     if (mayRecover) {
       const recovered = await nodes.recoverDead(q, options.nodeTimeoutMs);
-      if (recovered.runs > 0 || recovered.nodes > 0) {
-        logger.warn(`recovered ${recovered.runs} run(s) from ${recovered.nodes} dead node(s)`);
-      }
+      // a node that died holding no run is only a row to remove: nothing was lost or taken over
+      if (recovered.runs > 0) logger.warn(`recovered ${recovered.runs} run(s) from ${recovered.nodes} dead node(s)`);
+      else if (recovered.nodes > 0) logger.log(`removed ${recovered.nodes} dead node(s) holding no run`);
     }
     const defs = registry.names().map((n) => registry.find(n)!);
     const withCompensation = defs.filter((d) => lastCompensable(d, d.steps.length - 1) >= 0);

@@ -29,21 +29,17 @@ import { ClaimSequence } from './claim-sequence';
 import { CutShortRuns } from './cut-short';
 import { LocalStarts, type LocalSlot } from '../core/local-starts';
 import { AsyncResource } from 'node:async_hooks';
+import { GiveBack, leaseOf } from './give-back';
 
 /** Longest a claim for too few runs (while the node is busy) is put off. */
 const CLAIM_LINGER_MS = 20;
 /** Beyond its free slots, a node claims the runs it will start within this long at its recent pace. */
 const PREFETCH_HORIZON_MS = 100;
-/** A run claimed ahead that has not started after this long is given back (the node's steps got slow). */
-const QUEUED_TTL_MS = 1_000;
 /**
  * Most starts claiming their run on this node at once, each a statement of its own on a pooled
  * connection; more concurrent starts share the start batcher's statements and are claimed.
  */
 const HELD_AT_ONCE = 2;
-
-/** A run's lease: its id and the epoch of the claim an execution holds. */
-const leaseOf = (e: Execution) => ({ id: e.runId, epoch: e.epoch });
 
 /**
  * This node's worker: claims due runs in batches (`FOR UPDATE SKIP LOCKED`) for its slots and a
@@ -64,6 +60,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
   /** The claim loop's signs of life (health: a stalled loop is unhealthy). */
   readonly pulse = new LoopPulse();
   private batcher: TransitionBatcher;
+  private giveBack: GiveBack;
   private claiming = false;
   /** Since when a claim for too few free slots has been put off. */
   private deferredSince?: number;
@@ -126,6 +123,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     const { db, dataSource } = this.connection;
     const { waits, events, memos, flows } = this;
     this.services = { db, dataSource, registry, runs, logger, waits, events, memos, flows };
+    this.giveBack = new GiveBack(runs, () => db, options.nodeId, logger);
     this.batcher = new TransitionBatcher(db, runs, options.nodeId, logger, {
       triggersActed: (tx) => countTriggerOutcomes(this.activity, logger, db, tx),
       unstorable: ({ id, epoch }) => this.unstorable.set(id, epoch),
@@ -189,8 +187,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     this.timers.forEach(clearInterval);
     this.wakeTimer.stop();
     if (this.lingerTimer) clearTimeout(this.lingerTimer);
-    const { options, runs } = this;
-    const { db } = this.connection;
+    const { options } = this;
     const deadline = Date.now() + options.shutdownTimeoutMs;
     const shuttingDown = new CancelledError('the node is shutting down');
     // a claim (or a start claiming here) in flight still launches what it claimed: wait for it (at
@@ -199,19 +196,21 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     while ((this.claiming || this.held.size > 0) && Date.now() < claimed) await new Promise((r) => setTimeout(r, 20));
     const all = [...this.running.values()];
     this.slots.close(shuttingDown);
+    // the runs that waited for a slot (claimed ahead, or between two steps) have lost it once the
+    // microtasks ran: given back now, for other nodes to run while the steps here finish
+    await new Promise((r) => setImmediate(r));
+    const waited = all.filter((e) => e.lostFor(shuttingDown));
+    const givenBack = new Set((await this.giveBack.release(waited, 'shutdown: not started')) ? waited : []);
     while (this.slots.active > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     const late = all.filter((e) => !e.lost && this.running.get(e.runId) === e);
     for (const e of late) e.lose(shuttingDown);
     // outcomes still being written get what is left of shutdownTimeout (at least a second)
     await this.batcher.drained(Math.max(1_000, deadline - Date.now()));
     await this.maintenance.settled();
-    const released = all.filter((e) => e.lostFor(shuttingDown));
-    if (released.length) {
-      this.logger.warn(`shutdown: released ${released.length} unfinished run(s) back to pending`);
-      await runs.release(db, options.nodeId, released.map(leaseOf)).catch((err: Error) => {
-        this.logger.warn(`shutdown: could not release runs (${err.message}); they are recovered after nodeTimeout`);
-      });
-    }
+    await this.giveBack.release(
+      all.filter((e) => e.lostFor(shuttingDown) && !givenBack.has(e)),
+      'shutdown: unfinished',
+    );
     // the heartbeat removes the node's row once its beats stopped (one in flight would re-create it)
     await Promise.all([this.listener?.close(), this.heartbeat?.stop()]);
   }
@@ -343,23 +342,6 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     });
   }
 
-  /**
-   * Gives back the runs claimed ahead that have waited {@link QUEUED_TTL_MS} without a slot (the
-   * steps before them turned slow), so that other nodes can run them; a give-back costs no attempt.
-   */
-  private async giveBackStale(): Promise<void> {
-    const now = Date.now();
-    const stale = [...this.running.values()].filter((e) => e.queued && now - e.claimedAt > QUEUED_TTL_MS);
-    if (stale.length === 0 || this.stopping) return;
-    const reason = new CancelledError('given back: it waited too long for a slot on this node');
-    for (const e of stale) e.lose(reason);
-    await this.runs
-      .release(this.connection.db, this.options.nodeId, stale.map(leaseOf))
-      .catch((err: Error) =>
-        this.logger.warn(`giving back ${stale.length} queued run(s) failed (${err.message}); a later heartbeat of the node gives them back`),
-      );
-  }
-
   /** What the heartbeat asks of this worker. */
   private heartbeatHost(): HeartbeatHost {
     return {
@@ -388,7 +370,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
       beaten: (unfenced) => {
         if (unfenced) this.tick(); // claims again at once, not at the next poll
         this.flowHooks.kickHooks();
-        void this.giveBackStale();
+        if (!this.stopping) void this.giveBack.stale(this.running.values());
       },
       lead: (mayRecover) => this.maintenance.lead(mayRecover),
       info: () => ({ pid: process.pid, concurrency: this.slots.size, workflows: this.workflows, running: this.slots.active }),

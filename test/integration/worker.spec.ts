@@ -427,6 +427,39 @@ describe('worker', () => {
     expect((await observer.durable.getRun(runId))!).toMatchObject({ status: 'pending', attempt: 0, nodeId: null });
   });
 
+  it('close(): runs claimed ahead are given back at once, while the running step still has shutdownTimeout to finish', async () => {
+    const schema = freshSchema();
+    // no heartbeat during the test (a beat would give back runs the node no longer holds)
+    const node = await createApp({
+      schema,
+      workflows: [Drain],
+      options: { worker: { concurrency: 1, prefetch: 10 }, shutdownTimeout: '20s', heartbeatInterval: '20s', nodeTimeout: '60s' },
+    });
+    const observer = await createApp({ schema, workflows: [Drain], options: { worker: false } });
+    const worker = node.get(Worker) as unknown as { slots: { pace: () => number } };
+    // as if its steps had been ending fast: it claims up to prefetch runs ahead of its one slot
+    jest.spyOn(worker.slots, 'pace').mockReturnValue(1);
+    const { runId } = await node.durable.start('worker_drain');
+    await waitFor(() => drainLog.includes('started'), { message: 'the first run holds the only slot' });
+    const ahead = (await observer.durable.startMany('worker_drain', [{}, {}, {}])).map((r) => (r as { runId: string }).runId);
+    const state = async (id: string) => {
+      const run = (await observer.durable.getRun(id))!;
+      return `${run.status}/${run.attempt}/${run.nodeId ?? '-'}`;
+    };
+    const nodeId = (await observer.durable.getRun(runId))!.nodeId;
+    await waitFor(async () => (await Promise.all(ahead.map(state))).every((s) => s === `running/1/${nodeId}`), { message: 'the three are claimed ahead' });
+    const closing = node.close();
+    // given back before the running step ends, their attempt not used: another node may take them now
+    await waitFor(async () => (await Promise.all(ahead.map(state))).every((s) => s === 'pending/0/-'), {
+      timeout: 5_000,
+      message: 'the runs claimed ahead are given back while the step runs',
+    });
+    expect(drainLog).toEqual(['started']);
+    drainGate.open();
+    await closing;
+    expect((await observer.durable.getRun(runId))!).toMatchObject({ status: 'completed', result: 'drained' });
+  });
+
   it('a step still running at shutdownTimeout is released back to pending, and another node finishes it', async () => {
     const schema = freshSchema();
     const node = await createApp({ schema, workflows: [Drain], options: { shutdownTimeout: '500ms' } });

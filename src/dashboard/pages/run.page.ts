@@ -125,7 +125,7 @@ function keyPanel(ctx: PageContext, d: RunPageData): SafeHtml {
       <dd>${holder ? markup`<a class="mono" href="${ctx.base}/runs/${holder.id}">${holder.id}</a> ${badge(holder.status)}` : 'nobody holds it'}</dd>
     </dl>
     ${d.startNow ? markup`<p class="start-now">a start with this key now: <span class="badge">${d.startNow.outcome}</span> — ${d.startNow.reason}</p>` : ''}
-    <p class="readds">added again <strong>${run.readds}</strong> times</p>
+    <p class="readds">added again <strong>${run.readds}</strong> ${run.readds === 1 ? 'time' : 'times'}</p>
     ${
       readds.length
         ? markup`<ol class="readds-list">
