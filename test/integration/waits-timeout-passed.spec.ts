@@ -8,10 +8,23 @@ import { createApp, freshSchema, ident, sql, waitFor } from '../support';
  * later wait with `buffer`).
  */
 
+/**
+ * Called by a step before its wait, once: the test pauses the workflow there, so that no worker
+ * takes the run again once its wait has timed out, however soon (a 300 ms timeout under load could
+ * otherwise pass, and the run complete, before the test saw it waiting).
+ */
+let beforeWait: (() => Promise<void>) | undefined;
+const pauseOnce = async (): Promise<void> => {
+  const pause = beforeWait;
+  beforeWait = undefined;
+  await pause?.();
+};
+
 @Workflow('tp_event')
 class EventWait {
   @Step()
   async listen(ctx: RunContext) {
+    await pauseOnce();
     return ctx.waitForEvent('go', { timeout: 300, timeoutValue: 'timed out' });
   }
 }
@@ -20,6 +33,7 @@ class EventWait {
 class EventWaitThenAgain {
   @Step()
   async listen(ctx: RunContext) {
+    await pauseOnce();
     ctx.put('first', await ctx.waitForEvent('go', { timeout: 300, timeoutValue: 'timed out' }));
   }
 
@@ -34,15 +48,16 @@ class EventWaitThenAgain {
 class InputWait {
   @Step()
   async listen(ctx: RunContext) {
+    await pauseOnce();
     return ctx.waitForInput('ok', { timeout: 300, timeoutValue: 'timed out' });
   }
 }
 
-/** Starts `workflow`, waits until its run waits, pauses the workflow and waits until the wait's timeout has passed. */
+/** Starts `workflow`, whose step pauses it before its wait, waits until its run waits and until the wait's timeout has passed. */
 async function pastTimeout(durable: Awaited<ReturnType<typeof createApp>>['durable'], schema: string, workflow: typeof EventWait): Promise<string> {
+  beforeWait = () => durable.pause(workflow);
   const { runId } = await durable.start(workflow);
   await waitFor(async () => (await durable.getRun(runId))?.status === 'waiting', { timeout: 30_000, message: 'the run waits' });
-  await durable.pause(workflow);
   await waitFor(async () => (await sql(`SELECT 1 FROM ${ident(schema)}.waits WHERE run_id = $1 AND until < now()`, [runId])).length === 1, {
     timeout: 30_000,
     message: "the wait's timeout has passed",
