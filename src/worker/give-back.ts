@@ -17,24 +17,26 @@ export const leaseOf = (e: Execution) => ({ id: e.runId, epoch: e.epoch });
 export class GiveBack {
   constructor(
     private readonly runs: RunsStore,
-    private readonly db: () => Queryable,
+    private readonly db: Queryable,
     private readonly nodeId: string,
     private readonly logger: Logger,
   ) {}
 
   /**
-   * Releases `execs` (already lost here) and logs it as `what`; false when the release failed
-   * (logged: the node's next heartbeat gives them back, or, once it has stopped, the recovery of
-   * its runs after `nodeTimeout`).
+   * Releases `execs` (already lost here), logging it as `what` at `level`; false when the release
+   * failed (a warning: the node's next heartbeat gives them back, or, once it has stopped, the
+   * recovery of its runs after `nodeTimeout`).
    */
-  async release(execs: readonly Execution[], what: string): Promise<boolean> {
+  async release(execs: readonly Execution[], what: string, level: 'log' | 'debug'): Promise<boolean> {
     if (execs.length === 0) return true;
     try {
-      await this.runs.release(this.db(), this.nodeId, execs.map(leaseOf));
-      this.logger.log(`${what}: released ${execs.length} run(s) back to pending`);
+      await this.runs.release(this.db, this.nodeId, execs.map(leaseOf));
+      this.logger[level](`${what}: released ${execs.length} run(s) back to pending`);
       return true;
     } catch (err) {
-      this.logger.warn(`${what}: could not release ${execs.length} run(s) (${(err as Error).message}); they are given back later`);
+      this.logger.warn(
+        `${what}: could not release ${execs.length} run(s) (${(err as Error).message}); the node's next heartbeat gives them back, or, once it has stopped, they are recovered after nodeTimeout`,
+      );
       return false;
     }
   }
@@ -46,6 +48,6 @@ export class GiveBack {
     if (stale.length === 0) return;
     const reason = new CancelledError('given back: it waited too long for a slot on this node');
     for (const e of stale) e.lose(reason);
-    await this.release(stale, 'waited too long for a slot');
+    await this.release(stale, 'waited too long for a slot', 'debug');
   }
 }

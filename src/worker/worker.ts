@@ -123,7 +123,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     const { db, dataSource } = this.connection;
     const { waits, events, memos, flows } = this;
     this.services = { db, dataSource, registry, runs, logger, waits, events, memos, flows };
-    this.giveBack = new GiveBack(runs, () => db, options.nodeId, logger);
+    this.giveBack = new GiveBack(runs, db, options.nodeId, logger);
     this.batcher = new TransitionBatcher(db, runs, options.nodeId, logger, {
       triggersActed: (tx) => countTriggerOutcomes(this.activity, logger, db, tx),
       unstorable: ({ id, epoch }) => this.unstorable.set(id, epoch),
@@ -175,9 +175,9 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
   }
 
   /**
-   * Stop claiming; runs not started yet (claimed ahead, or between two steps) are released at once,
-   * running steps get `shutdownTimeout` to finish, then the rest is released too. A release costs
-   * no attempt.
+   * Stop claiming; a run that waits for a slot (claimed ahead, between two steps, or whose step
+   * ended since) is released at once, running steps get `shutdownTimeout` to finish, then the rest
+   * is released too. A release costs no attempt.
    */
   async beforeApplicationShutdown(): Promise<void> {
     if (this.stopping) return;
@@ -196,12 +196,14 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     while ((this.claiming || this.held.size > 0) && Date.now() < claimed) await new Promise((r) => setTimeout(r, 20));
     const all = [...this.running.values()];
     this.slots.close(shuttingDown);
-    // the runs that waited for a slot (claimed ahead, or between two steps) have lost it once the
-    // microtasks ran: given back now, for other nodes to run while the steps here finish
-    await new Promise((r) => setImmediate(r));
-    const waited = all.filter((e) => e.lostFor(shuttingDown));
-    const givenBack = new Set((await this.giveBack.release(waited, 'shutdown: not started')) ? waited : []);
-    while (this.slots.active > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    // what asks for a slot from now on is refused and lost: given back as it is, for other nodes
+    // to run while the steps here finish
+    const givenBack = new Set<Execution>();
+    do {
+      await new Promise((r) => setTimeout(r, 20));
+      const waiting = all.filter((e) => e.lostFor(shuttingDown) && !givenBack.has(e));
+      if (await this.giveBack.release(waiting, 'shutdown: waiting for a slot', 'log')) waiting.forEach((e) => givenBack.add(e));
+    } while (this.slots.active > 0 && Date.now() < deadline);
     const late = all.filter((e) => !e.lost && this.running.get(e.runId) === e);
     for (const e of late) e.lose(shuttingDown);
     // outcomes still being written get what is left of shutdownTimeout (at least a second)
@@ -210,6 +212,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     await this.giveBack.release(
       all.filter((e) => e.lostFor(shuttingDown) && !givenBack.has(e)),
       'shutdown: unfinished',
+      'log',
     );
     // the heartbeat removes the node's row once its beats stopped (one in flight would re-create it)
     await Promise.all([this.listener?.close(), this.heartbeat?.stop()]);

@@ -116,6 +116,21 @@ class Drain {
   }
 }
 
+let firstStepGate = new Gate();
+@Workflow('worker_two_steps')
+class TwoSteps {
+  @Step()
+  async first() {
+    drainLog.push('first');
+    await firstStepGate.wait();
+  }
+
+  @Step()
+  async second() {
+    drainLog.push('second');
+  }
+}
+
 describe('worker', () => {
   beforeEach(() => {
     attemptsAt.length = 0;
@@ -125,9 +140,13 @@ describe('worker', () => {
     drainLog.length = 0;
     longRuns.length = 0;
     drainGate = new Gate();
+    firstStepGate = new Gate();
     Object.assign(tracker, { active: 0, max: 0, total: 0 });
   });
-  afterEach(() => drainGate.open());
+  afterEach(() => {
+    drainGate.open();
+    firstStepGate.open();
+  });
 
   it('retries a failing step with backoff; the run stays unfinished between attempts', async () => {
     const { durable } = await createApp({ workflows: [Flaky] });
@@ -458,6 +477,32 @@ describe('worker', () => {
     drainGate.open();
     await closing;
     expect((await observer.durable.getRun(runId))!).toMatchObject({ status: 'completed', result: 'drained' });
+  });
+
+  it('close(): a run whose step ends during the drain is given back at once, not after the other running steps', async () => {
+    const schema = freshSchema();
+    // no heartbeat during the test (a beat would give back runs the node no longer holds)
+    const node = await createApp({
+      schema,
+      workflows: [Drain, TwoSteps],
+      options: { worker: { concurrency: 2 }, shutdownTimeout: '20s', heartbeatInterval: '20s', nodeTimeout: '60s' },
+    });
+    const observer = await createApp({ schema, workflows: [Drain, TwoSteps], options: { worker: false } });
+    await node.durable.start(Drain);
+    const { runId } = await node.durable.start(TwoSteps);
+    await waitFor(() => drainLog.includes('started') && drainLog.includes('first'), { message: 'both steps run' });
+    const closing = node.close();
+    const worker = node.get(Worker) as unknown as { slots: { closedBy?: Error } };
+    await waitFor(() => worker.slots.closedBy !== undefined, { message: 'the node gives out no more slots' });
+    firstStepGate.open(); // its first step ends: the second finds no slot here
+    await waitFor(async () => (await observer.durable.getRun(runId))?.status === 'pending', {
+      timeout: 5_000,
+      message: 'the run between its steps is given back while the other step runs',
+    });
+    expect(await observer.durable.getRun(runId)).toMatchObject({ step: 'second', attempt: 0, nodeId: null });
+    expect(drainLog).toEqual(['started', 'first']);
+    drainGate.open();
+    await closing;
   });
 
   it('a step still running at shutdownTimeout is released back to pending, and another node finishes it', async () => {
