@@ -198,11 +198,15 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     this.slots.close(shuttingDown);
     // what asks for a slot from now on is refused and lost: given back as it is, for other nodes
     // to run while the steps here finish
+    // (after a failed release, only once at the end: the database is not answering)
     const givenBack = new Set<Execution>();
+    let releasing = true;
     do {
       await new Promise((r) => setTimeout(r, 20));
+      if (!releasing) continue;
       const waiting = all.filter((e) => e.lostFor(shuttingDown) && !givenBack.has(e));
-      if (await this.giveBack.release(waiting, 'shutdown: waiting for a slot', 'log')) waiting.forEach((e) => givenBack.add(e));
+      releasing = await this.giveBack.release(waiting, 'shutdown: waiting for a slot', 'log');
+      if (releasing) waiting.forEach((e) => givenBack.add(e));
     } while (this.slots.active > 0 && Date.now() < deadline);
     const late = all.filter((e) => !e.lost && this.running.get(e.runId) === e);
     for (const e of late) e.lose(shuttingDown);

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { RunContext, Step, Workflow } from '../../src';
 import { Client } from 'pg';
 import { Worker } from '../../src/worker/worker';
-import { ConcurrencyTracker, createApp, databaseUrl, freshSchema, Gate, sql, waitFor, waitForLockWait } from '../support';
+import { ConcurrencyTracker, createApp, databaseUrl, freshSchema, Gate, RecordingLogger, sql, waitFor, waitForLockWait } from '../support';
 
 // ---- retry with backoff -------------------------------------------------------------------------
 const attemptsAt: { runId: string; attempt: number; at: number }[] = [];
@@ -446,30 +446,44 @@ describe('worker', () => {
     expect((await observer.durable.getRun(runId))!).toMatchObject({ status: 'pending', attempt: 0, nodeId: null });
   });
 
-  it('close(): runs claimed ahead are given back at once, while the running step still has shutdownTimeout to finish', async () => {
+  /**
+   * A one-slot node whose run holds the slot (its step waits for drainGate) and three runs it
+   * claimed ahead; its heartbeat does not beat during the test (a beat would give back runs the
+   * node no longer holds).
+   */
+  async function claimedAheadOfOneSlot(logger?: RecordingLogger) {
     const schema = freshSchema();
-    // no heartbeat during the test (a beat would give back runs the node no longer holds)
+    // made first: Nest's logger is the last app's
+    const observer = await createApp({ schema, workflows: [Drain], options: { worker: false } });
     const node = await createApp({
       schema,
       workflows: [Drain],
+      logger,
       options: { worker: { concurrency: 1, prefetch: 10 }, shutdownTimeout: '20s', heartbeatInterval: '20s', nodeTimeout: '60s' },
     });
-    const observer = await createApp({ schema, workflows: [Drain], options: { worker: false } });
     const worker = node.get(Worker) as unknown as { slots: { pace: () => number } };
     // as if its steps had been ending fast: it claims up to prefetch runs ahead of its one slot
     jest.spyOn(worker.slots, 'pace').mockReturnValue(1);
     const { runId } = await node.durable.start('worker_drain');
     await waitFor(() => drainLog.includes('started'), { message: 'the first run holds the only slot' });
     const ahead = (await observer.durable.startMany('worker_drain', [{}, {}, {}])).map((r) => (r as { runId: string }).runId);
-    const state = async (id: string) => {
-      const run = (await observer.durable.getRun(id))!;
-      return `${run.status}/${run.attempt}/${run.nodeId ?? '-'}`;
-    };
+    const states = async () =>
+      Promise.all(
+        ahead.map(async (id) => {
+          const run = (await observer.durable.getRun(id))!;
+          return `${run.status}/${run.attempt}/${run.nodeId ?? '-'}`;
+        }),
+      );
     const nodeId = (await observer.durable.getRun(runId))!.nodeId;
-    await waitFor(async () => (await Promise.all(ahead.map(state))).every((s) => s === `running/1/${nodeId}`), { message: 'the three are claimed ahead' });
+    await waitFor(async () => (await states()).every((s) => s === `running/1/${nodeId}`), { message: 'the three are claimed ahead' });
+    return { schema, node, observer, runId, states };
+  }
+
+  it('close(): runs claimed ahead are given back at once, while the running step still has shutdownTimeout to finish', async () => {
+    const { node, observer, runId, states } = await claimedAheadOfOneSlot();
     const closing = node.close();
     // given back before the running step ends, their attempt not used: another node may take them now
-    await waitFor(async () => (await Promise.all(ahead.map(state))).every((s) => s === 'pending/0/-'), {
+    await waitFor(async () => (await states()).every((s) => s === 'pending/0/-'), {
       timeout: 5_000,
       message: 'the runs claimed ahead are given back while the step runs',
     });
@@ -477,6 +491,26 @@ describe('worker', () => {
     drainGate.open();
     await closing;
     expect((await observer.durable.getRun(runId))!).toMatchObject({ status: 'completed', result: 'drained' });
+  });
+
+  it('close(): a release the database refuses is not tried again every moment of the drain, only once more at its end', async () => {
+    const logger = new RecordingLogger();
+    const { schema, node, states } = await claimedAheadOfOneSlot(logger);
+    const S = `"${schema}"`;
+    await sql(`CREATE FUNCTION ${S}.refuse_release() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'release refused'; END $$`);
+    await sql(
+      `CREATE TRIGGER refuse_release BEFORE UPDATE ON ${S}.runs FOR EACH ROW WHEN (OLD.status = 'running' AND NEW.status = 'pending') EXECUTE FUNCTION ${S}.refuse_release()`,
+    );
+    const refused = () => logger.entries.filter((e) => e.level === 'warn' && String(e.message).includes('could not release')).length;
+    const closing = node.close();
+    await waitFor(() => refused() >= 1, { message: 'the first release is refused' });
+    // an absence window (not synchronisation): the drain goes on without trying again
+    await new Promise((r) => setTimeout(r, 500));
+    expect(refused()).toBe(1);
+    drainGate.open();
+    await closing;
+    expect(refused()).toBe(2); // the release at the end
+    expect(await states()).toEqual(Array(3).fill(expect.stringMatching(/^running\/1\//))); // recovered after nodeTimeout
   });
 
   it('close(): a run whose step ends during the drain is given back at once, not after the other running steps', async () => {
