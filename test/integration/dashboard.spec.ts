@@ -118,6 +118,16 @@ describe('dashboard (HTTP)', () => {
     expect((await request(t.server).get('/durable/runs')).status).toBe(404); // only under the prefix
   });
 
+  it("the Key panel counts re-adds in words: 'added again 1 time', '0 times'", async () => {
+    const t = await dashboardApp({});
+    const once = await t.durable.start('dash_node', 1, { key: 'added-once' });
+    const never = await t.durable.start('dash_node', 1, { key: 'added-never' });
+    await t.durable.start('dash_node', 1, { key: 'added-once' });
+    const page = async (id: string) => (await request(t.server).get(`${BASE}/runs/${id}`).expect(200)).text;
+    expect(await page(once.runId)).toContain('added again <strong>1</strong> time</p>');
+    expect(await page(never.runId)).toContain('added again <strong>0</strong> times</p>');
+  });
+
   it('the pages show what they are for: overview counts, the Key panel with its diff, the flow graph, keys, workflow Keys section, schedules, activity, nodes', async () => {
     const t = await dashboardApp({});
     const s = await seed(t);
