@@ -141,7 +141,7 @@ export class FlowsEngine {
         const write = (q: Queryable) => fn(q, handedOff, cancelled);
         const out = await (joined ? (savepoint ? inSavepoint(joined, write) : write(joined)) : this.connection.db.tx(write));
         onCommit(tx, () => {
-          emitKeyHandoffs(handedOff);
+          for (const workflow of handedOff) emitKeyHandoffs(workflow);
           for (const workflow of cancelled) emitRunFinished(workflow, 'cancelled');
         });
         return out;

@@ -98,7 +98,7 @@ export function emitKeyMetric(kind: string, workflow: string, details: { outcome
       i.keyDuplicate.add(1, { workflow, outcome: String(details.outcome ?? 'unknown') });
       break;
     case 'key_handed_off':
-      i.keyHandoff.add(1, { workflow });
+      emitKeyHandoffs(workflow);
       break;
     case 'key_released':
       i.keyRelease.add(1, { workflow });
@@ -109,9 +109,9 @@ export function emitKeyMetric(kind: string, workflow: string, details: { outcome
   }
 }
 
-/** One `durable.key.handoff` per key hand-off, given as the workflow of each (hand-offs made by the key trigger). */
-export function emitKeyHandoffs(workflows: readonly string[]): void {
-  for (const workflow of workflows) emitKeyMetric('key_handed_off', workflow);
+/** `n` more `durable.key.handoff` of `workflow` (hand-offs made by the key trigger). */
+export function emitKeyHandoffs(workflow: string, n = 1): void {
+  instruments().keyHandoff.add(n, { workflow });
 }
 
 /** One more run (or `n` more) of `workflow` reached final `status`. */

@@ -19,7 +19,7 @@ export async function triggerOutcomes(activity: ActivityStore, q: Queryable, tx:
   if (!tx) return () => undefined;
   const { handedOff, cancelled } = await activity.triggerOutcomes(q, tx);
   return () => {
-    for (const { workflow, n } of handedOff) emitKeyHandoffs(Array<string>(n).fill(workflow));
+    for (const { workflow, n } of handedOff) emitKeyHandoffs(workflow, n);
     for (const { workflow, n } of cancelled) emitRunFinished(workflow, 'cancelled', n);
   };
 }
