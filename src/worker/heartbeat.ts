@@ -1,6 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import { monotonicMs } from '../domain/monotonic-clock';
-import type { Queryable } from '../store/db';
+import { bounded, boundedConnection } from '../store/bounded-queryable';
+import type { Db, Queryable } from '../store/db';
 import type { BeatResult, NodesStore, ProgressReport } from '../store/nodes.store';
 import { SELF_FENCE_SHARE } from '../store/sql';
 import type { CutShortRuns } from './cut-short';
@@ -41,8 +42,11 @@ export interface HeartbeatOptions {
   /** The pg settings of the pool, for the heartbeat's own connection. */
   connectionConfig: () => object;
   /** Used while the heartbeat's own connection is down. */
-  fallback: Queryable;
-  /** Behind a transaction pooler: no session settings (they would leak to other clients). */
+  fallback: Db;
+  /**
+   * Behind a transaction pooler: no session settings (they would leak to other clients); each beat
+   * sets its statement timeout in a transaction of its own instead.
+   */
   transactionPooler: boolean;
 }
 
@@ -69,6 +73,8 @@ export class Heartbeat {
   private readonly mark: NodeMark;
   /** Past this long without a successful beat the node fences itself. */
   private readonly fenceMs: number;
+  /** The server-side bound of a beat. */
+  private readonly timeoutMs: number;
 
   constructor(
     private readonly store: NodesStore,
@@ -79,14 +85,14 @@ export class Heartbeat {
     this.mark = new NodeMark(options.nodeId, options.nodeTimeoutMs, logger);
     this.fenceMs = SELF_FENCE_SHARE * options.nodeTimeoutMs;
     // a beat ends within half of nodeTimeout, however the server or the network behaves
-    const timeoutMs = Math.max(100, Math.floor(options.nodeTimeoutMs / 3));
+    this.timeoutMs = Math.max(100, Math.floor(options.nodeTimeoutMs / 3));
     this.connection = new DedicatedConnection(
       `heartbeat:${options.nodeId}`,
       options.connectionConfig,
       logger,
       async (client) => {
         if (options.transactionPooler) return;
-        await client.query(`SELECT set_config('statement_timeout', $1, false), set_config('lock_timeout', $1, false)`, [`${timeoutMs}ms`]);
+        await client.query(`SELECT set_config('statement_timeout', $1, false), set_config('lock_timeout', $1, false)`, [`${this.timeoutMs}ms`]);
       },
       Math.max(200, Math.floor(options.nodeTimeoutMs / 2)),
     );
@@ -137,7 +143,7 @@ export class Heartbeat {
       const progress = this.host.progress();
       const cutShort = this.host.cutShort.list();
       const sentAt = monotonicMs();
-      const result = await this.store.beat(this.connection.queryable ?? this.options.fallback, {
+      const result = await this.store.beat(this.target(), {
         nodeId: this.options.nodeId,
         info: this.host.info(),
         running,
@@ -162,6 +168,17 @@ export class Heartbeat {
       this.okSince = undefined;
       this.logger.warn(`heartbeat failed: ${(err as Error).message}`);
     }
+  }
+
+  /**
+   * Where a beat goes: its own connection, else the pool; behind a transaction pooler in a
+   * transaction that bounds it on the server as the connection's session setting does elsewhere (a
+   * beat that waits for a lock then fails there too, not only on this side while its backend waits on).
+   */
+  private target(): Queryable {
+    const own = this.connection.queryable;
+    if (!this.options.transactionPooler) return own ?? this.options.fallback;
+    return own ? boundedConnection(own, this.timeoutMs) : bounded(this.options.fallback, this.timeoutMs);
   }
 
   /** A beat sent at `sentAt` succeeded: the node's row is as fresh as that (its `now()`), not as the reply. */
