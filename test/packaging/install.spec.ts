@@ -192,6 +192,22 @@ describe('packaging: the packed module in a fresh app', () => {
     expect(missing).toEqual([]);
   });
 
+  it('every relative link of the packed README and docs names a file the package ships', () => {
+    const pages = walk(packed)
+      .map((f) => path.relative(packed, f))
+      .filter((f) => f.endsWith('.md') && (f === 'README.md' || f.startsWith('docs/')));
+    expect(pages).toContain('docs/benchmarks.md');
+    const dead: string[] = [];
+    for (const page of pages) {
+      for (const [, target] of readFileSync(path.join(packed, page), 'utf8').matchAll(/\]\(([^)\s]+)\)/g)) {
+        if (/^(https?:|mailto:|#)/.test(target)) continue;
+        const file = path.join(packed, path.dirname(page), decodeURIComponent(target.split('#')[0]));
+        if (!existsSync(file)) dead.push(`${page} -> ${target}`);
+      }
+    }
+    expect(dead).toEqual([]);
+  });
+
   it("the README's install line is the one docs/install.md gives for the current majors", () => {
     const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
     expect(readme).toContain(docsInstallLine('nest12-esm'));
