@@ -5,6 +5,7 @@ import { checked, checkedOption, countOption, jsonArgument, KEY, NAME, REASON, R
 import type { Command, CommandContext, Output } from './command';
 import { fields, table } from './table';
 import type { SendEventOutcome } from '../runs/event-delivery';
+import { dropReason } from '../domain/drop-reason';
 
 /**
  * The step the run is at: its name, or its position when the definition is not registered here
@@ -36,7 +37,9 @@ async function after(ctx: CommandContext, id: string, done: string, extra: Recor
 
 /**
  * What sending the input or event `name` to a run prints: the engine's outcome and the run's status
- * after it (`extra` added to the JSON); a dropped one is refused (exit 1).
+ * after it (`extra` added to the JSON); a dropped one is refused (exit 1), its text saying why
+ * (`dropReason`; the run read here does not tell whether its workflow deadline had passed).
+ * `buffer`: an event was sent with `--buffer` (an input is always kept).
  */
 async function sent(
   ctx: CommandContext,
@@ -44,12 +47,12 @@ async function sent(
   what: 'input' | 'event',
   name: string,
   outcome: SendEventOutcome,
-  extra: Record<string, unknown> = {},
+  { buffer = false, extra = {} }: { buffer?: boolean; extra?: Record<string, unknown> } = {},
 ): Promise<Output> {
   const run = await getRun(ctx, id);
   const done = `${what} "${name}" ${outcome}`;
-  const text =
-    outcome === 'dropped' && isFinished(run.status) ? `${done}: run ${id} had already finished (${run.status})` : `${done}: run ${id} is ${run.status}`;
+  const unbufferedEvent = what === 'event' && !buffer ? name : undefined;
+  const text = outcome === 'dropped' ? `${done}: run ${id} ${dropReason({ status: run.status, unbufferedEvent })}` : `${done}: run ${id} is ${run.status}`;
   return { json: { runId: id, name, outcome, ...extra, status: run.status }, text, refused: outcome === 'dropped' };
 }
 
@@ -189,7 +192,7 @@ export const runsCommands: Command[] = [
       const value = jsonArgument(json, '<json>');
       // as durable.provideInput does, with what the engine did with the value
       const outcome = await (await ctx.connection.events()).provideInput(id, name, value);
-      return sent(ctx, id, 'input', name, outcome, { ignored: outcome === 'dropped' });
+      return sent(ctx, id, 'input', name, outcome, { extra: { ignored: outcome === 'dropped' } });
     },
   },
   {
@@ -200,8 +203,9 @@ export const runsCommands: Command[] = [
     async run(ctx) {
       const [id, name, json] = [checked(ctx.args[0], '<id>', RUN_ID), checked(ctx.args[1], '<name>', NAME), ctx.args[2]];
       const payload = json === undefined ? undefined : jsonArgument(json, '<json>');
-      const outcome = await (await ctx.connection.durable()).sendEvent(id, name, payload, { buffer: ctx.parsed.options.has('buffer') });
-      return sent(ctx, id, 'event', name, outcome);
+      const buffer = ctx.parsed.options.has('buffer');
+      const outcome = await (await ctx.connection.durable()).sendEvent(id, name, payload, { buffer });
+      return sent(ctx, id, 'event', name, outcome, { buffer });
     },
   },
 ];

@@ -2,7 +2,7 @@ import { Body, Controller, HttpStatus, Param, Post, Req, Res, UseGuards } from '
 import { DurableConnection } from '../core/durable.connection';
 import { DurableValidationError, RunNotFoundError } from '../errors';
 import { flowNotFound } from '../errors/flow-not-found';
-import { isFinished } from '../domain/run-info';
+import { dropReason } from '../domain/drop-reason';
 import { assertValid, nameProblem } from '../domain/validation';
 import { FlowsEngine } from '../flows/flows.engine';
 import { QueueControls } from '../runs/queue-controls';
@@ -10,6 +10,7 @@ import { RunAdmin } from '../runs/run-admin';
 import { RunEvents } from '../runs/run-events';
 import { Scheduler } from '../schedules/scheduler';
 import { ActivityStore } from '../store/activity.store';
+import { EventsStore } from '../store/events.store';
 import { inCallerTx, type CallerTx } from '../store/caller-tx';
 import { DashboardStore } from '../store/dashboard.store';
 import { DashboardContext, runIdParam, type Answer, type HtmlResponse } from './dashboard.context';
@@ -79,6 +80,17 @@ function formName(body: Record<string, unknown>, field: string, action: string):
 }
 
 /**
+ * A checkbox of the form: true when it was ticked (sent with its value `true`), false when absent,
+ * else a `DurableValidationError` naming the field.
+ */
+function formCheckbox(body: Record<string, unknown>, field: string): boolean {
+  const value = body[field];
+  if (value === undefined) return false;
+  if (value === 'true') return true;
+  throw new DurableValidationError(`${field} must be absent or "true" (a checkbox), got ${JSON.stringify(value)?.slice(0, 80)}`);
+}
+
+/**
  * The dashboard's actions (POST): refused with 403 while read-only, from another origin, or when
  * `authorize` says no; each one is done and recorded in the activity log (`dashboard_action`) with
  * its actor in one transaction (both or neither), then the browser is sent back to the page of the run.
@@ -98,6 +110,8 @@ export class ActionsController {
     private readonly flows: FlowsEngine,
     /** Reads a run in the action's transaction, without its children. */
     private readonly store: DashboardStore,
+    /** Reads, in the action's transaction, whether a run that dropped what it was sent is past its workflow deadline. */
+    private readonly eventsStore: EventsStore,
   ) {}
 
   @Post('runs/:id/:action')
@@ -133,11 +147,13 @@ export class ActionsController {
       } else {
         const name = formName(body, 'name', action);
         const payload = parseJson(body.payload, 'payload');
-        details.outcome = await this.events.send(id, name, payload, undefined, tx);
+        const buffer = formCheckbox(body, 'buffer');
+        details.outcome = await this.events.send(id, name, payload, { buffer }, tx);
         details.name = name;
+        details.buffer = buffer;
       }
       await this.record(tx, actor, id, run.workflow, run.key, details);
-      if (action === 'provideInput' && details.outcome === 'dropped') return this.dropped(ctx, tx, id, details.name as string);
+      if (details.outcome === 'dropped') return this.dropped(ctx, tx, id, action === 'provideInput' ? 'input' : 'event', details);
       return `${ctx.base}/runs/${shownId}`;
     });
   }
@@ -220,13 +236,18 @@ export class ActionsController {
   }
 
   /**
-   * The page (409) for the input `name` that run `runId` ignored, as `tx` sees the run: it had
-   * finished, or its workflow deadline had passed. Its record is committed with it, as `dropped`.
+   * The page (409) for the input or event that run `runId` dropped (its record's `details`: its
+   * `name`, and `buffer` for an event), as `tx` sees the run — `tx` holds the run's lock since the
+   * send: it had finished, its workflow deadline had passed, or it was not waiting for the event
+   * sent without `buffer`. Its record is committed with it, as `dropped`.
    */
-  private async dropped(ctx: PageContext, tx: CallerTx, runId: string, name: string): Promise<Answer> {
-    const run = await this.store.run(tx.q, runId, 0, 0);
-    const why = run && isFinished(run.status) ? `had already finished (${run.status})` : `is past its workflow deadline (${run?.status})`;
-    return { status: HttpStatus.CONFLICT, html: errorPage(ctx, 'Cannot do that', `input "${name}" dropped: run ${runId} ${why}`) };
+  private async dropped(ctx: PageContext, tx: CallerTx, runId: string, what: 'input' | 'event', details: Record<string, unknown>): Promise<Answer> {
+    const name = details.name as string;
+    const run = await this.eventsStore.lockRun(tx.q, runId);
+    if (!run) throw new RunNotFoundError(runId);
+    const unbufferedEvent = what === 'event' && !details.buffer ? name : undefined;
+    const why = dropReason({ status: run.status, pastDeadline: run.past_deadline, unbufferedEvent });
+    return { status: HttpStatus.CONFLICT, html: errorPage(ctx, 'Cannot do that', `${what} "${name}" dropped: run ${runId} ${why}`) };
   }
 
   private async actorOf(req: ActionRequest): Promise<string | null> {

@@ -23,7 +23,7 @@ dl.figures dd{font-size:20px;font-weight:600}.error{background:#fde8e7;border:1p
 input,select,textarea,button{font:inherit}input[type=search]{min-width:260px;padding:4px 6px}.search-big{display:flex;gap:8px;align-items:end;flex-wrap:wrap;margin-bottom:6px}
 .search-big input[type=search]{min-width:480px}button{padding:4px 12px;border:1px solid #9aa7bd;background:#fff;border-radius:4px;cursor:pointer}
 .actions{display:flex;flex-wrap:wrap;gap:10px;align-items:end}.actions h2{width:100%}form.action{display:flex;gap:6px;align-items:end;background:var(--card);border:1px solid var(--line);padding:8px}
-form.action label{display:flex;flex-direction:column;font-size:12px;color:var(--muted)}textarea{font-family:ui-monospace,monospace;min-width:220px}
+form.action label{display:flex;flex-direction:column;font-size:12px;color:var(--muted)}form.action label.check{flex-direction:row;align-items:center;gap:4px}textarea{font-family:ui-monospace,monospace;min-width:220px}
 .key-panel{background:var(--card);border:1px solid var(--line);padding:4px 16px 12px;margin-top:22px}.readds strong{font-size:18px}
 ul.diff{margin:4px 0;padding-left:18px}del{background:#fbd3d0;text-decoration:line-through}ins{background:#cdefd5;text-decoration:none}
 .pager{display:flex;gap:16px;margin:8px 0}svg .bar{fill:#4a78d6}svg .axis{fill:var(--muted);font-size:11px}svg .axis-line,svg .edge{stroke:#8d97a8;stroke-width:1.5}

@@ -92,7 +92,9 @@ describe('nestjs-durable runs cancel / provide-input / send-event when the engin
     expect(JSON.parse(dropped.stdout)).toEqual({ runId: waiting.runId, name: 'nudge', outcome: 'dropped', status: 'waiting' });
     const droppedText = await on('runs', 'send-event', waiting.runId, 'nudge');
     expect({ code: droppedText.code, stderr: droppedText.stderr }).toEqual({ code: 1, stderr: '' });
-    expect(droppedText.stdout.trim()).toBe(`event "nudge" dropped: run ${waiting.runId} is waiting`);
+    expect(droppedText.stdout.trim()).toBe(
+      `event "nudge" dropped: run ${waiting.runId} is waiting, but not for event "nudge", or is past its workflow deadline; send it with buffer to keep it until the run waits for it`,
+    );
     const kept = await on('runs', 'send-event', waiting.runId, 'nudge', '--buffer', '--json');
     expect({ code: kept.code, stderr: kept.stderr }).toEqual({ code: 0, stderr: '' });
     expect(JSON.parse(kept.stdout)).toEqual({ runId: waiting.runId, name: 'nudge', outcome: 'kept', status: 'waiting' });
@@ -118,7 +120,10 @@ describe('nestjs-durable runs cancel / provide-input / send-event when the engin
     expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 1, stderr: '' });
     expect(JSON.parse(r.stdout)).toEqual({ runId: id, name: 'decision', outcome: 'dropped', ignored: true, status: 'waiting' });
     const text = await cli(['runs', 'provide-input', id, 'decision', 'true', '--schema', quiet]);
-    expect({ code: text.code, stdout: text.stdout.trim() }).toEqual({ code: 1, stdout: `input "decision" dropped: run ${id} is waiting` });
+    expect({ code: text.code, stdout: text.stdout.trim() }).toEqual({
+      code: 1,
+      stdout: `input "decision" dropped: run ${id} is past its workflow deadline (waiting)`,
+    });
     expect(await sql(`SELECT 1 FROM ${ident(quiet)}.events`)).toEqual([]);
   });
 });

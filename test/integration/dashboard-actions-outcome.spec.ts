@@ -11,11 +11,25 @@ class Waits {
   }
 }
 
+/** Waits for the input `approval`, then for the event `go`: its result is the event's payload. */
+@Workflow('outcome_events')
+class Events {
+  @Step()
+  async approve(ctx: RunContext) {
+    return ctx.waitForInput<string>('approval');
+  }
+
+  @Step()
+  async go(ctx: RunContext) {
+    return ctx.waitForEvent<unknown>('go');
+  }
+}
+
 const BASE = '/durable';
 
 async function dashboardApp(options: Record<string, unknown>): Promise<TestApp> {
   return createApp({
-    workflows: [Waits],
+    workflows: [Waits, Events],
     imports: [DurableDashboardModule.forRoot({ readOnly: false, actor: () => 'ops@example.com' })],
     options,
     http: () => undefined,
@@ -25,6 +39,26 @@ async function dashboardApp(options: Record<string, unknown>): Promise<TestApp> 
 /** Provides `value` as the input `name` of run `runId` through the dashboard, from its own origin. */
 const provide = (t: TestApp, runId: string, name: string, value: string) =>
   request(t.server).post(`${BASE}/runs/${runId}/provide-input`).set('Origin', 'http://127.0.0.1').set('Host', '127.0.0.1').type('form').send({ name, value });
+
+/** Sends the event `name` to run `runId` through the dashboard's Send event form (`buffer`: its checkbox's field, `'true'` when ticked). */
+const sendEvent = (t: TestApp, runId: string, name: string, payload: string, buffer?: string) =>
+  request(t.server)
+    .post(`${BASE}/runs/${runId}/send-event`)
+    .set('Origin', 'http://127.0.0.1')
+    .set('Host', '127.0.0.1')
+    .type('form')
+    .send({ name, payload, ...(buffer === undefined ? {} : { buffer }) });
+
+/** What a sendEvent of the event `name` to a run of `workflow` by the dashboard's actor records. */
+const eventRecord = (outcome: string, name: string, buffer: boolean, workflow = 'outcome_events') => ({
+  action: 'sendEvent',
+  outcome,
+  name,
+  buffer,
+  actor: 'ops@example.com',
+  workflow,
+  key: null,
+});
 
 /** What a provideInput of the input `name` by the dashboard's actor records (listActivity adds the run's workflow and key). */
 const recordOf = (outcome: string, name: string) => ({ action: 'provideInput', outcome, name, actor: 'ops@example.com', workflow: 'outcome_waits', key: null });
@@ -84,5 +118,79 @@ describe('the dashboard tells what the engine did with a provided input', () => 
     expect(await stored(t, id)).toEqual([]);
     expect((await t.durable.getRun(id))?.status).toBe('waiting');
     expect(await records(t, id)).toEqual([recordOf('dropped', 'approval')]);
+  });
+});
+
+describe('the dashboard tells what the engine did with a sent event', () => {
+  /** The 409 page's message, as the page escapes it. */
+  const droppedMessage = (runId: string, why: string) => `<p class="error" role="alert">event &quot;go&quot; dropped: run ${runId} ${why}</p>`;
+
+  it('dropped by a run that had finished: 409 saying so, with the checkbox or without, nothing stored, each attempt recorded as dropped', async () => {
+    const t = await dashboardApp({ worker: false });
+    const run = (await t.durable.start('outcome_events', null, { runAt: new Date(Date.now() + 3_600_000) })).runId;
+    await t.durable.cancel(run);
+
+    for (const buffer of [undefined, 'true']) {
+      const res = await sendEvent(t, run, 'go', '1', buffer);
+      expect([buffer, res.status, res.headers.location]).toEqual([buffer, 409, undefined]);
+      expect(res.headers['content-type']).toMatch(/^text\/html/);
+      expect(res.text).toContain(droppedMessage(run, 'had already finished (cancelled)'));
+    }
+    expect(await stored(t, run)).toEqual([]);
+    expect(await records(t, run)).toEqual([eventRecord('dropped', 'go', false), eventRecord('dropped', 'go', true)]);
+  });
+
+  it('dropped by a run going on that does not wait for it: 409 with the hint to keep it, the attempt recorded as dropped', async () => {
+    const t = await dashboardApp({ worker: false });
+    const run = (await t.durable.start('outcome_events', null, { runAt: new Date(Date.now() + 3_600_000) })).runId;
+
+    const res = await sendEvent(t, run, 'go', '1');
+    expect(res.status).toBe(409);
+    expect(res.text).toContain(
+      droppedMessage(run, 'is pending and not waiting for event &quot;go&quot;; send it with buffer to keep it until the run waits for it'),
+    );
+    expect(await stored(t, run)).toEqual([]);
+    expect((await t.durable.getRun(run))?.status).toBe('pending');
+    expect(await records(t, run)).toEqual([eventRecord('dropped', 'go', false)]);
+  });
+
+  it('dropped by a run waiting for it past its workflow deadline: 409 saying so', async () => {
+    const t = await dashboardApp({ worker: false });
+    const [{ id }] = await sql<{ id: string }>(
+      `INSERT INTO "${t.schema}".runs (id, workflow, status, wait_kind, wait_name, deadline_at)
+       VALUES (gen_random_uuid(), 'outcome_events', 'waiting', 'event', 'go', now() - interval '1 minute') RETURNING id::text`,
+    );
+
+    const res = await sendEvent(t, id, 'go', '1');
+    expect(res.status).toBe(409);
+    expect(res.text).toContain(droppedMessage(id, 'is past its workflow deadline (waiting)'));
+    expect(await stored(t, id)).toEqual([]);
+    expect(await records(t, id)).toEqual([eventRecord('dropped', 'go', false)]);
+  });
+
+  it('kept with the checkbox: 303 back to the run, and the run gets it when it waits for it', async () => {
+    const t = await dashboardApp({ worker: { concurrency: 2 } });
+    const { durable } = t;
+    const run = (await durable.start('outcome_events', null)).runId;
+    await waitFor(async () => (await durable.getRun(run))?.waitingFor?.kind === 'input', { timeout: 20_000 });
+    const page = (await request(t.server).get(`${BASE}/runs/${run}`).expect(200)).text;
+    expect(page).toContain('<input type="checkbox" name="buffer" value="true" /> keep it until the run waits for it</label>');
+
+    // waiting for its input, not for the event: dropped without the checkbox, kept with it
+    const dropped = await sendEvent(t, run, 'go', '"early"');
+    expect(dropped.status).toBe(409);
+    expect(dropped.text).toContain(
+      droppedMessage(run, 'is waiting, but not for event &quot;go&quot;; send it with buffer to keep it until the run waits for it'),
+    );
+    expect((await sendEvent(t, run, 'go', '1', 'yes')).status).toBe(400); // the checkbox sends "true" or nothing
+    const kept = await sendEvent(t, run, 'go', '{"n":1}', 'true').expect(303);
+    expect(kept.headers.location).toBe(`${BASE}/runs/${run}`);
+    await provide(t, run, 'approval', '"yes"').expect(303);
+    expect((await durable.waitForRun(run, { timeout: 20_000 })).result).toEqual({ n: 1 });
+    expect(await records(t, run)).toEqual([
+      eventRecord('dropped', 'go', false),
+      eventRecord('kept', 'go', true),
+      { ...recordOf('delivered', 'approval'), workflow: 'outcome_events' },
+    ]);
   });
 });

@@ -153,7 +153,7 @@ describe('dashboard bounds: what a page reads', () => {
         .post(`${BASE}/runs/${parent}/send-event`)
         .set('Sec-Fetch-Site', 'same-origin')
         .type('form')
-        .send({ name: 'nudge', payload: '1' })
+        .send({ name: 'nudge', payload: '1', buffer: 'true' })
         .expect(303);
     });
     expect(most).toBeLessThanOrEqual(60);

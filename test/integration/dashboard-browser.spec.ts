@@ -181,6 +181,32 @@ describe('dashboard in a real browser (headless Chromium)', () => {
     await page.close();
   });
 
+  it('Send event: to a run that does not wait for it, 409 saying why; with "keep it until the run waits for it" ticked, kept and back to the run', async () => {
+    const { t, origin } = await app({ readOnly: false, actor: () => 'ada@example.com' }, { worker: false });
+    const run = (await t.durable.start('browse_article', { id: 7 }, { runAt: new Date(Date.now() + 3_600_000) })).runId;
+    const { page } = await openPage();
+    const form = 'form.action[action$="/send-event"]';
+    /** Fills the run page's Send event form (the box ticked or not) and posts it: the page it answers. */
+    const send = async (keep: boolean) => {
+      await page.goto(`${origin}/runs/${run}`);
+      await page.type(`${form} input[name=name]`, 'nudge');
+      if (keep) await page.click(`${form} input[name=buffer]`);
+      const [res] = await Promise.all([page.waitForNavigation(), page.click(`${form} button`)]);
+      return { status: res?.status(), url: page.url(), error: await page.$eval('body', (b) => b.querySelector('.error')?.textContent ?? null) };
+    };
+    expect(await send(false)).toMatchObject({
+      status: 409,
+      error: `event "nudge" dropped: run ${run} is pending and not waiting for event "nudge"; send it with buffer to keep it until the run waits for it`,
+    });
+    expect(await send(true)).toEqual({ status: 200, url: `${origin}/runs/${run}`, error: null });
+    const records = (await t.durable.listActivity({ runId: run, kinds: ['dashboard_action'] })).map((a) => a.details).reverse();
+    expect(records).toMatchObject([
+      { action: 'sendEvent', name: 'nudge', outcome: 'dropped', buffer: false },
+      { action: 'sendEvent', name: 'nudge', outcome: 'kept', buffer: true },
+    ]);
+    await page.close();
+  });
+
   it('read-only: POSTs sent from the page answer 403 and change nothing; a guard refuses an anonymous visitor', async () => {
     const { t, origin } = await app({}, { worker: false });
     const run = (await t.durable.start('browse_article', { id: 1 }, { key: 'ro:1' })).runId;

@@ -202,7 +202,8 @@ describeOnFastify('dashboard on the Fastify adapter (HTTP)', () => {
     const t = await fastifyDashboard({ guards: [AdminHeader], readOnly: false, actor: () => 'ops@example.com' });
     const run = await pendingRun(t.durable);
 
-    const sent = await post(`${t.base}/runs/${run}/send-event`, { name: 'approved', payload: '{"by":"ops"}' });
+    // kept for the pending run (the checkbox): a dropped event would answer 409
+    const sent = await post(`${t.base}/runs/${run}/send-event`, { name: 'approved', payload: '{"by":"ops"}', buffer: 'true' });
     expect(sent.status).toBe(303);
     expect(sent.headers.get('location')).toBe(`/api/durable/runs/${run}`);
     expectSecurityHeaders(sent, 'send-event');
@@ -282,7 +283,7 @@ describeOnFastify('dashboard on the Fastify adapter (HTTP)', () => {
       await app.register(formBody);
     });
     const other = await pendingRun(t.durable);
-    const sent = await post(`${t.base}/runs/${other}/send-event`, { name: 'approved', payload: '1' });
+    const sent = await post(`${t.base}/runs/${other}/send-event`, { name: 'approved', payload: '1', buffer: 'true' });
     expect(sent.status).toBe(303);
     expect(sent.headers.get('location')).toBe(`/api/durable/runs/${other}`);
     expect(((await t.durable.listActivity({ kinds: ['dashboard_action'] }))[0].details as Record<string, unknown>).name).toBe('approved');

@@ -287,7 +287,7 @@ describe('dashboard (HTTP)', () => {
       expect([form, (await post(`/runs/${later}/send-event`, form)).status]).toEqual([form, 400]);
     }
     expect(await durable.listActivity({ runId: later })).toEqual([]);
-    await post(`/runs/${later}/send-event`, { name: 'nudge', payload: '{"a":1}' }).expect(303);
+    await post(`/runs/${later}/send-event`, { name: 'nudge', payload: '{"a":1}', buffer: 'true' }).expect(303);
     await post(`/runs/${later}/cancel`).expect(303);
     expect((await durable.getRun(later))?.status).toBe('cancelled');
 
@@ -327,7 +327,8 @@ describe('dashboard (HTTP)', () => {
     ]);
     expect(actions.find((a) => a.details.action === 'pause')).toMatchObject({ runId: null, details: { workflow: 'dash_node' } });
     for (const a of actions) expect(a.details.actor).toBe('ada@example.com');
-    expect(actions.find((a) => a.details.action === 'sendEvent')?.details).toMatchObject({ name: 'nudge', outcome: 'dropped' }); // a pending run does not wait for it
+    // a pending run does not wait for it: kept, as the checkbox asked
+    expect(actions.find((a) => a.details.action === 'sendEvent')?.details).toMatchObject({ name: 'nudge', outcome: 'kept', buffer: true });
     expect((await durable.listActivity({ kinds: ['key_released'] }))[0].details.by).toBe('ada@example.com');
   });
 

@@ -87,7 +87,8 @@ function actions(ctx: PageContext, run: RunInfo): SafeHtml {
         run.id,
         'send-event',
         'Send event',
-        markup`<label>Event <input name="name" required /></label><label>Payload (JSON) <textarea name="payload" rows="2">null</textarea></label>`,
+        markup`<label>Event <input name="name" required /></label><label>Payload (JSON) <textarea name="payload" rows="2">null</textarea></label><label
+            class="check"><input type="checkbox" name="buffer" value="true" /> keep it until the run waits for it</label>`,
       ),
     );
   }
