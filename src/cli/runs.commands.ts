@@ -35,11 +35,19 @@ async function after(ctx: CommandContext, id: string, done: string, extra: Recor
   return { json: { runId: id, ...extra, status: run.status }, text: `${done}: run ${id} is ${run.status}` };
 }
 
+/** Whether run `id`'s workflow deadline has passed, or `RunNotFoundError`. */
+async function pastDeadline(ctx: CommandContext, id: string): Promise<boolean> {
+  const { db, store } = await ctx.connection.overview();
+  const past = await store.pastDeadline(db, id);
+  if (past === undefined) throw new RunNotFoundError(id);
+  return past;
+}
+
 /**
  * What sending the input or event `name` to a run prints: the engine's outcome and the run's status
  * after it (`extra` added to the JSON); a dropped one is refused (exit 1), its text saying why
- * (`dropReason`; the run read here does not tell whether its workflow deadline had passed).
- * `buffer`: an event was sent with `--buffer` (an input is always kept).
+ * (`dropReason`, told whether the run's workflow deadline has passed). `buffer`: an event was sent
+ * with `--buffer` (an input is always kept).
  */
 async function sent(
   ctx: CommandContext,
@@ -51,9 +59,11 @@ async function sent(
 ): Promise<Output> {
   const run = await getRun(ctx, id);
   const done = `${what} "${name}" ${outcome}`;
+  const json = { runId: id, name, outcome, ...extra, status: run.status };
+  if (outcome !== 'dropped') return { json, text: `${done}: run ${id} is ${run.status}`, refused: false };
   const unbufferedEvent = what === 'event' && !buffer ? name : undefined;
-  const text = outcome === 'dropped' ? `${done}: run ${id} ${dropReason({ status: run.status, unbufferedEvent })}` : `${done}: run ${id} is ${run.status}`;
-  return { json: { runId: id, name, outcome, ...extra, status: run.status }, text, refused: outcome === 'dropped' };
+  const why = dropReason({ status: run.status, pastDeadline: await pastDeadline(ctx, id), unbufferedEvent });
+  return { json, text: `${done}: run ${id} ${why}`, refused: true };
 }
 
 /** `runs …`: list, show, cancel, retry, release the key of, and send input or events to runs. */

@@ -4,11 +4,8 @@ import { isFinished, type RunStatus } from './run-info';
 export interface DroppedBy {
   /** The run's status. */
   status: RunStatus;
-  /**
-   * Its workflow deadline had passed; undefined when it is not known (the run as `getRun` returns
-   * it does not carry its deadline).
-   */
-  pastDeadline?: boolean;
+  /** Its workflow deadline had passed. */
+  pastDeadline: boolean;
   /**
    * The event's name when it was an event sent without `buffer`; undefined for an input or a
    * buffered event, which a going run keeps until its workflow deadline passes.
@@ -28,6 +25,5 @@ export function dropReason({ status, pastDeadline, unbufferedEvent }: DroppedBy)
   if (unbufferedEvent === undefined || pastDeadline) return `is past its workflow deadline (${status})`;
   const event = `event "${unbufferedEvent}"`;
   const notWaiting = status === 'waiting' ? `is waiting, but not for ${event}` : `is ${status} and not waiting for ${event}`;
-  const orLate = pastDeadline === undefined ? ', or is past its workflow deadline' : '';
-  return `${notWaiting}${orLate}; send it with buffer to keep it until the run waits for it`;
+  return `${notWaiting}; send it with buffer to keep it until the run waits for it`;
 }

@@ -93,7 +93,7 @@ describe('nestjs-durable runs cancel / provide-input / send-event when the engin
     const droppedText = await on('runs', 'send-event', waiting.runId, 'nudge');
     expect({ code: droppedText.code, stderr: droppedText.stderr }).toEqual({ code: 1, stderr: '' });
     expect(droppedText.stdout.trim()).toBe(
-      `event "nudge" dropped: run ${waiting.runId} is waiting, but not for event "nudge", or is past its workflow deadline; send it with buffer to keep it until the run waits for it`,
+      `event "nudge" dropped: run ${waiting.runId} is waiting, but not for event "nudge"; send it with buffer to keep it until the run waits for it`,
     );
     const kept = await on('runs', 'send-event', waiting.runId, 'nudge', '--buffer', '--json');
     expect({ code: kept.code, stderr: kept.stderr }).toEqual({ code: 0, stderr: '' });
@@ -124,6 +124,39 @@ describe('nestjs-durable runs cancel / provide-input / send-event when the engin
       code: 1,
       stdout: `input "decision" dropped: run ${id} is past its workflow deadline (waiting)`,
     });
+    expect(await sql(`SELECT 1 FROM ${ident(quiet)}.events`)).toEqual([]);
+  });
+
+  it('runs send-event without --buffer to a running run: dropped because it is not waiting for it, or because it is past its workflow deadline', async () => {
+    // a schema no node works on: runs left running as written, one within its deadline, one past it
+    const quiet = freshSchema();
+    expect((await cli(['migrate', '--schema', quiet])).code).toBe(0);
+    const runningRun = async (deadline: string) =>
+      (
+        await sql<{ id: string }>(
+          `INSERT INTO ${ident(quiet)}.runs (id, workflow, status, deadline_at)
+           VALUES (gen_random_uuid(), 'cli_actions_approval', 'running', now() + $1::interval) RETURNING id::text`,
+          [deadline],
+        )
+      )[0].id;
+    const [within, past] = [await runningRun('1 hour'), await runningRun('-1 minute')];
+    const hint = 'send it with buffer to keep it until the run waits for it';
+    for (const [id, why] of [
+      [within, `is running and not waiting for event "nudge"; ${hint}`],
+      [past, 'is past its workflow deadline (running)'],
+    ]) {
+      const text = await cli(['runs', 'send-event', id, 'nudge', '--schema', quiet]);
+      expect({ code: text.code, stderr: text.stderr, stdout: text.stdout.trim() }).toEqual({
+        code: 1,
+        stderr: '',
+        stdout: `event "nudge" dropped: run ${id} ${why}`,
+      });
+      const json = await cli(['runs', 'send-event', id, 'nudge', '--json', '--schema', quiet]);
+      expect({ code: json.code, stdout: JSON.parse(json.stdout) }).toEqual({
+        code: 1,
+        stdout: { runId: id, name: 'nudge', outcome: 'dropped', status: 'running' },
+      });
+    }
     expect(await sql(`SELECT 1 FROM ${ident(quiet)}.events`)).toEqual([]);
   });
 });

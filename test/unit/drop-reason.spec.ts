@@ -4,13 +4,13 @@ describe('dropReason', () => {
   it('a finished run had already finished, whatever was sent and whatever its deadline', () => {
     for (const unbufferedEvent of [undefined, 'go']) {
       expect(dropReason({ status: 'completed', pastDeadline: true, unbufferedEvent })).toBe('had already finished (completed)');
-      expect(dropReason({ status: 'cancelled', unbufferedEvent })).toBe('had already finished (cancelled)');
+      expect(dropReason({ status: 'cancelled', pastDeadline: false, unbufferedEvent })).toBe('had already finished (cancelled)');
     }
   });
 
-  it('a going run drops an input or a buffered event only past its workflow deadline, known or not', () => {
+  it('a going run drops an input or a buffered event only past its workflow deadline, whatever the deadline read after the drop says', () => {
     expect(dropReason({ status: 'waiting', pastDeadline: true })).toBe('is past its workflow deadline (waiting)');
-    expect(dropReason({ status: 'running' })).toBe('is past its workflow deadline (running)');
+    expect(dropReason({ status: 'running', pastDeadline: false })).toBe('is past its workflow deadline (running)');
   });
 
   it('an event sent without buffer: past the deadline, or not waited for with the hint to keep it', () => {
@@ -18,8 +18,6 @@ describe('dropReason', () => {
     expect(dropReason({ status: 'waiting', pastDeadline: true, unbufferedEvent: 'go' })).toBe('is past its workflow deadline (waiting)');
     expect(dropReason({ status: 'running', pastDeadline: false, unbufferedEvent: 'go' })).toBe(`is running and not waiting for event "go"; ${hint}`);
     expect(dropReason({ status: 'waiting', pastDeadline: false, unbufferedEvent: 'go' })).toBe(`is waiting, but not for event "go"; ${hint}`);
-    expect(dropReason({ status: 'pending', unbufferedEvent: 'go' })).toBe(
-      `is pending and not waiting for event "go", or is past its workflow deadline; ${hint}`,
-    );
+    expect(dropReason({ status: 'pending', pastDeadline: false, unbufferedEvent: 'go' })).toBe(`is pending and not waiting for event "go"; ${hint}`);
   });
 });
