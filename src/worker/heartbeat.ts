@@ -84,7 +84,8 @@ export class Heartbeat {
   ) {
     this.mark = new NodeMark(options.nodeId, options.nodeTimeoutMs, logger);
     this.fenceMs = SELF_FENCE_SHARE * options.nodeTimeoutMs;
-    // a beat ends within half of nodeTimeout, however the server or the network behaves
+    // each statement of a beat ends within half of nodeTimeout, however the server or the network
+    // behaves (the fence's timer does not wait for a beat: a node that cannot beat fences itself on time)
     this.timeoutMs = Math.max(100, Math.floor(options.nodeTimeoutMs / 3));
     this.connection = new DedicatedConnection(
       `heartbeat:${options.nodeId}`,
