@@ -73,8 +73,12 @@ const COUNT_FILTER_NAMES = optionNames<CountRunsFilter>({ workflow: true, status
 /** Most attempts `getRunHistory` returns. */
 const HISTORY_LIMIT = 1000;
 
-/** How often `waitForRun` looks at the run. */
+/** How often `waitForRun` looks at the run's status at first: every 25 ms for its first second. */
 const WAIT_POLL_MS = 25;
+/** How long `waitForRun` looks that often; after it, each wait doubles, up to {@link WAIT_POLL_MAX_MS}. */
+const WAIT_EAGER_MS = 1_000;
+/** The longest wait between two looks of `waitForRun` at a run that takes long. */
+const WAIT_POLL_MAX_MS = 250;
 
 /** Reads of runs: `getRun`, `waitForRun`, `listRuns`. */
 @Injectable()
@@ -93,18 +97,28 @@ export class RunReader {
     return row ? toRunInfo(row, this.registry.stepName) : null;
   }
 
-  /** Resolves once the run has finished; rejects with `TimeoutError` after `timeout`. */
+  /**
+   * Resolves once the run has finished; rejects with `TimeoutError` after `timeout`. Looks at the
+   * run's status alone (every 25 ms for a second, then less and less often, at least every 250 ms)
+   * and reads the whole run once it has finished: a wait costs the same whatever the run holds
+   * (a parent of many children, a big input).
+   */
   async waitFor(runId: string, given?: { timeout?: Duration } | null): Promise<RunInfo> {
     // a bare timeout where the options go (`waitForRun(id, 300)`) would otherwise wait forever
     const { timeout } = callOptions('waitForRun', given, ['timeout']);
     const timeoutMs = timeout === undefined ? undefined : toMs(timeout, 'timeout');
-    const until = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs;
+    const from = Date.now();
+    const until = timeoutMs === undefined ? Infinity : from + timeoutMs;
+    let pause = WAIT_POLL_MS;
     for (;;) {
-      const run = await this.get(runId);
-      if (!run) throw new RunNotFoundError(runId);
-      if (isFinished(run.status)) return run;
+      const status = isUuid(runId) ? await this.runs.status(this.connection.db, runId) : undefined;
+      if (status === undefined) throw new RunNotFoundError(runId);
+      // read whole once finished (a retry may have made it go again in between: then it waits on)
+      const run = isFinished(status) ? await this.get(runId) : undefined;
+      if (run && isFinished(run.status)) return run;
       if (Date.now() >= until) throw new TimeoutError(`run ${runId} did not finish within ${timeoutMs}ms`);
-      await new Promise((r) => setTimeout(r, Math.min(WAIT_POLL_MS, Math.max(1, until - Date.now()))));
+      if (Date.now() - from >= WAIT_EAGER_MS) pause = Math.min(WAIT_POLL_MAX_MS, pause * 2);
+      await new Promise((r) => setTimeout(r, Math.min(pause, Math.max(1, until - Date.now()))));
     }
   }
 

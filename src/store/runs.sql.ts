@@ -208,6 +208,7 @@ export function runsStatements(S: string): Record<string, string> {
     get: `SELECT ${runColumns(S, 'r')}, ARRAY(SELECT c.id FROM ${S}.runs c WHERE c.parent_id = $1 ORDER BY c.id) AS children FROM ${S}.runs r WHERE id = $1`,
     // the row alone: however many children or re-adds the run has, one row of the table is read
     getRow: `SELECT * FROM ${S}.runs WHERE id = $1`,
+    status: `SELECT status FROM ${S}.runs WHERE id = $1`,
     getForUpdate: `SELECT * FROM ${S}.runs WHERE id = $1 FOR UPDATE`,
     list: listRuns(S, 'DESC'),
     // the page after a cursor read upwards (the caller reverses it)

@@ -205,6 +205,12 @@ export class RunsStore {
     return row;
   }
 
+  /** Run `id`'s status alone (what a wait for it polls), or undefined when there is no such run. */
+  async status(q: Queryable, id: string): Promise<RunStatus | undefined> {
+    const [row] = await q.query<{ status: RunStatus }>(this.sql.status, [id]);
+    return row?.status;
+  }
+
   /**
    * Runs matching `f`, newest first: older than `before` (a run id), or the `limit` runs just newer
    * than `after`.
