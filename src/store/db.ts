@@ -38,9 +38,17 @@ export class Db implements Queryable {
     return res.rows;
   }
 
-  /** Runs `fn` on one pooled connection inside BEGIN/COMMIT (ROLLBACK on error). */
+  /**
+   * Runs `fn` on one pooled connection inside BEGIN/COMMIT (ROLLBACK on error). A connection lost
+   * meanwhile fails the statement out then, or the next one, and is not given back to the pool:
+   * pg reports the loss as an `error` event of the connection, which the pool does not listen to
+   * while the connection is lent, and which would otherwise end the process.
+   */
   async tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
     const client = await this.pool.connect().catch((err: unknown) => this.fail(err));
+    let lost: Error | undefined;
+    const onLost = (err: Error) => (lost = err);
+    client.on('error', onLost);
     const q = clientQueryable(client, this.timeoutMs);
     let broken: unknown;
     try {
@@ -49,12 +57,13 @@ export class Db implements Queryable {
       await q.query('COMMIT');
       return out;
     } catch (err) {
-      broken = isReadTimeout(err) ? err : undefined;
+      broken = isReadTimeout(err) ? err : lost;
       if (!broken) await q.query('ROLLBACK').catch(() => undefined);
       throw err;
     } finally {
-      // a connection whose statement timed out on this side is not given back to the pool
-      client.release(broken as Error | undefined);
+      client.removeListener('error', onLost);
+      // a connection lost, or whose statement timed out on this side, is not given back to the pool
+      client.release((broken ?? lost) as Error | undefined);
     }
   }
 
