@@ -172,16 +172,14 @@ export class Heartbeat {
   }
 
   /**
-   * Where a beat goes: its own connection, whose session setting bounds it on the server (behind a
-   * transaction pooler, which keeps no session setting, a transaction of its own that sets the
-   * bound does); while that connection is down, the pool, in such a transaction too (the pool's
-   * statement timeout is the module's, longer than a beat may take). A beat that waits for a lock
-   * then fails on the server, not only on this side while its backend waits on.
+   * Where a beat goes: its own connection, else the pool; behind a transaction pooler in a
+   * transaction that bounds it on the server as the connection's session setting does elsewhere (a
+   * beat that waits for a lock then fails there too, not only on this side while its backend waits on).
    */
   private target(): Queryable {
     const own = this.connection.queryable;
-    if (!own) return bounded(this.options.fallback, this.timeoutMs);
-    return this.options.transactionPooler ? boundedConnection(own, this.timeoutMs) : own;
+    if (!this.options.transactionPooler) return own ?? this.options.fallback;
+    return own ? boundedConnection(own, this.timeoutMs) : bounded(this.options.fallback, this.timeoutMs);
   }
 
   /** A beat sent at `sentAt` succeeded: the node's row is as fresh as that (its `now()`), not as the reply. */
