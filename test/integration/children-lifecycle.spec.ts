@@ -7,7 +7,7 @@
  * version's) starts a new count; a going child deleted counts as failed.
  */
 import { DurableService, NotCancellableError, RunContext, Step, Workflow } from '../../src';
-import { createApp, sql, waitFor } from '../support';
+import { createApp, Gate, sql, waitFor } from '../support';
 
 @Workflow('cl_forever')
 class Forever {
@@ -29,8 +29,11 @@ class Child {
   }
 }
 
-/** The attempt of `undo` that starts a child (later attempts do not: the compensation then succeeds). */
-const comp = { startsChildOn: [1] as number[] };
+/**
+ * The attempts of `undo` that start a child (the others do not: the compensation then succeeds);
+ * its second attempt begins once `second` opens, so the test sees the parent compensating.
+ */
+const comp = { startsChildOn: [1] as number[], second: new Gate() };
 @Workflow('cl_saga')
 class Saga {
   @Step({ compensate: 'undo', retry: { attempts: 2, initialDelay: '300ms', backoff: 'fixed' } })
@@ -44,6 +47,7 @@ class Saga {
   }
 
   async undo(ctx: RunContext) {
+    if (ctx.attempt > 1) await comp.second.wait(ctx.signal);
     if (comp.startsChildOn.includes(ctx.attempt)) await ctx.callWorkflow(Forever);
   }
 }
@@ -101,6 +105,7 @@ describe('child runs over their parent’s life', () => {
     ['compensated', [1]],
   ])('a child started by a compensation is cancelled when its parent ends %s; the compensating parent cannot be cancelled', async (end, attempts) => {
     comp.startsChildOn = attempts as number[];
+    comp.second = new Gate();
     const { durable } = await createApp({ workflows });
     const { runId } = await durable.start(Saga);
     // the compensation's first attempt started a child, then failed (a compensation cannot wait)
@@ -109,6 +114,7 @@ describe('child runs over their parent’s life', () => {
       return run?.status === 'compensating' && run.children.length === 1 ? run.children[0] : null;
     });
     await expect(durable.cancel(runId)).rejects.toBeInstanceOf(NotCancellableError);
+    comp.second.open();
     expect((await durable.waitForRun(runId, { timeout: 10_000 })).status).toBe(end);
     await waitFor(async () => (await durable.getRun(kid))?.status === 'cancelled', { message: `child ${kid} cancelled` });
     expect((await durable.getRun(kid))!.error).toMatchObject({ code: 'cancelled', parentId: runId });
