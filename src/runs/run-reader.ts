@@ -110,8 +110,9 @@ export class RunReader {
     const from = Date.now();
     const until = timeoutMs === undefined ? Infinity : from + timeoutMs;
     let pause = WAIT_POLL_MS;
+    if (!isUuid(runId)) throw new RunNotFoundError(runId);
     for (;;) {
-      const status = isUuid(runId) ? await this.runs.status(this.connection.db, runId) : undefined;
+      const status = await this.runs.status(this.connection.db, runId);
       if (status === undefined) throw new RunNotFoundError(runId);
       // read whole once finished (a retry may have made it go again in between: then it waits on)
       const run = isFinished(status) ? await this.get(runId) : undefined;
