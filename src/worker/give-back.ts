@@ -31,7 +31,7 @@ export class GiveBack {
     if (execs.length === 0) return true;
     try {
       await this.runs.release(this.db, this.nodeId, execs.map(leaseOf));
-      this.logger[level](`${what}: released ${execs.length} run(s) back to pending`);
+      this.logger[level](`${what}: gave back ${execs.length} run(s) for any node to claim (no attempt counted)`);
       return true;
     } catch (err) {
       this.logger.warn(
@@ -48,6 +48,6 @@ export class GiveBack {
     if (stale.length === 0) return;
     const reason = new CancelledError('given back: it waited too long for a slot on this node');
     for (const e of stale) e.lose(reason);
-    await this.release(stale, 'waited too long for a slot', 'debug');
+    await this.release(stale, 'claimed ahead, waited over a second for a slot', 'debug');
   }
 }

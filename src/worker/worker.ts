@@ -205,7 +205,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
       await new Promise((r) => setTimeout(r, 20));
       if (!releasing) continue;
       const waiting = all.filter((e) => e.lostFor(shuttingDown) && !givenBack.has(e));
-      releasing = await this.giveBack.release(waiting, 'shutdown: waiting for a slot', 'log');
+      releasing = await this.giveBack.release(waiting, 'shutdown: runs whose next step had not begun', 'log');
       if (releasing) waiting.forEach((e) => givenBack.add(e));
     } while (this.slots.active > 0 && Date.now() < deadline);
     const late = all.filter((e) => !e.lost && this.running.get(e.runId) === e);
@@ -215,7 +215,7 @@ export class Worker implements OnApplicationBootstrap, BeforeApplicationShutdown
     await this.maintenance.settled();
     await this.giveBack.release(
       all.filter((e) => e.lostFor(shuttingDown) && !givenBack.has(e)),
-      'shutdown: unfinished',
+      'shutdown: runs not finished by shutdownTimeout',
       'log',
     );
     // the heartbeat removes the node's row once its beats stopped (one in flight would re-create it)

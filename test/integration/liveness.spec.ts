@@ -119,10 +119,15 @@ describe('liveness', () => {
 
   it('a release at shutdown costs no attempt: a one-attempt step cut off by a deploy runs again elsewhere and completes', async () => {
     const schema = freshSchema();
-    const a = await createApp({ schema, workflows, options: { shutdownTimeout: '200ms' } });
+    const logger = new RecordingLogger();
+    const a = await createApp({ schema, workflows, logger, options: { shutdownTimeout: '200ms' } });
     const { runId } = await a.durable.start('live_once', { hold: true });
     await waitFor(() => attempts.length === 1, { message: 'the step runs on the first node' });
     await a.close(); // the step is still running: released after 200 ms
+    // the log says what was given back and that it costs nothing
+    expect(logger.find('log', 'gave back').map((e) => e.message)).toEqual([
+      'shutdown: runs not finished by shutdownTimeout: gave back 1 run(s) for any node to claim (no attempt counted)',
+    ]);
     gate.open();
     const b = await createApp({ schema, workflows });
     const run = await b.durable.waitForRun(runId, { timeout: 10_000 });
