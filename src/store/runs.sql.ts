@@ -47,23 +47,40 @@ const STATUS_GROUPS: { where: (alias: string) => string; statuses: readonly RunS
 const groupOf = (st: RunStatus) => STATUS_GROUPS.find((g) => g.statuses.includes(st))!;
 
 /**
- * The filters of `listRuns` and `countRuns` on alias `r`: $1 workflow, $2 key, $3 statuses, $4 flow,
- * $5 parent, $6 wait kind; $7 a run id the runs are older than.
+ * The filters of `listRuns` and `countRuns` on alias `r` but the workflow and the key: $3 statuses,
+ * $4 flow, $5 parent, $6 wait kind; $7 a run id the runs are older than.
  */
-const RUN_FILTERS = `($1::text IS NULL OR r.workflow = $1)
-        AND ($2::text IS NULL OR r.key = $2)
-        -- a key without a workflow: through runs_key, one workflow at a time
-        AND ($2::text IS NULL OR $1::text IS NOT NULL OR r.workflow = ANY(%WORKFLOWS%))
-        AND ($3::text[] IS NULL OR r.status = ANY($3))
+const OTHER_FILTERS = `($3::text[] IS NULL OR r.status = ANY($3))
         AND ($4::text IS NULL OR r.flow_id = $4)
         AND ($5::uuid IS NULL OR r.parent_id = $5)
         AND ($6::text IS NULL OR (r.status = 'waiting' AND (r.wait_kind = $6 OR ($6 = 'deps' AND r.deps_left > 0))))
         AND ($7::uuid IS NULL OR r.id < $7)`;
 
+/** The filters of `listRuns` and `countRuns` on alias `r`: $1 workflow, $2 key, then {@link OTHER_FILTERS}. */
+const RUN_FILTERS = `($1::text IS NULL OR r.workflow = $1)
+        AND ($2::text IS NULL OR r.key = $2)
+        -- a key without a workflow: through runs_key, one workflow at a time
+        AND ($2::text IS NULL OR $1::text IS NOT NULL OR r.workflow = ANY(%WORKFLOWS%))
+        AND ${OTHER_FILTERS}`;
+
 /** `listRuns`: the filters, $9 a run id the runs are newer than, at most $8, by id `order` (newest first: DESC). */
 const listRuns = (S: string, order: 'ASC' | 'DESC'): string => `
       SELECT ${runColumns(S, 'r')} FROM ${S}.runs r
       WHERE r.id IN (SELECT id FROM (${byStatusGroup(S, 'r.id', `AND ($9::uuid IS NULL OR r.id > $9) ORDER BY r.id ${order}`)}) g ORDER BY id ${order} LIMIT $8)
+      ORDER BY r.id ${order}`;
+
+/**
+ * `listRuns` with a key ($2, never null here): the key's runs in the workflow $1, else in every
+ * workflow with keyed runs, read through `runs_key` alone (materialized, so that no plan walks the
+ * primary key through the history around them, filtering); then the filters, and $8 of them by id
+ * `order`. It reads the key's runs, however much history there is.
+ */
+const listKeyRuns = (S: string, order: 'ASC' | 'DESC'): string => `
+      WITH k AS MATERIALIZED (
+        SELECT r.id, r.status, r.flow_id, r.parent_id, r.wait_kind, r.deps_left FROM ${S}.runs r
+        WHERE r.workflow = ANY(CASE WHEN $1::text IS NULL THEN ${indexedWorkflows(`${S}.runs`, 'key')} ELSE ARRAY[$1::text] END) AND r.key = $2)
+      SELECT ${runColumns(S, 'r')} FROM ${S}.runs r
+      WHERE r.id IN (SELECT r.id FROM k r WHERE ${OTHER_FILTERS} AND ($9::uuid IS NULL OR r.id > $9) ORDER BY r.id ${order} LIMIT $8)
       ORDER BY r.id ${order}`;
 
 /** {@link RUN_FILTERS} for schema `S`. */
@@ -213,6 +230,8 @@ export function runsStatements(S: string): Record<string, string> {
     list: listRuns(S, 'DESC'),
     // the page after a cursor read upwards (the caller reverses it)
     listAfter: listRuns(S, 'ASC'),
+    listKey: listKeyRuns(S, 'DESC'),
+    listKeyAfter: listKeyRuns(S, 'ASC'),
     // at most $8 runs matching the filters, read group by group of statuses (byStatusGroup)
     count: `SELECT count(*)::int AS n FROM (${byStatusGroup(S, '1')} LIMIT $8) x`,
     // runs per (workflow, status) of $1 × every status, each at most $2, through the status' index

@@ -217,7 +217,8 @@ export class RunsStore {
    */
   async list(q: Queryable, f: RunFilter): Promise<RunRow[]> {
     const up = f.after !== undefined && f.before === undefined;
-    const rows = await q.query<RunRow>(up ? this.sql.listAfter : this.sql.list, [...filterParams(f), f.limit, f.after ?? null]);
+    const text = f.key === undefined ? (up ? this.sql.listAfter : this.sql.list) : up ? this.sql.listKeyAfter : this.sql.listKey;
+    const rows = await q.query<RunRow>(text, [...filterParams(f), f.limit, f.after ?? null]);
     return up ? rows.reverse() : rows;
   }
 

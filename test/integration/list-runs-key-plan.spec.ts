@@ -1,0 +1,82 @@
+/**
+ * `listRuns({ key })` reads the key's runs through `runs_key`, never the history around them: a key
+ * whose runs are older than a long history, in one workflow or across workflows.
+ */
+import { DurableConnection } from '../../src/core/durable.connection';
+import { createApp, ident, rowsReadEach, sql } from '../support';
+
+/** Run ids that sort as `i` does. */
+const idOf = (i: number) => `00000000-0000-7000-8000-${i.toString(16).padStart(12, '0')}`;
+const ids = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, k) => idOf(from + k));
+const newestFirst = (list: string[]) => [...list].sort().reverse();
+/** Rows of `runs` a read of key `hot` may take: its 5,010 runs (then a page by id), not the 35,000 runs of history newer than them. */
+const KEY_RUNS = 5_200;
+
+describe('listRuns({ key }) over a big history', () => {
+  let t: Awaited<ReturnType<typeof createApp>>;
+  /** Rows of `runs` each statement of `listRuns(options)` read, and what it returned. */
+  const listed = async (options: Parameters<typeof t.durable.listRuns>[0]) => {
+    let runs: string[] = [];
+    const read = await rowsReadEach(t.get(DurableConnection), 'runs', async () => {
+      runs = (await t.durable.listRuns(options)).map((r) => r.id);
+    });
+    return { runs, read };
+  };
+
+  beforeAll(async () => {
+    t = await createApp({ workflows: [] });
+    const S = ident(t.schema);
+    const seed = (from: number, to: number, workflow: string, key: string | null, failedEvery = 0) =>
+      sql(
+        `INSERT INTO ${S}.runs (id, workflow, key, status, finished_at)
+         SELECT ('00000000-0000-7000-8000-' || lpad(to_hex(i), 12, '0'))::uuid, $3, $4,
+                CASE WHEN $5 > 0 AND i % $5 = 0 THEN 'failed' ELSE 'completed' END, now()
+         FROM generate_series($1::int, $2::int) i`,
+        [from, to, workflow, key, failedEvery],
+      );
+    // an old key in two workflows, a key with thousands of runs, then a long history without keys
+    // in both workflows: newer than every keyed run, it is what a read in id order would go through
+    await seed(1, 30, 'k_a', 'old');
+    await seed(31, 50, 'k_b', 'old');
+    await seed(100, 5_099, 'k_a', 'hot', 100);
+    await seed(5_100, 5_109, 'k_b', 'hot');
+    await seed(10_000, 39_999, 'k_a', null);
+    await seed(40_000, 44_999, 'k_b', null);
+    await sql(`ANALYZE ${S}.runs`);
+  });
+
+  it('a key with thousands of runs older than a long history: its runs are read, not the history, in one workflow or across them', async () => {
+    const inA = await listed({ key: 'hot', workflow: 'k_a', limit: 10 });
+    expect(inA.runs).toEqual(newestFirst(ids(5_090, 5_099)));
+    expect(inA.read[0]).toBeLessThan(KEY_RUNS);
+
+    const all = await listed({ key: 'hot', limit: 10 });
+    expect(all.runs).toEqual(newestFirst(ids(5_100, 5_109)));
+    expect(all.read[0]).toBeLessThan(KEY_RUNS);
+
+    const next = await listed({ key: 'hot', limit: 10, cursor: idOf(5_100) });
+    expect(next.runs).toEqual(newestFirst(ids(5_090, 5_099)));
+    expect(next.read[0]).toBeLessThan(KEY_RUNS);
+
+    const back = await listed({ key: 'hot', workflow: 'k_a', limit: 5, after: idOf(4_000) });
+    expect(back.runs).toEqual(newestFirst(ids(4_001, 4_005)));
+    expect(back.read[0]).toBeLessThan(KEY_RUNS);
+  });
+
+  it('the runs of a key older than the whole history are read without reading the history', async () => {
+    const old = await listed({ key: 'old' });
+    expect(old.runs).toEqual(newestFirst(ids(1, 50)));
+    expect(old.read[0]).toBeLessThanOrEqual(200);
+    const oldInB = await listed({ key: 'old', workflow: 'k_b', limit: 5 });
+    expect(oldInB.runs).toEqual(newestFirst(ids(46, 50)));
+    expect(oldInB.read[0]).toBeLessThanOrEqual(50);
+  });
+
+  it('with the other filters: a status, a cursor, no match', async () => {
+    const failed = await listed({ key: 'hot', status: 'failed', limit: 3 });
+    expect(failed.runs).toEqual([idOf(5_000), idOf(4_900), idOf(4_800)]);
+    expect((await listed({ key: 'hot', status: ['failed'], cursor: idOf(300) })).runs).toEqual([idOf(200), idOf(100)]);
+    expect((await listed({ key: 'nobody' })).runs).toEqual([]);
+    expect((await listed({ key: 'old', workflow: 'no_such_workflow' })).runs).toEqual([]);
+  });
+});
