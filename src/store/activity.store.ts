@@ -46,6 +46,11 @@ const KEY_FIGURES = (S: string, w: string, k: string): string => `h.id AS holder
           (SELECT count(*) FROM ${S}.activity a
             WHERE a.workflow = ${w} AND a.key = ${k} AND a.kind = 'key_duplicate' AND a.at > now() - interval '1 day')::int AS readds_last_day`;
 
+/** The figures of each key of CTE `page` (its keys of workflow $1), in key order. */
+const KEYS_PAGE = (S: string): string => `SELECT p.key, ${KEY_FIGURES(S, '$1', 'p.key')}
+        FROM page p LEFT JOIN LATERAL (${HOLDER(S, '$1', 'p.key')}) h ON true
+        ORDER BY p.key`;
+
 /** The `kind` events of workflow $1, as the `FROM … WHERE` of a read of `activity_key_stats` alone. */
 const KEY_EVENTS = (S: string, kind: 'key_duplicate' | 'key_handed_off'): string => `${S}.activity WHERE workflow = $1 AND kind = '${kind}'`;
 
@@ -141,19 +146,25 @@ export class ActivityStore {
           ORDER BY a.key DESC, a.at DESC, a.id DESC LIMIT $6
         ) a
         ORDER BY a.at DESC, a.id DESC LIMIT $6`,
-      // a page of the workflow's keys in key order, read from runs_key (stops after $4 keys), then
+      // a page of the workflow's keys in key order after $2, one descent of runs_key per key (a
+      // key's runs are not read to reach the next key; the recursion stops after $3 keys), then
       // each key's holder, runs and re-adds of the last day
       keys: `
+        WITH RECURSIVE d AS (
+          (SELECT r.key FROM ${S}.runs r WHERE r.workflow = $1 AND r.key IS NOT NULL AND ($2::text IS NULL OR r.key > $2) ORDER BY r.key LIMIT 1)
+          UNION ALL
+          SELECT (SELECT r.key FROM ${S}.runs r WHERE r.workflow = $1 AND r.key IS NOT NULL AND r.key > d.key ORDER BY r.key LIMIT 1) FROM d WHERE d.key IS NOT NULL
+        ), page AS (SELECT key FROM d WHERE key IS NOT NULL LIMIT $3)
+        ${KEYS_PAGE(S)}`,
+      // the same with a substring $2 to look for: the workflow's keyed runs read from runs_key in
+      // key order until $4 keys match
+      keysSearch: `
         WITH page AS (
           SELECT DISTINCT r.key FROM ${S}.runs r
-          WHERE r.workflow = $1 AND r.key IS NOT NULL
-            AND ($2::text IS NULL OR strpos(r.key, $2) > 0)
-            AND ($3::text IS NULL OR r.key > $3)
+          WHERE r.workflow = $1 AND r.key IS NOT NULL AND strpos(r.key, $2) > 0 AND ($3::text IS NULL OR r.key > $3)
           ORDER BY r.key LIMIT $4
         )
-        SELECT p.key, ${KEY_FIGURES(S, '$1', 'p.key')}
-        FROM page p LEFT JOIN LATERAL (${HOLDER(S, '$1', 'p.key')}) h ON true
-        ORDER BY p.key`,
+        ${KEYS_PAGE(S)}`,
       // keys of every workflow, newest first (by their newest run): the keys of the newest keyed
       // runs older than the run $3 (a bounded window of the primary key, read backwards; with a
       // search $2, the matches among the newest SEARCH_WINDOW), without the keys that have a run
@@ -247,7 +258,10 @@ export class ActivityStore {
    */
   async keys(q: Queryable, workflow: string | null, search: string | null, cursor: string | null, limit: number): Promise<KeyPage> {
     if (workflow !== null) {
-      const rows = await q.query<KeyRow>(this.sql.keys, [workflow, search, cursor, limit]);
+      const rows =
+        search === null
+          ? await q.query<KeyRow>(this.sql.keys, [workflow, cursor, limit])
+          : await q.query<KeyRow>(this.sql.keysSearch, [workflow, search, cursor, limit]);
       return { rows, next: rows.length === limit ? rows[rows.length - 1].key : null };
     }
     const rows: KeyRow[] = [];

@@ -1,6 +1,7 @@
 /**
- * `listRuns({ key })` reads the key's runs through `runs_key`, never the history around them: a key
- * whose runs are older than a long history, in one workflow or across workflows.
+ * Reads of keys over a big history: `listRuns({ key })` reads the key's runs through `runs_key`,
+ * never the history around them (a key whose runs are older than a long history, in one workflow or
+ * across workflows); a page of `listKeys({ workflow })` reaches its keys without reading their runs.
  */
 import { DurableConnection } from '../../src/core/durable.connection';
 import { createApp, ident, rowsReadEach, sql } from '../support';
@@ -79,4 +80,23 @@ describe('listRuns({ key }) over a big history', () => {
     expect((await listed({ key: 'nobody' })).runs).toEqual([]);
     expect((await listed({ key: 'old', workflow: 'no_such_workflow' })).runs).toEqual([]);
   });
+});
+
+it('listKeys({ workflow }): a page reaches its keys one index descent each, without reading their runs (their count alone does)', async () => {
+  const t = await createApp({ workflows: [] });
+  const S = ident(t.schema);
+  // 20 keys of 500 runs each
+  await sql(
+    `INSERT INTO ${S}.runs (id, workflow, key, status, finished_at)
+     SELECT gen_random_uuid(), 'k_many', 'key:' || lpad((i % 20)::text, 2, '0'), 'completed', now() FROM generate_series(1, 10000) i`,
+  );
+  await sql(`ANALYZE ${S}.runs`);
+  let keys: { key: string; runs: number }[] = [];
+  const read = await rowsReadEach(t.get(DurableConnection), 'runs', async () => {
+    keys = await t.durable.listKeys({ workflow: 'k_many', limit: 5, cursor: 'key:02' });
+  });
+  expect(keys.map((k) => [k.key, k.runs])).toEqual(['key:03', 'key:04', 'key:05', 'key:06', 'key:07'].map((k) => [k, 500]));
+  // the runs counted (5 × 500), a descent per key and the holders: not the 2,500 runs read a second time to find the keys
+  expect(read[0]).toBeGreaterThanOrEqual(2_500);
+  expect(read[0]).toBeLessThan(2_600);
 });
