@@ -81,6 +81,9 @@ export class Scheduler implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   async onApplicationBootstrap(): Promise<void> {
+    // a node without workflows (the CLI, an app that only starts runs) has no schedule to store,
+    // tick or prune after: it writes nothing (a read-only connection, a replica, serves it)
+    if (this.registry.names().length === 0) return;
     await this.storeDecorated();
     await this.sync();
     const every = Math.max(200, Math.min(this.options.heartbeatMs, 5_000));
