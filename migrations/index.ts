@@ -32,6 +32,7 @@ import { DurablePruneIndexes1733040033000 } from './1733040033000-durable-prune-
 import { DurableScheduleChanges1733040034000 } from './1733040034000-durable-schedule-changes';
 import { DurableChildrenIndex1733040035000 } from './1733040035000-durable-children-index';
 import { DurableTimeoutRetriedIndex1733040036000 } from './1733040036000-durable-timeout-retried-index';
+import { DurableActivityKindIndex1733040037000 } from './1733040037000-durable-activity-kind-index';
 
 export { DurableInit1733040000000, DurableKeys1733040001000, DurableWaits1733040002000 };
 export { DurableFlows1733040003000 };
@@ -64,6 +65,7 @@ export { DurablePruneIndexes1733040033000 };
 export { DurableScheduleChanges1733040034000 };
 export { DurableChildrenIndex1733040035000 };
 export { DurableTimeoutRetriedIndex1733040036000 };
+export { DurableActivityKindIndex1733040037000 };
 
 /** The module's migration classes in order, for schema `durable` (TypeORM `migrations: [...]`). */
 export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[] = [
@@ -100,6 +102,7 @@ export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[]
   DurableScheduleChanges1733040034000,
   DurableChildrenIndex1733040035000,
   DurableTimeoutRetriedIndex1733040036000,
+  DurableActivityKindIndex1733040037000,
 ];
 
 /**
