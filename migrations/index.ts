@@ -33,6 +33,7 @@ import { DurableScheduleChanges1733040034000 } from './1733040034000-durable-sch
 import { DurableChildrenIndex1733040035000 } from './1733040035000-durable-children-index';
 import { DurableTimeoutRetriedIndex1733040036000 } from './1733040036000-durable-timeout-retried-index';
 import { DurableActivityKindIndex1733040037000 } from './1733040037000-durable-activity-kind-index';
+import { DurableKeyRunsIndex1733040038000 } from './1733040038000-durable-key-runs-index';
 
 export { DurableInit1733040000000, DurableKeys1733040001000, DurableWaits1733040002000 };
 export { DurableFlows1733040003000 };
@@ -66,6 +67,7 @@ export { DurableScheduleChanges1733040034000 };
 export { DurableChildrenIndex1733040035000 };
 export { DurableTimeoutRetriedIndex1733040036000 };
 export { DurableActivityKindIndex1733040037000 };
+export { DurableKeyRunsIndex1733040038000 };
 
 /** The module's migration classes in order, for schema `durable` (TypeORM `migrations: [...]`). */
 export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[] = [
@@ -103,6 +105,7 @@ export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[]
   DurableChildrenIndex1733040035000,
   DurableTimeoutRetriedIndex1733040036000,
   DurableActivityKindIndex1733040037000,
+  DurableKeyRunsIndex1733040038000,
 ];
 
 /**

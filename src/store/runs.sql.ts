@@ -70,17 +70,22 @@ const listRuns = (S: string, order: 'ASC' | 'DESC'): string => `
       ORDER BY r.id ${order}`;
 
 /**
- * `listRuns` with a key ($2, never null here): the key's runs in the workflow $1, else in every
- * workflow with keyed runs, read through `runs_key` alone (materialized, so that no plan walks the
- * primary key through the history around them, filtering); then the filters, and $8 of them by id
- * `order`. It reads the key's runs, however much history there is.
+ * `listRuns` with a key ($2, never null here): for the workflow $1, else for each workflow with
+ * keyed runs, the key's runs in id `order` through `runs_key_runs`, at most $8 of each; then the $8
+ * first of them all. It reads a page, however many runs the key has and wherever they are.
  */
 const listKeyRuns = (S: string, order: 'ASC' | 'DESC'): string => `
-      WITH k AS MATERIALIZED (
-        SELECT r.id, r.status, r.flow_id, r.parent_id, r.wait_kind, r.deps_left FROM ${S}.runs r
-        WHERE r.workflow = ANY(CASE WHEN $1::text IS NULL THEN ${indexedWorkflows(`${S}.runs`, 'key')} ELSE ARRAY[$1::text] END) AND r.key = $2)
       SELECT ${runColumns(S, 'r')} FROM ${S}.runs r
-      WHERE r.id IN (SELECT r.id FROM k r WHERE ${OTHER_FILTERS} AND ($9::uuid IS NULL OR r.id > $9) ORDER BY r.id ${order} LIMIT $8)
+      WHERE r.id IN (
+        SELECT k.id FROM unnest(CASE WHEN $1::text IS NULL THEN ${indexedWorkflows(`${S}.runs`, 'key')} ELSE ARRAY[$1::text] END) w (workflow)
+        CROSS JOIN LATERAL (
+          -- the key as a range and the order by key then id, which only runs_key_runs gives: with
+          -- key = $2 and the order by id, the planner may walk the primary key through all the
+          -- history newer than the key's runs, filtering
+          SELECT r.id FROM ${S}.runs r WHERE r.workflow = w.workflow AND r.key >= $2 AND r.key <= $2 AND ${OTHER_FILTERS}
+            AND ($9::uuid IS NULL OR r.id > $9)
+          ORDER BY r.key ${order}, r.id ${order} LIMIT $8) k
+        ORDER BY k.id ${order} LIMIT $8)
       ORDER BY r.id ${order}`;
 
 /** {@link RUN_FILTERS} for schema `S`. */
