@@ -4,17 +4,14 @@
  * records older than them; and the index's migration goes up and down.
  */
 import { DurableConnection } from '../../src/core/durable.connection';
-import { createApp, ident, migrationRoundTrip, rowsReadEach, sql } from '../support';
+import { createApp, ident, migrationRoundTrip, sql, valueAndRowsRead } from '../support';
 
 describe('listActivity({ kinds }) over a long log', () => {
   let t: Awaited<ReturnType<typeof createApp>>;
   /** Rows of `activity` each statement of `listActivity(filter)` read, and the ids it returned. */
   const listed = async (filter: Parameters<typeof t.durable.listActivity>[0]) => {
-    let ids: string[] = [];
-    const read = await rowsReadEach(t.get(DurableConnection), 'activity', async () => {
-      ids = (await t.durable.listActivity(filter)).map((e) => e.id);
-    });
-    return { ids, read };
+    const { value, read } = await valueAndRowsRead(t.get(DurableConnection), 'activity', () => t.durable.listActivity(filter));
+    return { ids: value.map((e) => e.id), read };
   };
   /** The ids of the records of `kind`, newest first (optionally of one workflow). */
   const idsOf = async (kind: string, workflow?: string) =>

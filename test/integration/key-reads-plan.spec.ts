@@ -5,7 +5,7 @@
  * of `listKeys({ workflow })` reaches its keys without reading their runs; the index's migration.
  */
 import { DurableConnection } from '../../src/core/durable.connection';
-import { createApp, ident, migrationRoundTrip, rowsReadEach, sql } from '../support';
+import { createApp, ident, migrationRoundTrip, sql, valueAndRowsRead } from '../support';
 
 /** Run ids that sort as `i` does. */
 const idOf = (i: number) => `00000000-0000-7000-8000-${i.toString(16).padStart(12, '0')}`;
@@ -16,11 +16,8 @@ describe('listRuns({ key }) over a big history', () => {
   let t: Awaited<ReturnType<typeof createApp>>;
   /** Rows of `runs` each statement of `listRuns(options)` read, and what it returned. */
   const listed = async (options: Parameters<typeof t.durable.listRuns>[0]) => {
-    let runs: string[] = [];
-    const read = await rowsReadEach(t.get(DurableConnection), 'runs', async () => {
-      runs = (await t.durable.listRuns(options)).map((r) => r.id);
-    });
-    return { runs, read };
+    const { value, read } = await valueAndRowsRead(t.get(DurableConnection), 'runs', () => t.durable.listRuns(options));
+    return { runs: value.map((r) => r.id), read };
   };
 
   beforeAll(async () => {
@@ -90,11 +87,10 @@ it('a page of a key a third of the runs share reads that page', async () => {
      FROM generate_series(1, 60000) i`,
   );
   await sql(`ANALYZE ${S}.runs`);
-  let runs: string[] = [];
-  const read = await rowsReadEach(t.get(DurableConnection), 'runs', async () => {
-    runs = (await t.durable.listRuns({ workflow: 'k_dense', key: 'tenant-big', limit: 10 })).map((r) => r.id);
-  });
-  expect(runs).toEqual(Array.from({ length: 10 }, (_, k) => idOf(60_000 - 3 * k)));
+  const { value, read } = await valueAndRowsRead(t.get(DurableConnection), 'runs', () =>
+    t.durable.listRuns({ workflow: 'k_dense', key: 'tenant-big', limit: 10 }),
+  );
+  expect(value.map((r) => r.id)).toEqual(Array.from({ length: 10 }, (_, k) => idOf(60_000 - 3 * k)));
   expect(read[0]).toBeLessThanOrEqual(30);
 });
 
@@ -107,10 +103,9 @@ it('listKeys({ workflow }): a page reaches its keys one index descent each, with
      SELECT gen_random_uuid(), 'k_many', 'key:' || lpad((i % 20)::text, 2, '0'), 'completed', now() FROM generate_series(1, 10000) i`,
   );
   await sql(`ANALYZE ${S}.runs`);
-  let keys: { key: string; runs: number }[] = [];
-  const read = await rowsReadEach(t.get(DurableConnection), 'runs', async () => {
-    keys = await t.durable.listKeys({ workflow: 'k_many', limit: 5, cursor: 'key:02' });
-  });
+  const { value: keys, read } = await valueAndRowsRead(t.get(DurableConnection), 'runs', () =>
+    t.durable.listKeys({ workflow: 'k_many', limit: 5, cursor: 'key:02' }),
+  );
   expect(keys.map((k) => [k.key, k.runs])).toEqual(['key:03', 'key:04', 'key:05', 'key:06', 'key:07'].map((k) => [k, 500]));
   // the runs counted (5 × 500), a descent per key and the holders: not the 2,500 runs read a second time to find the keys
   expect(read[0]).toBeGreaterThanOrEqual(2_500);

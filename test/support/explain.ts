@@ -66,3 +66,12 @@ export async function rowsReadEach(connection: object, table: string, work: () =
 export async function rowsReadBy(connection: object, table: string, work: () => Promise<unknown>): Promise<number> {
   return (await rowsReadEach(connection, table, work)).reduce((sum, n) => sum + n, 0);
 }
+
+/** What `work` resolved to, with {@link rowsReadEach} of it: the rows the scans of `table` read, by each statement `work` sent. */
+export async function valueAndRowsRead<T>(connection: object, table: string, work: () => Promise<T>): Promise<{ value: T; read: number[] }> {
+  let value!: T;
+  const read = await rowsReadEach(connection, table, async () => {
+    value = await work();
+  });
+  return { value, read };
+}
