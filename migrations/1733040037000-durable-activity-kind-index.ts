@@ -15,5 +15,4 @@ export class DurableActivityKindIndex1733040037000 extends IndexSwapMigration {
 
   protected readonly table = 'activity';
   protected readonly indexes = INDEXES;
-  protected readonly replaced: IndexDefinition[] = [];
 }

@@ -16,5 +16,4 @@ export class DurableKeyRunsIndex1733040038000 extends IndexSwapMigration {
 
   protected readonly table = 'runs';
   protected readonly indexes = INDEXES;
-  protected readonly replaced: IndexDefinition[] = [];
 }

@@ -39,16 +39,16 @@ export abstract class DurableMigration implements MigrationInterface {
 }
 
 /**
- * A migration that replaces indexes of one table by others: `up` builds the new ones (so reads
- * have them before the old go) and drops those they replace; `down` the reverse.
+ * A migration that adds indexes to one table, replacing others if any: `up` builds the new ones
+ * (so reads have them before the old go) and drops those they replace; `down` the reverse.
  */
 export abstract class IndexSwapMigration extends DurableMigration {
   /** The table the indexes are on. */
   protected abstract readonly table: string;
   /** The indexes built by `up` (and by `migrate --concurrently` first). */
   protected abstract readonly indexes: IndexDefinition[];
-  /** The indexes they replace, dropped by `up` and built again by `down`. */
-  protected abstract readonly replaced: IndexDefinition[];
+  /** The indexes they replace, dropped by `up` and built again by `down` (none unless set). */
+  protected readonly replaced: IndexDefinition[] = [];
 
   async up(q: QueryRunner): Promise<void> {
     await this.createIndexes(q, this.table, this.indexes);

@@ -1,5 +1,5 @@
 import type { Queryable } from './db';
-import { CANCELLED_BY_FLOW, holdsKey, indexedWorkflows } from './sql';
+import { CANCELLED_BY_FLOW, distinctValues, givenOrIndexedWorkflows, holdsKey } from './sql';
 
 /** Kinds of activity event the module records. */
 export type ActivityKind = 'key_duplicate' | 'key_handed_off' | 'key_released' | 'key_retaken' | 'dashboard_action';
@@ -139,7 +139,7 @@ export class ActivityStore {
       // and walk activity_at newest first instead, filtering every newer row (measured in bench/keys.js)
       listByKey: `
         SELECT a.id::text, a.kind, a.run_id, a.at, a.details
-        FROM unnest(CASE WHEN $2::text IS NULL THEN ${indexedWorkflows(`${S}.activity`, 'workflow')} ELSE ARRAY[$2::text] END) w (workflow)
+        FROM unnest(${givenOrIndexedWorkflows('$2', `${S}.activity`, 'workflow')}) w (workflow)
         CROSS JOIN LATERAL (
           SELECT * FROM ${S}.activity a
           WHERE a.workflow = w.workflow AND a.key >= $3 AND a.key <= $3 AND ${otherFilters('a', `${S}.activity`)}
@@ -150,11 +150,9 @@ export class ActivityStore {
       // key's runs are not read to reach the next key; the recursion stops after $3 keys), then
       // each key's holder, runs and re-adds of the last day
       keys: `
-        WITH RECURSIVE d AS (
-          (SELECT r.key FROM ${S}.runs r WHERE r.workflow = $1 AND r.key IS NOT NULL AND ($2::text IS NULL OR r.key > $2) ORDER BY r.key LIMIT 1)
-          UNION ALL
-          SELECT (SELECT r.key FROM ${S}.runs r WHERE r.workflow = $1 AND r.key IS NOT NULL AND r.key > d.key ORDER BY r.key LIMIT 1) FROM d WHERE d.key IS NOT NULL
-        ), page AS (SELECT key FROM d WHERE key IS NOT NULL LIMIT $3)
+        WITH page AS (
+          SELECT unnest(${distinctValues(`${S}.runs`, 'key', (a) => `${a}.workflow = $1 AND ${a}.key IS NOT NULL`, { after: '$2::text', limit: '$3' })}) AS key
+        )
         ${KEYS_PAGE(S)}`,
       // the same with a substring $2 to look for: the workflow's keyed runs read from runs_key in
       // key order until $4 keys match

@@ -1,7 +1,17 @@
 import { RUN_STATUSES, type RunStatus } from '../domain/run-info';
 import { runColumns } from './run-row';
 import type { ClaimedRow } from './runs.types';
-import { distinctWorkflows, holdsKey, indexedWorkflows, lastAttemptFields, nodeMayClaim, notPaused, runDeadline, statusLiterals } from './sql';
+import {
+  distinctWorkflows,
+  givenOrIndexedWorkflows,
+  holdsKey,
+  indexedWorkflows,
+  lastAttemptFields,
+  nodeMayClaim,
+  notPaused,
+  runDeadline,
+  statusLiterals,
+} from './sql';
 import { CLAIMED_COLUMNS, DEBOUNCE_UNTIL, INSERT_COLUMNS, insertClaimed, RUN_AT } from './runs.insert.sql';
 import { transitionFields } from './transition.fields';
 
@@ -77,7 +87,7 @@ const listRuns = (S: string, order: 'ASC' | 'DESC'): string => `
 const listKeyRuns = (S: string, order: 'ASC' | 'DESC'): string => `
       SELECT ${runColumns(S, 'r')} FROM ${S}.runs r
       WHERE r.id IN (
-        SELECT k.id FROM unnest(CASE WHEN $1::text IS NULL THEN ${indexedWorkflows(`${S}.runs`, 'key')} ELSE ARRAY[$1::text] END) w (workflow)
+        SELECT k.id FROM unnest(${givenOrIndexedWorkflows('$1', `${S}.runs`, 'key')}) w (workflow)
         CROSS JOIN LATERAL (
           -- the key as a range and the order by key then id, which only runs_key_runs gives: with
           -- key = $2 and the order by id, the planner may walk the primary key through all the

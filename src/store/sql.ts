@@ -42,17 +42,28 @@ export const indexedWorkflows = (table: string, column: 'key' | 'workflow'): str
 export const distinctWorkflows = (table: string, where: (alias: string) => string): string => distinctValues(table, 'workflow', where);
 
 /**
+ * `workflow` (an SQL expression, null for all) as an array, else every workflow of `table` with
+ * `column` not null ({@link indexedWorkflows}): what a read of one workflow or of all of them
+ * unnests, one workflow at a time through an index that leads with `workflow`.
+ */
+export const givenOrIndexedWorkflows = (workflow: string, table: string, column: 'key' | 'workflow'): string =>
+  `CASE WHEN ${workflow}::text IS NULL THEN ${indexedWorkflows(table, column)} ELSE ARRAY[${workflow}::text] END`;
+
+/**
  * The distinct values of `column` of the rows of `table` that match `where` (a condition on an
  * alias), in order, as an array expression: one descent per value of an index that leads with
  * `column` under that condition (a loose index scan, which PostgreSQL before 18 does not do itself).
+ * With `page` (SQL expressions), only the first `limit` values after `after` (null: from the
+ * first): the descents stop there.
  */
-export const distinctValues = (table: string, column: string, where: (alias: string) => string): string => `ARRAY(
+export const distinctValues = (table: string, column: string, where: (alias: string) => string, page?: { after: string; limit: string }): string => `ARRAY(
   WITH RECURSIVE w AS (
-    (SELECT f.${column} AS v FROM ${table} f WHERE ${where('f')} ORDER BY f.${column} LIMIT 1)
+    (SELECT f.${column} AS v FROM ${table} f WHERE ${where('f')}${page ? ` AND (${page.after} IS NULL OR f.${column} > ${page.after})` : ''}
+     ORDER BY f.${column} LIMIT 1)
     UNION ALL
     SELECT (SELECT t.${column} FROM ${table} t WHERE ${where('t')} AND t.${column} > w.v ORDER BY t.${column} LIMIT 1)
     FROM w WHERE w.v IS NOT NULL
-  ) SELECT v FROM w WHERE v IS NOT NULL)`;
+  ) SELECT v FROM w WHERE v IS NOT NULL${page ? ` LIMIT ${page.limit}` : ''})`;
 
 /**
  * The attempt that ended run `r`, as its row keeps it (`last_step`, `last_attempt`, `last_status`,
