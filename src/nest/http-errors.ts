@@ -1,4 +1,5 @@
 import { HttpException, HttpStatus } from '@nestjs/common';
+import type { ValidationError } from 'class-validator';
 import { DurableError, FlowExistsError, type DurableErrorCode } from '../errors';
 
 /**
@@ -44,6 +45,25 @@ export function httpStatusOf(err: unknown): number {
   return HttpStatus.INTERNAL_SERVER_ERROR;
 }
 
+/**
+ * A value as a JSON body can carry it: itself when JSON can hold it, a BigInt as its digits, else
+ * its type in brackets (a cyclic object, an `EntityManager` passed where it does not belong).
+ */
+function jsonSafe(value: unknown): unknown {
+  if (typeof value === 'bigint') return String(value);
+  try {
+    JSON.stringify(value);
+    return value;
+  } catch {
+    return `[${(value as object)?.constructor?.name ?? typeof value}]`;
+  }
+}
+
+/** Validation errors with each bad value made {@link jsonSafe}, nested ones too. */
+function jsonSafeErrors(errors: ValidationError[]): ValidationError[] {
+  return errors.map((e) => ({ ...e, value: jsonSafe(e.value), children: e.children && jsonSafeErrors(e.children) }));
+}
+
 /** The JSON body of a durable error's HTTP answer: `{ statusCode, code, message, …ids }`. */
 export interface DurableErrorBody {
   statusCode: number;
@@ -58,7 +78,7 @@ export function durableErrorResponse(err: DurableError): { status: number; body:
   const body: DurableErrorBody = { statusCode: status, code: err.code, message: err.message };
   for (const field of BODY_FIELDS) {
     const value = (err as unknown as Record<string, unknown>)[field];
-    if (value !== undefined && value !== null) body[field] = value;
+    if (value !== undefined && value !== null) body[field] = field === 'errors' ? jsonSafeErrors(value as ValidationError[]) : value;
   }
   const headers: Record<string, string> = err.code === 'key_contended' ? { 'Retry-After': String(CONTENDED_RETRY_AFTER_S) } : {};
   return { status, body, headers };

@@ -39,16 +39,41 @@ import {
   Workflow,
   type StartResult,
 } from '../../src';
+import { problem } from '../../src/domain/validation';
 import { RunReader } from '../../src/runs/run-reader';
 import { countRuns, createApp, TestApp } from '../support';
 
 const RUN = '0190f5a4-0000-7000-8000-000000000001';
+
+/** A value JSON cannot hold, as a stray `EntityManager` is (it refers to itself through its data source). */
+class Connected {
+  readonly self = this;
+}
 
 /** Every durable error, with the status and the body fields the filter must answer with. */
 const ERRORS: [name: string, error: DurableError, status: number, fields: Record<string, unknown>][] = [
   ['KeyTakenError', new KeyTakenError(RUN, 'order:1', 'http_order'), 409, { holderId: RUN, key: 'order:1', workflow: 'http_order' }],
   ['KeyContendedError', new KeyContendedError(), 503, {}],
   ['DurableValidationError', new DurableValidationError('bad key', []), 400, { errors: [] }],
+  [
+    'DurableValidationError of values JSON cannot hold',
+    new DurableValidationError('bad options', [
+      Object.assign(problem('manager', new Connected(), 'isManager', 'not a transaction'), {
+        children: [problem('amount', 10n, 'isNumber', 'a number')],
+      }),
+    ]),
+    400,
+    {
+      errors: [
+        {
+          property: 'manager',
+          value: '[Connected]',
+          constraints: { isManager: 'not a transaction' },
+          children: [{ property: 'amount', value: '10', constraints: { isNumber: 'a number' }, children: [] }],
+        },
+      ],
+    },
+  ],
   ['FlowExistsError', new FlowExistsError('nightly'), 409, { flowId: 'nightly', errors: [] }],
   ['UnknownWorkflowError', new UnknownWorkflowError('nope'), 400, { workflow: 'nope' }],
   ['RunNotFoundError', new RunNotFoundError(RUN), 404, { runId: RUN }],
