@@ -103,7 +103,8 @@ export function decideStart(reuse: ReusePolicy, onDuplicate: OnDuplicate, holder
   if (holder.debouncing && holder.status === 'pending' && !holder.pickedUp) return { action: 'replaceInput', outcome: 'debounced' };
   const action = GOING_HOLDER_TABLE[mode];
   if (action === 'cancelExisting' && holder.status === 'compensating') return { action: 'reject' };
-  if (action === 'runAgain' && holder.status === 'pending' && !holder.pickedUp) {
+  // not started: pending, or a flow node waiting for its dependencies, and never picked up
+  if (action === 'runAgain' && (holder.status === 'pending' || holder.status === 'waiting') && !holder.pickedUp) {
     return { action: 'replaceInput', outcome: 'runAgain' };
   }
   if (action === 'sendEvent') return { action, name: (onDuplicate as { sendEvent: string }).sendEvent };

@@ -227,12 +227,13 @@ export function runsStatements(S: string): Record<string, string> {
     repointWaiter: `
       UPDATE ${S}.runs SET runs_after_id = $3
       WHERE workflow = $1 AND key = $2 AND status = 'waiting' AND NOT holds_key AND takes_key_after IS NOT NULL`,
-    // the run's concurrency / rate-limit group ($4) is the newer input's (a group may be read from the input)
+    // a run never picked up (pending, or a flow node waiting for its dependencies) takes a newer
+    // input; the run's concurrency / rate-limit group ($4) is the newer input's (a group may be read from the input)
     replaceInput: `
       UPDATE ${S}.runs SET input = $2, group_key = $4,
         run_at = CASE WHEN $3::bigint IS NULL THEN run_at
                       ELSE least(now() + $3 * interval '1 millisecond', coalesce(debounce_until, 'infinity')) END
-      WHERE id = $1 AND status = 'pending' AND started_at IS NULL RETURNING id`,
+      WHERE id = $1 AND status IN ('pending', 'waiting') AND started_at IS NULL RETURNING id`,
     // a holder that once waited behind another keeps no trace of it: waiting without its key, it
     // would count as a second run waiting behind the key (runs_key_waiter)
     dropKey: `UPDATE ${S}.runs SET holds_key = false, takes_key_after = NULL WHERE id = $1 AND holds_key RETURNING id`,

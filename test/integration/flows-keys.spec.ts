@@ -95,6 +95,23 @@ describe('DAG flows: keyed nodes', () => {
     expect(await holdersOf(schema, 'fk_close', 'order-2')).toEqual([next.runId]);
   });
 
+  it('runAgain against a keyed node still waiting for its dependencies: the node takes the newer input, nothing waits behind it', async () => {
+    const { durable, schema } = await createApp({ workflows });
+    const { runIds } = await durable.startFlow(
+      durable
+        .flow()
+        .add('a', FkClose, { block: true })
+        .add('b', FkClose, { fail: true }, { deps: ['a'], key: 'order-3' }),
+    );
+    expect(await durable.getRun(runIds.b)).toMatchObject({ status: 'waiting', startedAt: null, holdsKey: true });
+    expect(await durable.start(FkClose, {}, { key: 'order-3', onDuplicate: 'runAgain' })).toEqual({ runId: runIds.b, outcome: 'runAgain' });
+    expect(await countRuns(schema, 'key = $1', ['order-3'])).toBe(1);
+    gate.open();
+    // it ran with the newer input (the first one would have failed it)
+    expect(await finished(durable, runIds.b)).toMatchObject({ status: 'completed', input: {} });
+    expect(await countRuns(schema, 'key = $1', ['order-3'])).toBe(1);
+  });
+
   it('a key held by a going run refuses the whole startFlow with KeyTakenError, whatever onDuplicate; nothing is written', async () => {
     const { durable, schema } = await createApp({ workflows, options: { worker: false } });
     const holderE = await durable.start(FkError, {}, { key: 'k' });

@@ -92,8 +92,11 @@ describe('key policy: onDuplicate against a going holder, cell by cell', () => {
       action: 'replaceInput',
       outcome: 'runAgain',
     });
+    // a flow node waiting for its dependencies has not started either
+    expect(decideStart('afterClose', 'runAgain', { status: 'waiting', pickedUp: false })).toEqual({ action: 'replaceInput', outcome: 'runAgain' });
     // a pending holder that already ran once (between retry attempts) was picked up: one waits behind it
     expect(decideStart('afterClose', 'runAgain', { status: 'pending', pickedUp: true }).action).toBe('runAgain');
+    expect(decideStart('afterClose', 'runAgain', { status: 'waiting', pickedUp: true }).action).toBe('runAgain');
   });
 
   it('debounce: a debounced holder in its wait takes the input whatever onDuplicate says; after pickup it is an ordinary duplicate', () => {
