@@ -156,8 +156,11 @@ function mermaidIds(names: string[]): Map<string, string> {
 
 const RESERVED = new Set(['end', 'graph', 'flowchart', 'subgraph', 'class', 'classDef', 'click', 'style', 'linkStyle']);
 
-/** A vertex label: bare when safe, else quoted with Mermaid's entity escapes. */
+/**
+ * A vertex label: bare when safe, else quoted with Mermaid's entity escapes (`#` first: Mermaid reads
+ * `#…;` in a label as an entity, so a name such as `w#1;` would lose its characters).
+ */
 function mermaidLabel(label: string): string {
   if (/^[A-Za-z0-9_.:\- ]+$/.test(label)) return label;
-  return `"${label.replace(/"/g, '#quot;')}"`;
+  return `"${label.replace(/#/g, '#35;').replace(/"/g, '#quot;')}"`;
 }

@@ -67,9 +67,12 @@ describe('FlowGraph export', () => {
       .add('solo', 'W')
       .add('end', 'W')
       .add('a-1', 'odd [name]', {}, { deps: ['end'] })
+      .add('q', 'w#1; "x"', {}, { deps: ['solo'] })
       .toMermaid();
     expect(m).toContain('    n_end[W] --> n_a_1["odd [name]"]');
-    expect(m).toContain('    solo[W]\n');
+    // an entity's own '#' escaped first, then the quotes
+    expect(m).toContain('    solo[W] --> q["w#35;1; #quot;x#quot;"]');
+
   });
 
   it('toDot: a digraph with labelled vertices and edges', () => {
