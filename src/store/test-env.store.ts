@@ -1,4 +1,13 @@
 import type { Queryable } from './db';
+import { notPaused } from './sql';
+
+/** A workflow's rate limit as {@link TestEnvStore.going} reads it: `lim` runs begun per `ms`, per group when `grouped`. */
+export interface RateLimitRow {
+  workflow: string;
+  lim: number;
+  ms: number;
+  grouped: boolean;
+}
 
 /**
  * The statements of the testing kit (`nestjs-durable/testing`) on one schema: moving every
@@ -29,10 +38,16 @@ export class TestEnvStore {
             deadline_at = CASE WHEN deadline_at IS NULL AND coalesce(deps_left, 0) > 0 THEN NULL
                                WHEN deadline_at IS NULL AND timeout_ms IS NOT NULL AND isfinite(run_at)
                                THEN ${later("run_at + timeout_ms * interval '1 millisecond'")}
-                               ELSE ${later('deadline_at')} END
+                               ELSE ${later('deadline_at')} END,
+            -- a limited run's begin time: its workflow's rate window counts from it
+            started_at = CASE WHEN group_key IS NOT NULL THEN started_at - ${by} ELSE started_at END
           WHERE status IN ('pending', 'running', 'waiting', 'compensating')
             AND (run_at > now() OR debounce_until > now() OR wake_at > now() OR deadline_at > now() OR timeout_ms IS NOT NULL)
-          RETURNING 1
+          RETURNING id
+        ), begun AS (
+          -- the other limited runs begun (finished ones among them), whose begin times the window reads too
+          UPDATE ${S}.runs SET started_at = started_at - ${by}
+          WHERE group_key IS NOT NULL AND started_at IS NOT NULL AND id NOT IN (SELECT id FROM r)
         ), w AS (
           -- after the runs (it reads r): a run's lock is taken before its waits', as a send and a step do;
           -- an event or input wait's end moves even once due (until a worker marks it timed out), and
@@ -54,10 +69,19 @@ export class TestEnvStore {
       // "Due" is by clock_timestamp(), not now(): a statement's now() is taken before its snapshot,
       // so a run ended (or given back) by a transaction that committed in between is seen with a
       // time later than now() — its hook, due at once, would look not yet due.
+      // A due pending run of a workflow held back is not going: paused by an operator, or with
+      // its rate window full ($1: the rate limits, { workflow, lim, ms, grouped }; the window counts
+      // the runs of the workflow, or of the run's group, begun within ms, as a claim does).
       going: `
         SELECT
-          (SELECT count(*) FROM ${S}.runs WHERE status IN ('running', 'compensating')
-             OR (status = 'pending' AND run_at <= clock_timestamp() AND coalesce(deps_left, 0) = 0)
+          (SELECT count(*) FROM ${S}.runs p WHERE status IN ('running', 'compensating')
+             OR (status = 'pending' AND run_at <= clock_timestamp() AND coalesce(deps_left, 0) = 0 AND ${notPaused(S, 'p.workflow')}
+                 AND NOT EXISTS (
+                   SELECT 1 FROM jsonb_to_recordset($1::jsonb) AS l (workflow text, lim int, ms bigint, grouped boolean)
+                   WHERE l.workflow = p.workflow AND l.lim <= (
+                     SELECT count(*) FROM ${S}.runs b
+                     WHERE b.workflow = l.workflow AND b.group_key IS NOT NULL AND (NOT l.grouped OR b.group_key = p.group_key)
+                       AND b.started_at > clock_timestamp() - l.ms * interval '1 millisecond')))
              OR (status = 'waiting' AND wake_at <= clock_timestamp()))::int
           + (SELECT count(*) FROM ${S}.flow_hooks WHERE due_at <= clock_timestamp() OR node_id IS NOT NULL)::int AS n`,
       wake: `SELECT pg_notify($1, '')`,
@@ -69,16 +93,19 @@ export class TestEnvStore {
    * Moves every not-yet-due time of the schema's runs `ms` earlier, in one statement: pending and
    * compensating runs' `run_at` (delays, retry back-offs, debounce windows) and debounce limits,
    * waiting runs' `wake_at`, deadlines, recorded waits (sleeps, wait timeouts), schedules' next
-   * ticks and flow hooks, and the times of events kept (with the ends of the waits they may answer);
-   * then wakes the workers.
+   * ticks and flow hooks, the times of events kept (with the ends of the waits they may answer) and
+   * the begin times of limited workflows' runs (their rate windows); then wakes the workers.
    */
   async skip(q: Queryable, ms: number): Promise<void> {
     await q.query(this.sql.skip, [ms, this.channel]);
   }
 
-  /** How many runs are due, running or compensating (and flow hooks due). */
-  async going(q: Queryable): Promise<number> {
-    const [row] = await q.query<{ n: number }>(this.sql.going);
+  /**
+   * How many runs are due, running or compensating (and flow hooks due); a due run that its
+   * workflow's pause or full rate window (`rateLimits`) holds back is not counted.
+   */
+  async going(q: Queryable, rateLimits: RateLimitRow[]): Promise<number> {
+    const [row] = await q.query<{ n: number }>(this.sql.going, [JSON.stringify(rateLimits)]);
     return row.n;
   }
 

@@ -16,6 +16,7 @@ import { clientQueryable } from '../store/db';
 import { TestEnvStore } from '../store/test-env.store';
 import { nextTickAfter } from '../schedules/cron';
 import { Scheduler } from '../schedules/scheduler';
+import { WorkflowRegistry } from '../definition/workflow.registry';
 import { DurableModule } from '../durable.module';
 import { DurableService } from '../durable.service';
 import { testDatabaseUrl } from './test-database';
@@ -140,8 +141,9 @@ export class DurableTestEnv {
 
   /**
    * Resolves once no run of the env is due, running or compensating (waiting runs whose time has
-   * not come, and runs whose retry back-off has not passed, are left: see {@link skipTime});
-   * `TimeoutError` after `timeout` (default 30 s).
+   * not come, runs whose retry back-off has not passed, and runs held back by their workflow's
+   * full rate window or a pause are left: see {@link skipTime}); `TimeoutError` after `timeout`
+   * (default 30 s).
    */
   async runUntilIdle(options?: RunUntilIdleOptions | null): Promise<void> {
     const { timeout } = callOptions('runUntilIdle', options, ['timeout']);
@@ -149,8 +151,13 @@ export class DurableTestEnv {
     const until = Date.now() + timeoutMs;
     const { db } = this.app.get(DurableConnection, { strict: false });
     await this.store.wake(db);
+    const registry = this.app.get(WorkflowRegistry, { strict: false });
+    const rateLimits = registry.names().flatMap((name) => {
+      const limit = registry.find(name)?.controls?.rateLimit;
+      return limit ? [{ workflow: name, lim: limit.limit, ms: limit.periodMs, grouped: limit.grouped }] : [];
+    });
     for (;;) {
-      const going = await this.store.going(db);
+      const going = await this.store.going(db, rateLimits);
       if (going === 0) return;
       if (Date.now() >= until) throw new TimeoutError(`runUntilIdle: ${going} run(s) still due or going after ${timeoutMs}ms`);
       await new Promise((resolve) => setTimeout(resolve, IDLE_POLL_MS));
@@ -160,7 +167,7 @@ export class DurableTestEnv {
   /**
    * Moves every not-yet-due time of the env's runs `duration` earlier, in one statement (sleeps,
    * retry back-offs, delays, debounce windows, workflow timeouts, wait timeouts, schedules' next
-   * ticks), and wakes the worker; a schedule with a tick in the skipped time fires once. Clocks in
+   * ticks, rate windows), and wakes the worker; a schedule with a tick in the skipped time fires once. Clocks in
    * memory (`Date.now()`, a running step's own timeout) do not move. At most 100 years per call.
    */
   async skipTime(duration: Duration): Promise<void> {

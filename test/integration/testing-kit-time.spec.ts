@@ -52,6 +52,22 @@ class GoThenSleep {
   }
 }
 
+@Workflow('kit_rate', { rateLimit: { limit: 1, period: '1h' } })
+class RateLimited {
+  @Step()
+  async run(ctx: RunContext<{ n: number }>) {
+    return ctx.input.n;
+  }
+}
+
+@Workflow('kit_rate_by_key', { rateLimit: { limit: 1, period: '1h', by: 'key' } })
+class RateLimitedByKey {
+  @Step()
+  async run(ctx: RunContext<{ n: number }>) {
+    return ctx.input.n;
+  }
+}
+
 @Schedule('0 3 * * *', { name: 'nightly', input: { n: 3 } })
 @Workflow('kit_nightly')
 class Nightly {
@@ -81,7 +97,7 @@ class Hourly {
 
 let env: DurableTestEnv;
 beforeAll(async () => {
-  env = await DurableTestEnv.create({ providers: [Plain, Debounced, Approval, Deadline, GoThenSleep, Nightly] });
+  env = await DurableTestEnv.create({ providers: [Plain, Debounced, Approval, Deadline, GoThenSleep, Nightly, RateLimited, RateLimitedByKey] });
 });
 afterAll(() => env.close());
 
@@ -109,6 +125,40 @@ describe('DurableTestEnv.skipTime', () => {
     await env.skipTime('30m');
     await env.runUntilIdle();
     expect(await env.durable.getRun(first.runId)).toMatchObject({ status: 'completed', result: 2 });
+  });
+
+  it("moves a rate window: runUntilIdle leaves a run its workflow's full window holds back, and it runs once the window passed", async () => {
+    const first = await env.durable.start(RateLimited, { n: 1 });
+    const second = await env.durable.start(RateLimited, { n: 2 });
+    await env.runUntilIdle();
+    expect([await statusOf(first.runId), await statusOf(second.runId)]).toEqual(['completed', 'pending']);
+    await env.skipTime('30m');
+    await env.runUntilIdle();
+    expect(await statusOf(second.runId)).toBe('pending');
+    await env.skipTime('30m');
+    await env.runUntilIdle();
+    expect(await env.durable.getRun(second.runId)).toMatchObject({ status: 'completed', result: 2 });
+  });
+
+  it('…per group: a run of another group is not held back by a full window of its own group', async () => {
+    const a1 = await env.durable.start(RateLimitedByKey, { n: 1 }, { key: 'a' });
+    await env.runUntilIdle();
+    const [a2, b1] = [await env.durable.start(RateLimitedByKey, { n: 2 }, { key: 'a', onDuplicate: 'runAgain' }), await env.durable.start(RateLimitedByKey, { n: 3 }, { key: 'b' })];
+    await env.runUntilIdle();
+    expect([await statusOf(a1.runId), await statusOf(a2.runId), await statusOf(b1.runId)]).toEqual(['completed', 'pending', 'completed']);
+    await env.skipTime('1h');
+    await env.runUntilIdle();
+    expect(await statusOf(a2.runId)).toBe('completed');
+  });
+
+  it("leaves a paused workflow's due runs to runUntilIdle; they run once resumed", async () => {
+    await env.durable.pause(RateLimitedByKey);
+    const { runId } = await env.durable.start(RateLimitedByKey, { n: 4 }, { key: 'paused' });
+    await env.runUntilIdle();
+    expect(await statusOf(runId)).toBe('pending');
+    await env.durable.resume(RateLimitedByKey);
+    await env.runUntilIdle();
+    expect(await statusOf(runId)).toBe('completed');
   });
 
   it('times a wait out', async () => {
