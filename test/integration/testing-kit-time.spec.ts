@@ -143,7 +143,10 @@ describe('DurableTestEnv.skipTime', () => {
   it('…per group: a run of another group is not held back by a full window of its own group', async () => {
     const a1 = await env.durable.start(RateLimitedByKey, { n: 1 }, { key: 'a' });
     await env.runUntilIdle();
-    const [a2, b1] = [await env.durable.start(RateLimitedByKey, { n: 2 }, { key: 'a', onDuplicate: 'runAgain' }), await env.durable.start(RateLimitedByKey, { n: 3 }, { key: 'b' })];
+    const [a2, b1] = [
+      await env.durable.start(RateLimitedByKey, { n: 2 }, { key: 'a', onDuplicate: 'runAgain' }),
+      await env.durable.start(RateLimitedByKey, { n: 3 }, { key: 'b' }),
+    ];
     await env.runUntilIdle();
     expect([await statusOf(a1.runId), await statusOf(a2.runId), await statusOf(b1.runId)]).toEqual(['completed', 'pending', 'completed']);
     await env.skipTime('1h');

@@ -72,7 +72,6 @@ describe('FlowGraph export', () => {
     expect(m).toContain('    n_end[W] --> n_a_1["odd [name]"]');
     // an entity's own '#' escaped first, then the quotes
     expect(m).toContain('    solo[W] --> q["w#35;1; #quot;x#quot;"]');
-
   });
 
   it('toDot: a digraph with labelled vertices and edges', () => {
