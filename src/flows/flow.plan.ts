@@ -1,5 +1,4 @@
-import { DurableValidationError } from '../errors';
-import { jsonProblem, keyProblem, nameProblem, optionsObjectProblem, Problems, unknownOptionProblems } from '../domain/validation';
+import { assertValid, jsonProblem, keyProblem, nameProblem, optionsObjectProblem, problem, Problems, unknownOptionProblems } from '../domain/validation';
 import type { WorkflowRegistry } from '../definition/workflow.registry';
 import { groupOf } from '../definition/workflow-definition';
 import { FLOW_NODE_OPTION_NAMES, FLOW_OPTION_NAMES, FlowBuilder } from './flow.builder';
@@ -23,7 +22,7 @@ export interface PlannedNode {
 /** Every check that needs no database, with all problems in one error. */
 export function planFlow(builder: FlowBuilder, registry: WorkflowRegistry): PlannedNode[] {
   if (!(builder instanceof FlowBuilder)) {
-    throw new DurableValidationError('startFlow: expects a FlowBuilder from durable.flow() or durable.appendFlow()');
+    assertValid('startFlow', [problem('flow', builder, 'isFlowBuilder', 'expects a FlowBuilder from durable.flow() or durable.appendFlow()')]);
   }
   const p = new Problems();
   const o = builder.options ?? {};

@@ -51,7 +51,7 @@ export function planStart(def: WorkflowDefinition, raw: StartManyItem, delay: un
   ];
   const key = item.key ?? null;
   const debounce = key !== null ? def.debounce : undefined;
-  const due = dueAt(`start ${def.name}`, item.runAt, delay, debounce !== undefined, problems);
+  const due = dueAt(item.runAt, delay, debounce !== undefined, problems, prefix);
   assertValid(`start ${def.name}`, problems);
   // a debounced run waits its period, and is due no later than its limit (both from the database's clock)
   const times = debounce

@@ -184,6 +184,7 @@ describe('DAG flows: building, starting, running', () => {
     const { durable, schema } = await createApp({ workflows, options: { worker: false } });
     const cases: [string, () => ReturnType<typeof durable.flow>, RegExp][] = [
       ['empty', () => durable.flow(), /at least one node/],
+      ['not a builder', () => ({}) as ReturnType<typeof durable.flow>, /^startFlow: expects a FlowBuilder/],
       ['duplicate', () => durable.flow().add('a', Echo).add('a', Echo), /duplicate node name "a"/],
       [
         'unknown dep',
@@ -219,6 +220,8 @@ describe('DAG flows: building, starting, running', () => {
       const err = await durable.startFlow(build()).catch((e) => e);
       expect([what, err]).toEqual([what, expect.any(DurableValidationError)]);
       expect([what, err.message]).toEqual([what, expect.stringMatching(message)]);
+      // each problem named (the HTTP answer's errors)
+      expect([what, err.errors.length > 0]).toEqual([what, true]);
     }
     // several problems are listed together
     const many = await durable

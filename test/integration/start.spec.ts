@@ -198,6 +198,10 @@ describe('DurableService.start / startMany', () => {
       await expectInvalid(durable.startMany('start_echo', [good, { input: {}, key: 'x'.repeat(256) }, good]));
       await expectInvalid(durable.startMany('start_echo', [good, { input: { b: BigInt(2) } }]));
       await expectInvalid(durable.startMany('start_echo', [{ input: {}, key: '' }]));
+      // the item named, the workflow once
+      const badDate = await expectInvalid(durable.startMany('start_echo', [good, { runAt: new Date('nope') }]));
+      expect(badDate.message).toBe('start start_echo: items[1].runAt must be a valid Date of the years 1 to 9999');
+      expect(badDate.errors[0].property).toBe('items[1].runAt');
       await expect(durable.startMany('no_such_workflow', [good])).rejects.toBeInstanceOf(UnknownWorkflowError);
       expect(await countRuns(t.schema)).toBe(0);
     });
