@@ -12,27 +12,53 @@ export interface StoredError {
 /** NUL and unpaired UTF-16 surrogates (Postgres cannot store them) become U+FFFD. */
 const storable = (s: string): string => s.replace(new RegExp(UNSTORABLE_RE.source, 'g'), '\uFFFD');
 
-/** Turns anything thrown into a JSON-safe, storable {@link StoredError}. */
+/**
+ * Turns anything thrown into a JSON-safe, storable {@link StoredError}: an `Error`, or an object
+ * shaped like one (a string `message`; `name`, `code` and `stack` kept when they are strings), by
+ * its fields; anything else (a string, a number, another object) as the message.
+ */
 export function serializeError(err: unknown, extra: Record<string, unknown> = {}): StoredError {
-  if (err instanceof Error) {
-    const code = (err as { code?: unknown }).code;
+  if (err instanceof Error || isErrorLike(err)) {
+    let fields: { name?: unknown; message: unknown; code?: unknown; stack?: unknown };
+    try {
+      const { name, message, code, stack } = err as typeof fields;
+      fields = { name, message, code, stack };
+    } catch {
+      // a getter that throws
+      fields = { message: '[a value that cannot be read]' };
+    }
+    const { name, message, code, stack } = fields;
     return {
-      name: storable(safeString(err.name)),
-      message: storable(safeString(err.message)),
+      name: typeof name === 'string' || err instanceof Error ? storable(safeString(name)) : 'Error',
+      message: storable(safeString(message)),
       ...(typeof code === 'string' ? { code: storable(code) } : {}),
-      ...(err.stack ? { stack: storable(err.stack.split('\n').slice(0, 12).join('\n')) } : {}),
+      ...(typeof stack === 'string' && stack ? { stack: storable(stack.split('\n').slice(0, 12).join('\n')) } : {}),
       ...extra,
     };
   }
   return { name: 'Error', message: storable(typeof err === 'string' ? err : safeJson(err)), ...extra };
 }
 
-/** `String(v)`, or `[object Object]` and the like where that throws (an object without a prototype). */
+/** A thrown object that is not an `Error` but has its shape: a string `message`. */
+function isErrorLike(v: unknown): boolean {
+  try {
+    return typeof v === 'object' && v !== null && typeof (v as { message?: unknown }).message === 'string';
+  } catch {
+    // a getter or proxy that throws
+    return false;
+  }
+}
+
+/** `String(v)`, or `[object Object]` and the like where that throws (an object without a prototype), else a placeholder (a hostile proxy). */
 function safeString(v: unknown): string {
   try {
     return String(v);
   } catch {
-    return Object.prototype.toString.call(v);
+    try {
+      return Object.prototype.toString.call(v);
+    } catch {
+      return '[a value that cannot be read]';
+    }
   }
 }
 

@@ -43,7 +43,8 @@ export interface RunContext<TInput = unknown> {
   progress(value: unknown): void;
   /**
    * Runs `fn` in a transaction that also records its result under (run, step, call): when the step
-   * runs again the recorded result is returned and `fn` is not run, so its writes happen once.
+   * runs again the recorded result is returned and `fn` is not run, so its writes happen once. The
+   * result is returned as recorded (JSON) the first time too.
    */
   transaction<T>(fn: (manager: EntityManager) => Promise<T>): Promise<T>;
   /**
@@ -178,7 +179,8 @@ export class RunContextImpl<TInput = unknown> implements RunContext<TInput> {
       if (!(await memos.record(managerQueryable(manager), this.runId, this.stepIndex, call, value, this.exec.epoch))) {
         throw new FencedError(`run ${this.runId} is no longer owned by this execution; its transaction was rolled back`);
       }
-      return value;
+      // what a replay returns (the recorded JSON): code after the call sees the same value either way
+      return (JSON.parse(JSON.stringify({ v: value ?? null })) as { v: T }).v;
     });
   }
 

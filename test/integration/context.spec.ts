@@ -81,11 +81,22 @@ class TxRollback {
   }
 }
 
+@Workflow('ctx_tx_values', { retry: { attempts: 2, initialDelay: '50ms', backoff: 'fixed' } })
+class TxValues {
+  @Step()
+  async write(ctx: RunContext) {
+    const value = await ctx.transaction(async () => ({ at: new Date(0), gone: undefined, kept: 1 }));
+    const nothing = await ctx.transaction(async () => undefined);
+    record(ctx, { at: value.at instanceof Date ? 'a Date' : value.at, keys: Object.keys(value), nothing });
+    if (ctx.attempt === 1) throw new Error('again: the second attempt reads the recorded values');
+  }
+}
+
 describe('RunContext', () => {
   let t: TestApp;
   beforeEach(async () => {
     facts.length = 0;
-    t = await createApp({ workflows: [Facts, Tx, TxRollback] });
+    t = await createApp({ workflows: [Facts, Tx, TxRollback, TxValues] });
     schema = t.schema;
     await sql(`create table "${schema}".effects (id serial primary key, run_id uuid not null, label text not null)`);
   });
@@ -130,6 +141,16 @@ describe('RunContext', () => {
     expect(firstSeen.second).toBe(rows[1].id);
     for (const f of facts) expect(f.seen).toEqual(firstSeen);
     expect(run.result).toEqual(firstSeen);
+  });
+
+  it('ctx.transaction returns its value as recorded (JSON) on the first run too: the same value before and after a replay', async () => {
+    const { runId } = await t.durable.start('ctx_tx_values');
+    expect((await t.durable.waitForRun(runId, { timeout: 15_000 })).status).toBe('completed');
+    const seen = { at: '1970-01-01T00:00:00.000Z', keys: ['at', 'kept'], nothing: null };
+    expect(facts.map((f) => [f.attempt, f.seen])).toEqual([
+      [1, seen],
+      [2, seen],
+    ]);
   });
 
   it('ctx.transaction whose fn throws rolls back and is not memoised: the next attempt runs fn again', async () => {
