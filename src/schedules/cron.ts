@@ -9,7 +9,7 @@ import type { ValidationError } from 'class-validator';
  */
 export function parseCron(what: string, cron: unknown, timezone: unknown): CronTime {
   const problems: (ValidationError | undefined)[] = [];
-  if (timezone !== undefined && (typeof timezone !== 'string' || !isTimeZone(timezone))) {
+  if (timezone !== undefined && timezone !== null && (typeof timezone !== 'string' || !isTimeZone(timezone))) {
     problems.push(problem('timezone', timezone, 'isTimeZone', `timezone must be an IANA time zone such as 'Europe/Paris', got ${safeJson(timezone)}`));
   }
   let time: CronTime | undefined;
@@ -17,7 +17,7 @@ export function parseCron(what: string, cron: unknown, timezone: unknown): CronT
     problems.push(problem('cron', cron, 'isCron', `cron must be a cron expression such as '*/5 * * * *', got ${safeJson(cron)}`));
   } else if (!problems.length) {
     try {
-      time = new CronTime(cron, (timezone as string | undefined) ?? 'UTC');
+      time = new CronTime(cron, (timezone as string | null | undefined) ?? 'UTC');
     } catch (err) {
       problems.push(problem('cron', cron, 'isCron', `cron ${JSON.stringify(cron)} is not a valid cron expression: ${(err as Error).message}`));
     }
@@ -34,6 +34,14 @@ export function parseCron(what: string, cron: unknown, timezone: unknown): CronT
   }
   assertValid(what, problems);
   return time!;
+}
+
+/**
+ * A valid time zone as stored and shown: its canonical spelling (`'europe/paris'` is
+ * `'Europe/Paris'`, `'utc'` is `'UTC'`); none (undefined or null) is `'UTC'`.
+ */
+export function canonicalTimeZone(tz: string | null | undefined): string {
+  return tz == null ? 'UTC' : new Intl.DateTimeFormat('en-US', { timeZone: tz }).resolvedOptions().timeZone;
 }
 
 function isTimeZone(tz: string): boolean {

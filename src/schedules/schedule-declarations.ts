@@ -4,7 +4,7 @@ import { schedulesMetadataOf, workflowNameOf } from '../definition/workflow-meta
 import type { WorkflowRegistry } from '../definition/workflow.registry';
 import { assertValid, jsonProblem, keyProblem, nameProblem, optionsObjectProblem, problem, unknownOptionProblems } from '../domain/validation';
 import type { NewSchedule } from '../store/schedules.store';
-import { nextOf, parseCron } from './cron';
+import { canonicalTimeZone, nextOf, parseCron } from './cron';
 
 /** Longest schedule name. */
 const MAX_NAME = 200;
@@ -29,8 +29,8 @@ export function declaredSchedule(what: string, workflow: string, cron: unknown, 
   return {
     name,
     workflow,
-    cron: cron as string,
-    timezone: options.timezone ?? 'UTC',
+    cron: (cron as string).trim(),
+    timezone: canonicalTimeZone(options.timezone),
     key: options.key ?? null,
     input: options.input ?? null,
     next_fire_at: nextOf(time)?.toISOString() ?? null,

@@ -611,4 +611,17 @@ describe('schedules', () => {
     expect(tzErr).toBeInstanceOf(DurableValidationError);
     expect((tzErr as Error).message).toMatch(/time zone/);
   });
+
+  it('a time zone is stored in its canonical spelling, none (or null) is UTC; a cron without its surrounding spaces', async () => {
+    const t = await createApp({ workflows: [Plain] });
+    await t.durable.schedule('sched_plain', '0 8 * * *', { name: 'paris', timezone: 'europe/paris' });
+    await t.durable.schedule('sched_plain', ' 0 9 * * * ', { name: 'utc', timezone: 'utc' });
+    await t.durable.schedule('sched_plain', '0 10 * * *', { name: 'none', timezone: null as never });
+    const stored = (await t.durable.listSchedules()).map(({ name, cron, timezone }) => ({ name, cron, timezone }));
+    expect(stored).toEqual([
+      { name: 'none', cron: '0 10 * * *', timezone: 'UTC' },
+      { name: 'paris', cron: '0 8 * * *', timezone: 'Europe/Paris' },
+      { name: 'utc', cron: '0 9 * * *', timezone: 'UTC' },
+    ]);
+  });
 });
