@@ -82,7 +82,9 @@ export class ControlsStore {
       // and age: the first pending ones from runs_group_due (no sort of the whole group), with those woken from a wait or a
       // released compensation (runs_group_woken); across groups the first of each group come first (fair: a group
       // with many due runs does not starve one with a few); a limit of the whole workflow caps the
-      // total.
+      // total. A rate limit counts the runs that begin: only a run never claimed (fresh) needs room
+      // in its window (fresh_free, fresh_room); a retry, a wake-up or a compensation goes on within
+      // the concurrency limit alone.
       claim: `
         WITH RECURSIVE alive AS (
           ${nodeMayClaim(S, '$1', '$9')}
@@ -94,22 +96,24 @@ export class ControlsStore {
                   WHERE workflow = $3 AND group_key > g.k AND status IN ('pending', 'waiting', 'compensating'))
           FROM g WHERE g.k IS NOT NULL
         ), whole AS (
-          SELECT least($2::int,
-            CASE WHEN $4::int IS NOT NULL AND NOT $5::boolean THEN $4 - ${running(false)} END,
-            CASE WHEN $6::int IS NOT NULL AND NOT $8::boolean THEN $6 - ${begun(false)} END) AS room
+          SELECT least($2::int, CASE WHEN $4::int IS NOT NULL AND NOT $5::boolean THEN $4 - ${running(false)} END) AS room,
+            CASE WHEN $6::int IS NOT NULL AND NOT $8::boolean THEN $6 - ${begun(false)} END AS fresh_room
         ), cand AS (
-          SELECT d.id, d.priority, d.run_at, d.woke, row_number() OVER (PARTITION BY g.k ORDER BY d.priority DESC, d.run_at) AS rn
+          SELECT d.id, d.priority, d.run_at, d.woke, d.fresh, row_number() OVER (PARTITION BY g.k ORDER BY d.priority DESC, d.run_at) AS rn
           FROM g CROSS JOIN LATERAL (
-            SELECT least($2::int,
-              CASE WHEN $4::int IS NOT NULL AND $5::boolean THEN $4 - ${running(true)} END,
-              CASE WHEN $6::int IS NOT NULL AND $8::boolean THEN $6 - ${begun(true)} END) AS free
+            SELECT least($2::int, CASE WHEN $4::int IS NOT NULL AND $5::boolean THEN $4 - ${running(true)} END) AS free,
+              CASE WHEN $6::int IS NOT NULL AND $8::boolean THEN $6 - ${begun(true)} END AS fresh_free
           ) f CROSS JOIN LATERAL (
             SELECT * FROM (
-              SELECT * FROM (SELECT id, priority, run_at, false AS woke FROM ${S}.runs
-                WHERE workflow = $3 AND group_key = g.k AND status = 'pending' AND run_at <= now()
-                ORDER BY priority DESC, run_at LIMIT greatest(f.free, 0) FOR UPDATE SKIP LOCKED) p
+              SELECT * FROM (SELECT id, priority, run_at, false AS woke, true AS fresh FROM ${S}.runs
+                WHERE workflow = $3 AND group_key = g.k AND status = 'pending' AND run_at <= now() AND started_at IS NULL
+                ORDER BY priority DESC, run_at LIMIT greatest(least(f.free, f.fresh_free), 0) FOR UPDATE SKIP LOCKED) p
               UNION ALL
-              SELECT * FROM (SELECT id, priority, run_at, status = 'waiting' FROM ${S}.runs
+              SELECT * FROM (SELECT id, priority, run_at, false, false FROM ${S}.runs
+                WHERE workflow = $3 AND group_key = g.k AND status = 'pending' AND run_at <= now() AND started_at IS NOT NULL
+                ORDER BY priority DESC, run_at LIMIT greatest(f.free, 0) FOR UPDATE SKIP LOCKED) r
+              UNION ALL
+              SELECT * FROM (SELECT id, priority, run_at, status = 'waiting', false FROM ${S}.runs
                 WHERE workflow = $3 AND group_key = g.k
                   AND ((status = 'waiting' AND wake_at <= now()) OR (status = 'compensating' AND node_id IS NULL AND run_at <= now()))
                 LIMIT greatest(f.free, 0) FOR UPDATE SKIP LOCKED) w
@@ -117,7 +121,13 @@ export class ControlsStore {
           ) d
           WHERE g.k IS NOT NULL AND EXISTS (SELECT 1 FROM alive)
         ), c AS (
-          SELECT id, woke FROM cand ORDER BY rn, priority DESC, run_at LIMIT greatest((SELECT room FROM whole), 0)
+          -- fresh_n: a fresh run's place among the fresh ones, in the order the room is filled
+          SELECT id, woke FROM (
+            SELECT cand.*, count(*) FILTER (WHERE fresh) OVER (ORDER BY rn, priority DESC, run_at, id ROWS UNBOUNDED PRECEDING) AS fresh_n
+            FROM cand
+          ) x
+          WHERE NOT fresh OR fresh_n <= coalesce((SELECT fresh_room FROM whole), fresh_n)
+          ORDER BY rn, priority DESC, run_at LIMIT greatest((SELECT room FROM whole), 0)
         )
         ${claimUpdate(S, '$10', 'statement_timestamp()')}`,
       // a page of the runs of workflow $1 in status $2, at most $5 after ($3: a run_at as text, $4),
