@@ -69,19 +69,19 @@ export class TestEnvStore {
       // "Due" is by clock_timestamp(), not now(): a statement's now() is taken before its snapshot,
       // so a run ended (or given back) by a transaction that committed in between is seen with a
       // time later than now() — its hook, due at once, would look not yet due.
-      // A due pending run of a workflow held back is not going: paused by an operator, or with
-      // its rate window full ($1: the rate limits, { workflow, lim, ms, grouped }; the window counts
-      // the runs of the workflow, or of the run's group, begun within ms, as a claim does).
+      // A due pending run of a workflow held back is not going: paused by an operator, or not begun
+      // yet with its rate window full ($1: the rate limits, { workflow, lim, ms, grouped }; the
+      // window counts the runs of the workflow, or of the run's group, begun within ms, as a claim does).
       going: `
         SELECT
           (SELECT count(*) FROM ${S}.runs p WHERE status IN ('running', 'compensating')
              OR (status = 'pending' AND run_at <= clock_timestamp() AND coalesce(deps_left, 0) = 0 AND ${notPaused(S, 'p.workflow')}
-                 AND NOT EXISTS (
+                 AND (p.started_at IS NOT NULL OR NOT EXISTS (
                    SELECT 1 FROM jsonb_to_recordset($1::jsonb) AS l (workflow text, lim int, ms bigint, grouped boolean)
                    WHERE l.workflow = p.workflow AND l.lim <= (
                      SELECT count(*) FROM ${S}.runs b
                      WHERE b.workflow = l.workflow AND b.group_key IS NOT NULL AND (NOT l.grouped OR b.group_key = p.group_key)
-                       AND b.started_at > clock_timestamp() - l.ms * interval '1 millisecond')))
+                       AND b.started_at > clock_timestamp() - l.ms * interval '1 millisecond'))))
              OR (status = 'waiting' AND wake_at <= clock_timestamp()))::int
           + (SELECT count(*) FROM ${S}.flow_hooks WHERE due_at <= clock_timestamp() OR node_id IS NOT NULL)::int AS n`,
       wake: `SELECT pg_notify($1, '')`,
