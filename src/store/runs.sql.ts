@@ -383,11 +383,17 @@ ${claimUpdate(S, '$5')}`,
     // became claimable at the resume. workflow_controls.updated_at is written by ControlsStore's `set`
     // (a pause or a resume that changes `paused`) and its `ensure` (a limited workflow's row, inserted at a worker's start, DO
     // NOTHING: never moved), which no claim precedes; no other statement writes the table
+    // a limited workflow's due runs, held back on purpose, wait from its last begin (runs_group_started_all), not while one of its runs runs
     backlog: `
       SELECT coalesce(sum(b.pending), 0)::int AS pending,
-        coalesce(greatest(extract(epoch FROM now() - min(greatest(b.oldest, wc.updated_at))) * 1000, 0), 0)::float8 AS lag_ms
-      FROM (SELECT r.workflow, count(*) AS pending, min(r.run_at) AS oldest FROM ${S}.runs r
+        coalesce(greatest(extract(epoch FROM now() - min(greatest(b.oldest, wc.updated_at, lim.moved))) * 1000, 0), 0)::float8 AS lag_ms
+      FROM (SELECT r.workflow, count(*) AS pending, min(r.run_at) AS oldest, bool_or(r.group_key IS NOT NULL) AS limited FROM ${S}.runs r
             WHERE r.status = 'pending' AND r.run_at <= now() AND r.workflow = ANY($1::text[]) GROUP BY r.workflow) b
-      LEFT JOIN ${S}.workflow_controls wc ON wc.workflow = b.workflow`,
+      LEFT JOIN ${S}.workflow_controls wc ON wc.workflow = b.workflow
+      LEFT JOIN LATERAL (
+        SELECT CASE WHEN EXISTS (SELECT 1 FROM ${S}.runs x WHERE x.status = 'running' AND x.workflow = b.workflow AND x.group_key IS NOT NULL) THEN now()
+          ELSE (SELECT max(s.started_at) FROM ${S}.runs s WHERE s.workflow = b.workflow AND s.group_key IS NOT NULL AND s.started_at IS NOT NULL) END AS moved
+        WHERE b.limited
+      ) lim ON true`,
   };
 }

@@ -118,3 +118,36 @@ describe('DurableHealthIndicator and paused workflows', () => {
     expect(checked.lagMs).toBeLessThan(3_600_000);
   });
 });
+
+@Workflow('health_rate', { rateLimit: { limit: 1, period: '1h' } })
+class HealthRate {
+  @Step()
+  async only() {
+    return 'done';
+  }
+}
+
+describe('DurableHealthIndicator and limited workflows', () => {
+  it("counts a rate-limited workflow's held runs from its last begin, not from their run_at; nothing begun since, it lags", async () => {
+    const t = await createApp({ workflows: [HealthRate] });
+    const health = t.get(DurableHealthIndicator);
+    const S = ident(t.schema);
+    const first = await t.durable.start(HealthRate, {});
+    expect(await t.durable.waitForRun(first.runId, { timeout: '30s' })).toMatchObject({ status: 'completed' });
+    // held by the window the first run filled, due for ten minutes
+    const { runId } = await t.durable.start(HealthRate, {});
+    await sql(`update ${S}.runs set run_at = now() - interval '10 minutes' where id = $1`, [runId]);
+    // the workflow's row, written when this new worker started, as old as in a cluster up for an hour
+    await sql(`update ${S}.workflow_controls set updated_at = now() - interval '1 hour' where workflow = 'health_rate'`);
+    const held = (await health.isHealthy('durable', PATIENT)).durable;
+    expect(held).toMatchObject({ status: 'up', pending: 1 });
+    expect(held.lagMs).toBeLessThan(300_000);
+    expect((await t.durable.getRun(runId))?.status).toBe('pending');
+
+    // the last begin ten minutes ago too: nothing began since, the backlog lags
+    await sql(`update ${S}.runs set started_at = now() - interval '10 minutes' where id = $1`, [first.runId]);
+    const stalled = (await health.isHealthy('durable', PATIENT)).durable;
+    expect(stalled).toMatchObject({ status: 'down', pending: 1, reason: expect.stringMatching(/maxLag/) });
+    expect(stalled.lagMs).toBeGreaterThanOrEqual(600_000);
+  });
+});
