@@ -28,6 +28,8 @@ export interface WorkflowDefinition {
   timeoutMs?: number;
   /** Priority of its runs among due runs (higher first; a start may override it). */
   priority: number;
+  /** Its own retry policy, defaults applied (each step's `retry` layers its own over it). */
+  retry: ResolvedRetry;
   /** Its concurrency and rate limits (queue controls), when it has any. */
   controls?: WorkflowControls;
   steps: StepDefinition[];

@@ -130,6 +130,7 @@ export class WorkflowExplorer {
       },
       timeoutMs: options.timeout === undefined ? undefined : toMs(options.timeout, `workflow "${name}": timeout`, MAX_TIMER_MS),
       priority: options.priority ?? 0,
+      retry: resolveRetry(`workflow "${name}"`, options.retry),
       controls: controlsOf(name, options),
       steps,
     };

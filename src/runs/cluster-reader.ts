@@ -13,12 +13,14 @@ import { RunsStore } from '../store/runs.store';
 /** A registered workflow as {@link DurableService.listWorkflows} describes it. */
 export interface WorkflowInfo {
   name: string;
-  /** Its key policy, debounce and run timeout (durations in ms). */
+  /** Its key policy, debounce, run timeout and retry policy (durations in ms). */
   options: {
     reuse: ReusePolicy;
     onDuplicate: OnDuplicate;
     debounce?: { period: number; timeout?: number };
     timeout?: number;
+    /** Its retry policy, defaults applied (delays in ms); a step may set its own over it. */
+    retry: { attempts: number; backoff: 'exponential' | 'fixed'; initialDelay: number; maxDelay: number; jitter: boolean };
     priority: number;
     /** Its concurrency limit: a number for the whole workflow, else per group (`by: 'function'` when a function groups). */
     concurrency?: number | { limit: number; by: 'key' | 'function' };
@@ -97,6 +99,7 @@ export class ClusterReader {
           onDuplicate: def.onDuplicate,
           ...(debounce ? { debounce } : {}),
           ...(def.timeoutMs === undefined ? {} : { timeout: def.timeoutMs }),
+          retry: { attempts: def.retry.attempts, backoff: def.retry.backoff, initialDelay: def.retry.initialDelayMs, maxDelay: def.retry.maxDelayMs, jitter: def.retry.jitter },
           priority: def.priority,
           ...limitsOf(def.controls),
         },

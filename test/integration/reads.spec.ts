@@ -16,7 +16,7 @@ class Echo {
   }
 }
 
-@Workflow('reads_other', { timeout: 60_000 })
+@Workflow('reads_other', { timeout: 60_000, retry: { attempts: 2, backoff: 'fixed', initialDelay: '250ms' } })
 class Other {
   @Step()
   async only() {
@@ -273,6 +273,9 @@ describe('reading more: listRuns both ways, countRuns, listKeys across workflows
       counts: { pending: 1, completed: 0 },
     });
     expect(workflows[1]).toMatchObject({ steps: ['only'], options: { timeout: 60_000 }, counts: { completed: 1, pending: 0, failed: 0 } });
+    // the retry policy, the workflow's own over the defaults (delays in ms)
+    expect(workflows[0].options.retry).toEqual({ attempts: 3, backoff: 'exponential', initialDelay: 1_000, maxDelay: 300_000, jitter: true });
+    expect(workflows[1].options.retry).toEqual({ attempts: 2, backoff: 'fixed', initialDelay: 250, maxDelay: 300_000, jitter: true });
     const nodes = await waitFor(async () => {
       const list = await durable.listNodes();
       return list.length === 1 && list[0].alive ? list : undefined;

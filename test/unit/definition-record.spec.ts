@@ -10,6 +10,7 @@ const def = (over: Partial<WorkflowDefinition> = {}): WorkflowDefinition => ({
   reuse: 'afterClose',
   onDuplicate: 'useExisting',
   priority: 0,
+  retry: DEFAULT_RETRY,
   steps: ['reserve', 'charge'].map((name, index) => ({ name, index, retry: DEFAULT_RETRY, run: () => undefined })),
   ...over,
 });
