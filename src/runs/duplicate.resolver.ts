@@ -121,7 +121,8 @@ export class DuplicateResolver {
           // nothing written yet: this start alone is refused (the items of a startMany before it stay)
           return { error: err instanceof Error ? err : new Error(String(err)) };
         }
-        if (!(await runs.replaceInput(q, holder.id, input, group, debounced ? def.debounce!.periodMs : null))) return undefined;
+        const restartWaitMs = debounced ? def.debounce!.periodMs : null;
+        if (!(await runs.replaceInput(q, holder.id, input, group, restartWaitMs, p.run.priority ?? def.priority))) return undefined;
         await duplicate(decision.outcome === 'debounced' ? 'debounced' : 'runAgain');
         return { runId: holder.id, outcome: decision.outcome };
       }

@@ -228,9 +228,9 @@ export function runsStatements(S: string): Record<string, string> {
       UPDATE ${S}.runs SET runs_after_id = $3
       WHERE workflow = $1 AND key = $2 AND status = 'waiting' AND NOT holds_key AND takes_key_after IS NOT NULL`,
     // a run never picked up (pending, or a flow node waiting for its dependencies) takes a newer
-    // input; the run's concurrency / rate-limit group ($4) is the newer input's (a group may be read from the input)
+    // input, and its start's priority ($5); its limits group ($4) is the newer input's (a group may be read from it)
     replaceInput: `
-      UPDATE ${S}.runs SET input = $2, group_key = $4,
+      UPDATE ${S}.runs SET input = $2, group_key = $4, priority = $5,
         run_at = CASE WHEN $3::bigint IS NULL THEN run_at
                       ELSE least(now() + $3 * interval '1 millisecond', coalesce(debounce_until, 'infinity')) END
       WHERE id = $1 AND status IN ('pending', 'waiting') AND started_at IS NULL RETURNING id`,

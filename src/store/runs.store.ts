@@ -173,11 +173,11 @@ export class RunsStore {
   }
 
   /**
-   * Gives a pending run that no worker has picked up the newer input and its group (and, for a
+   * Gives a run that no worker has picked up the newer input, its group and its start's priority (and, for a
    * debounce, restarts its wait, capped by its debounce limit); false when it was picked up meanwhile.
    */
-  async replaceInput(q: Queryable, id: string, input: unknown, group: string | null, restartWaitMs: number | null): Promise<boolean> {
-    return (await q.query(this.sql.replaceInput, [id, JSON.stringify(input), restartWaitMs, group])).length > 0;
+  async replaceInput(q: Queryable, id: string, input: unknown, group: string | null, restartWaitMs: number | null, priority: number): Promise<boolean> {
+    return (await q.query(this.sql.replaceInput, [id, JSON.stringify(input), restartWaitMs, group, priority])).length > 0;
   }
 
   /** Makes run `id` give up its key; false when it did not hold it. */

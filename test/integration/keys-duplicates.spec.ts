@@ -410,12 +410,13 @@ describe('what a duplicate returns', () => {
       expect(r2).toEqual({ runId: h.runId, outcome: 'runAgain' });
       const r3 = await t.durable.start('d_close', { n: 3 }, { key: 'np-close', onDuplicate: 'runAgain' });
       expect(r3.outcome).toBe('created');
-      expect(await t.durable.start('d_close', { n: 4 }, { key: 'np-close', onDuplicate: 'runAgain' })).toEqual({
+      // with the newest start's priority, as a run waiting behind a holder takes it
+      expect(await t.durable.start('d_close', { n: 4 }, { key: 'np-close', onDuplicate: 'runAgain', priority: 7 })).toEqual({
         runId: r3.runId,
         outcome: 'runAgain',
       });
-      expect((await t.durable.getRun(h.runId))!).toMatchObject({ status: 'pending', input: { n: 2 }, holdsKey: true });
-      expect((await t.durable.getRun(r3.runId))!.input).toEqual({ n: 4 });
+      expect((await t.durable.getRun(h.runId))!).toMatchObject({ status: 'pending', input: { n: 2 }, holdsKey: true, priority: 0 });
+      expect((await t.durable.getRun(r3.runId))!).toMatchObject({ input: { n: 4 }, priority: 7 });
       expect(await countRuns(t.schema, 'key = $1', ['np'])).toBe(1); // nothing waits behind it
     });
 
