@@ -58,7 +58,7 @@ function countsTable(
 /**
  * `workflows pause|resume <name>`: on every node, from its next claim on. The CLI has no
  * definitions: a name the database knows nothing of (no run, no schedule, no definition written by
- * an app node, never paused) is refused as unknown rather than paused blindly (a misspelt name
+ * an app node, never paused or resumed) is refused as unknown rather than paused blindly (a misspelt name
  * would pause nothing).
  */
 const pauseCommand = (verb: 'pause' | 'resume'): Command => ({
@@ -73,13 +73,13 @@ const pauseCommand = (verb: 'pause' | 'resume'): Command => ({
     const name = checked(ctx.args[0], '<name>', WORKFLOW);
     const durable = await ctx.connection.durable();
     const { db, definitions } = await ctx.connection.overview();
-    const [runs, schedules, paused, definition] = await Promise.all([
+    const [runs, schedules, controlled, definition] = await Promise.all([
       durable.listRuns({ workflow: name, limit: 1 }),
       durable.listSchedules(),
-      (await ctx.connection.controls()).paused(),
+      (await ctx.connection.controls()).controlled(),
       definitions.get(db, name),
     ]);
-    if (runs.length === 0 && !schedules.some((s) => s.workflow === name) && !paused.has(name) && !definition) {
+    if (runs.length === 0 && !schedules.some((s) => s.workflow === name) && !controlled.has(name) && !definition) {
       throw new UnknownWorkflowError(
         name,
         undefined,

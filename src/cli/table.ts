@@ -1,9 +1,13 @@
-/** A cell as people read it: JSON for objects, ISO for times, '-' for nothing. */
+/**
+ * A cell as people read it: JSON for objects, ISO for times, '-' for nothing; a control character
+ * (a line break in a key or an error message) escaped as JSON writes it, so a row stays one line.
+ */
 export function cell(value: unknown): string {
   if (value === null || value === undefined || value === '') return '-';
   if (value instanceof Date) return value.toISOString();
   if (typeof value === 'object') return JSON.stringify(value);
-  return String(value);
+  // eslint-disable-next-line no-control-regex
+  return String(value).replace(/[\u0000-\u001f\u007f]/g, (c) => JSON.stringify(c).slice(1, -1));
 }
 
 /** Rows as a table with a header and columns padded to their widest cell; `empty` when none. */

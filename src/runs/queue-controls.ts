@@ -33,6 +33,11 @@ export class QueueControls {
     return this.controls.paused(this.connection.db);
   }
 
+  /** The names of the workflows ever paused (or resumed), or limited on some worker. */
+  controlled(): Promise<Set<string>> {
+    return this.controls.controlled(this.connection.db);
+  }
+
   /**
    * A class must be a registered workflow; a name must be a name, and a registered one wherever
    * workflows are registered (an app that registers none, such as the CLI, pauses any name).

@@ -69,6 +69,8 @@ export class ControlsStore {
         )
         SELECT CASE WHEN NOT $2 THEN pg_notify($3, '') END AS woke`,
       paused: `SELECT workflow FROM ${S}.workflow_controls WHERE paused ORDER BY workflow`,
+      // every workflow with a row: paused now or before, or limited (a worker with its limits started)
+      controlled: `SELECT workflow FROM ${S}.workflow_controls ORDER BY workflow`,
       ensure: `INSERT INTO ${S}.workflow_controls (workflow) SELECT unnest($1::text[]) ON CONFLICT (workflow) DO NOTHING`,
       // the claims of a limited workflow take turns across the cluster: each counts what the
       // others committed before it got the lock (its next statement's snapshot), and stamps the
@@ -168,6 +170,11 @@ export class ControlsStore {
   /** The names of the paused workflows. */
   async paused(q: Queryable): Promise<Set<string>> {
     return new Set((await q.query<{ workflow: string }>(this.sql.paused)).map((r) => r.workflow));
+  }
+
+  /** The names of the workflows with a row: paused now or before, or limited. */
+  async controlled(q: Queryable): Promise<Set<string>> {
+    return new Set((await q.query<{ workflow: string }>(this.sql.controlled)).map((r) => r.workflow));
   }
 
   /** Makes the row each limited workflow's claims lock (once per worker start). */

@@ -173,3 +173,18 @@ describe('nestjs-durable flows of a flow that is not there', () => {
     }
   });
 });
+
+describe('nestjs-durable workflows pause / resume', () => {
+  it('take a workflow paused before and resumed since, which has no run, schedule or definition', async () => {
+    const own = freshSchema();
+    // an app that registers no workflow (a web node) pauses and resumes one by name
+    const web = await createApp({ schema: own, options: { worker: false } });
+    await web.durable.pause('ghost_wf');
+    await web.durable.resume('ghost_wf');
+    const paused = await cli(['workflows', 'pause', 'ghost_wf', '--schema', own]);
+    expect({ code: paused.code, stderr: paused.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(await sql(`select workflow, paused from ${ident(own)}.workflow_controls`)).toEqual([{ workflow: 'ghost_wf', paused: true }]);
+    // a name never seen is still refused
+    expectError(await cli(['workflows', 'pause', 'ghost_wf_typo', '--schema', own]), 1, 'unknown_workflow');
+  });
+});
