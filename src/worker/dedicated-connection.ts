@@ -6,6 +6,8 @@ import { clientQueryable, isReadTimeout, type Queryable } from '../store/db';
 const MAX_RECONNECT_DELAY_MS = 10_000;
 /** How long a connection's setup (`onConnect`) may wait for an answer when no statement bound is given. */
 const SETUP_TIMEOUT_MS = 10_000;
+/** How long closing may wait for the server to see the connection end before the socket is dropped. */
+const CLOSE_TIMEOUT_MS = 1_000;
 
 /** Drops a connection that did not answer in time (ending it politely would wait for an answer too). */
 function destroy(client: Client): void {
@@ -40,14 +42,27 @@ export class DedicatedConnection {
     return this.connect(0);
   }
 
-  /** Closes the connection and stops reconnecting. */
+  /**
+   * Closes the connection and stops reconnecting. A connection whose peer went silent (a network
+   * that drops everything, before keep-alive notices) would never see its end acknowledged: past
+   * {@link CLOSE_TIMEOUT_MS} its socket is dropped, so a shutdown does not wait on it.
+   */
   async close(): Promise<void> {
     this.closed = true;
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
     const client = this.client;
     this.client = undefined;
     this.queryable = undefined;
-    await client?.end().catch(() => undefined);
+    if (!client) return;
+    let timer: NodeJS.Timeout | undefined;
+    const dropped = new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        destroy(client);
+        resolve();
+      }, CLOSE_TIMEOUT_MS);
+    });
+    await Promise.race([client.end().catch(() => undefined), dropped]);
+    clearTimeout(timer);
   }
 
   private async connect(attempt: number): Promise<void> {
