@@ -34,6 +34,7 @@ import { DurableChildrenIndex1733040035000 } from './1733040035000-durable-child
 import { DurableTimeoutRetriedIndex1733040036000 } from './1733040036000-durable-timeout-retried-index';
 import { DurableActivityKindIndex1733040037000 } from './1733040037000-durable-activity-kind-index';
 import { DurableKeyRunsIndex1733040038000 } from './1733040038000-durable-key-runs-index';
+import { DurableKeyHoldersIndex1733040039000 } from './1733040039000-durable-key-holders-index';
 
 export { DurableInit1733040000000, DurableKeys1733040001000, DurableWaits1733040002000 };
 export { DurableFlows1733040003000 };
@@ -68,6 +69,7 @@ export { DurableChildrenIndex1733040035000 };
 export { DurableTimeoutRetriedIndex1733040036000 };
 export { DurableActivityKindIndex1733040037000 };
 export { DurableKeyRunsIndex1733040038000 };
+export { DurableKeyHoldersIndex1733040039000 };
 
 /** The module's migration classes in order, for schema `durable` (TypeORM `migrations: [...]`). */
 export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[] = [
@@ -106,6 +108,7 @@ export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[]
   DurableTimeoutRetriedIndex1733040036000,
   DurableActivityKindIndex1733040037000,
   DurableKeyRunsIndex1733040038000,
+  DurableKeyHoldersIndex1733040039000,
 ];
 
 /**

@@ -186,7 +186,7 @@ export class ActivityStore {
           p.workflow, p.key, p.last_id, ${KEY_FIGURES(S, 'p.workflow', 'p.key')}
         FROM m_seen e LEFT JOIN page p ON true LEFT JOIN LATERAL (${HOLDER(S, 'p.workflow', 'p.key')}) h ON true
         ORDER BY p.last_id DESC`,
-      // every figure from an index alone: the holders from runs_key_held, the key events from
+      // every figure from an index alone: the holders from runs_key_holders, the key events from
       // activity_key_stats (outcome and input_changed are columns computed from details, migration
       // DurableKeyStats1733040018000): the duplicates counted once per outcome and hour of the last
       // day (o, older ones in hour null), from which three figures are summed, and once per key in

@@ -87,25 +87,31 @@ describe('migrate --concurrently', () => {
     const schema = freshSchema();
     expect((await cli(['migrate', '--schema', schema])).code).toBe(0);
     const s = ident(schema);
-    await sql(`DROP INDEX ${s}.runs_key_held, ${s}.activity_key_stats`);
+    // back to before the key statistics (and the index that later replaced its runs index)
+    await sql(`DROP INDEX ${s}.runs_key_holders, ${s}.activity_key_stats`);
     await sql(`ALTER TABLE ${s}.activity DROP COLUMN outcome, DROP COLUMN input_changed`);
-    await sql(`DELETE FROM ${s}.migrations WHERE name = 'DurableKeyStats1733040018000'`);
+    await sql(`DELETE FROM ${s}.migrations WHERE name IN ('DurableKeyStats1733040018000', 'DurableKeyHoldersIndex1733040039000')`);
     // a record written before the migration: its columns are computed from its details
     await sql(`INSERT INTO ${s}.activity (kind, workflow, key, details) VALUES ('key_duplicate', 'mc_plain', 'k', $1)`, [
       { workflow: 'mc_plain', key: 'k', outcome: 'useExisting', inputChanged: true },
     ]);
     const done = await cli(['migrate', '--concurrently', '--schema', schema, '--json']);
     expect(done.code).toBe(0);
-    expect(JSON.parse(done.stdout)).toEqual({ schema, builtConcurrently: ['runs_key_held'], applied: ['DurableKeyStats1733040018000'] });
+    expect(JSON.parse(done.stdout)).toEqual({
+      schema,
+      builtConcurrently: ['runs_key_held', 'runs_key_holders'],
+      applied: ['DurableKeyStats1733040018000', 'DurableKeyHoldersIndex1733040039000'],
+    });
     expect(await sql(`SELECT outcome, input_changed FROM ${s}.activity`)).toEqual([{ outcome: 'useExisting', input_changed: true }]);
     const indexes = await sql(
       `SELECT c.relname AS name, i.indisvalid AS valid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-       JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname IN ('runs_key_held', 'activity_key_stats') ORDER BY 1`,
+       JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname IN ('runs_key_held', 'runs_key_holders', 'activity_key_stats') ORDER BY 1`,
       [schema],
     );
+    // the replaced index built, then dropped by the migration that replaces it
     expect(indexes).toEqual([
       { name: 'activity_key_stats', valid: true },
-      { name: 'runs_key_held', valid: true },
+      { name: 'runs_key_holders', valid: true },
     ]);
   });
 });
