@@ -3,11 +3,14 @@
 // the root first):
 //
 //   node bench/processes.js      # BENCH_PROCESSES=1,2,4  BENCH_PROCESSES_N=60000  BENCH_REPS=3
+//   BENCH_KEYED=alternate node bench/processes.js   # keyed and unkeyed runs, drain by drain
 //
 // For each process count: N one-step runs are started due in an hour (runAt) (startMany, batches of 5,000),
 // the worker processes boot (each a Nest app with the worker at its defaults, concurrency 10, or
 // BENCH_CONCURRENCY), and once all are ready one UPDATE makes every run due and wakes them. Timed from
-// that commit until the database shows every run completed. Also prints Postgres' own CPU share
+// that commit until the database shows every run completed. BENCH_KEYED=1: each run has a key of its
+// own (it holds its key until it ends); BENCH_KEYED=alternate: each repetition drains unkeyed runs,
+// then keyed ones, and the table has a row for each. Also prints Postgres' own CPU share
 // (from /proc) during the drain, to tell where the limit is. Schema `bench_processes` (dropped first).
 const { fork } = require('child_process');
 const fs = require('fs');
@@ -21,6 +24,7 @@ const SCHEMA = 'bench_processes';
 const N = Number(process.env.BENCH_PROCESSES_N || 60000);
 const COUNTS = (process.env.BENCH_PROCESSES || '1,2,4').split(',').map(Number);
 const REPS = Number(process.env.BENCH_REPS || 3);
+const KEYED = { 1: [true], alternate: [false, true] }[process.env.BENCH_KEYED] ?? [false];
 
 /** CPU seconds used so far by processes whose command line matches `re` (from /proc; Linux only). */
 function cpuSeconds(re) {
@@ -38,13 +42,13 @@ function cpuSeconds(re) {
   return ticks / 100;
 }
 
-async function drainWith(k, durable, Proc) {
+async function drainWith(k, durable, Proc, keyed) {
   await withClient(URL, (c) => c.query(`TRUNCATE ${SCHEMA}.runs CASCADE`));
   const later = new Date(Date.now() + 3_600_000);
   for (let left = N; left > 0; left -= 5000)
     await durable.startMany(
       Proc,
-      Array.from({ length: Math.min(5000, left) }, (_, i) => ({ input: { i }, runAt: later })),
+      Array.from({ length: Math.min(5000, left) }, (_, i) => ({ input: { i }, runAt: later, ...(keyed ? { key: `k${left}-${i}` } : {}) })),
     );
   await withClient(URL, (c) => c.query(`ANALYZE ${SCHEMA}.runs`));
   const children = Array.from({ length: k }, () => fork(path.join(__dirname, 'lib', 'worker-process.js'), [SCHEMA], { stdio: 'inherit' }));
@@ -69,19 +73,26 @@ async function drainWith(k, durable, Proc) {
   const { app, durable } = await bootDurable({ schema: SCHEMA, worker: false }, [Proc]);
   const rows = [];
   for (const k of COUNTS) {
-    const reps = [];
+    const reps = new Map(KEYED.map((keyed) => [keyed, []]));
     for (let r = 0; r < REPS; r++) {
-      const x = await drainWith(k, durable, Proc);
-      console.error(`${k} process(es), rep ${r + 1}: ${fmt(x.rate)} runs/s; postgres ${x.pgCores.toFixed(2)} cores, workers ${x.workerCores.toFixed(2)} cores`);
-      reps.push(x);
+      for (const keyed of KEYED) {
+        const x = await drainWith(k, durable, Proc, keyed);
+        const what = keyed ? 'keyed' : 'unkeyed';
+        console.error(
+          `${k} process(es), ${what}, rep ${r + 1}: ${fmt(x.rate)} runs/s; postgres ${x.pgCores.toFixed(2)} cores, workers ${x.workerCores.toFixed(2)} cores`,
+        );
+        reps.get(keyed).push(x);
+      }
     }
-    const rate = summarize(reps.map((x) => x.rate));
-    rows.push(
-      `| ${k} | ${fmt(rate.median)} (${fmt(rate.min)}–${fmt(rate.max)}) | ${summarize(reps.map((x) => x.pgCores)).median.toFixed(2)} | ${summarize(reps.map((x) => x.workerCores)).median.toFixed(2)} |`,
-    );
+    for (const [keyed, xs] of reps) {
+      const rate = summarize(xs.map((x) => x.rate));
+      rows.push(
+        `| ${k} | ${keyed ? 'keyed' : 'unkeyed'} | ${fmt(rate.median)} (${fmt(rate.min)}–${fmt(rate.max)}) | ${summarize(xs.map((x) => x.pgCores)).median.toFixed(2)} | ${summarize(xs.map((x) => x.workerCores)).median.toFixed(2)} |`,
+      );
+    }
   }
   console.log(
-    `\n${fmt(N)} one-step runs, median of ${REPS} (min–max); load average at end ${require('os').loadavg()[0].toFixed(2)}\n\n| worker processes | runs/s | Postgres CPU, cores | workers' CPU, cores |\n|---|---|---|---|\n${rows.join('\n')}`,
+    `\n${fmt(N)} one-step runs, median of ${REPS} (min–max); load average at end ${require('os').loadavg()[0].toFixed(2)}\n\n| worker processes | runs | runs/s | Postgres CPU, cores | workers' CPU, cores |\n|---|---|---|---|---|\n${rows.join('\n')}`,
   );
   await app.close();
 })().catch((e) => {
