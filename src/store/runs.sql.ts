@@ -271,7 +271,7 @@ export function runsStatements(S: string): Record<string, string> {
       ), wf AS (
         SELECT f.workflow FROM unnest($3::text[]) AS f (workflow) WHERE ${notPaused(S, 'f.workflow')}
       ), w AS (
-        SELECT id, priority, CASE WHEN status = 'waiting' THEN wake_at ELSE run_at END AS run_at FROM ${S}.runs
+        SELECT id FROM ${S}.runs
         WHERE ((status = 'waiting' AND wake_at <= now()) OR (status = 'compensating' AND node_id IS NULL AND run_at <= now()))
           AND workflow = ANY(ARRAY(SELECT workflow FROM wf)) AND EXISTS (SELECT 1 FROM alive)
         LIMIT $2 FOR UPDATE SKIP LOCKED
@@ -287,11 +287,10 @@ export function runsStatements(S: string): Record<string, string> {
           WHERE status = 'pending' AND workflow = wf.workflow AND run_at <= now() AND priority <> 0 AND EXISTS (SELECT 1 FROM alive)
           ORDER BY priority DESC, run_at LIMIT $2 FOR UPDATE SKIP LOCKED
         ) d
+      ), p AS (
+        SELECT id FROM (SELECT * FROM p0 UNION ALL SELECT * FROM pp) d ORDER BY d.priority DESC, d.run_at LIMIT $2
       ), c AS (
-        -- runs woken from a wait among the due ones, by priority then age (a run keeps its priority)
-        SELECT id, woke FROM (
-          SELECT *, true AS woke FROM w UNION ALL SELECT *, false FROM p0 UNION ALL SELECT *, false FROM pp
-        ) d ORDER BY d.priority DESC, d.run_at LIMIT $2
+        SELECT id, true AS woke FROM w UNION ALL SELECT id, false FROM p LIMIT $2
       )
 ${claimUpdate(S, '$5')}`,
     // $1: the transitions as a JSON array of arrays (see transition.fields.ts); the attempt's times
