@@ -35,6 +35,7 @@ import { DurableTimeoutRetriedIndex1733040036000 } from './1733040036000-durable
 import { DurableActivityKindIndex1733040037000 } from './1733040037000-durable-activity-kind-index';
 import { DurableKeyRunsIndex1733040038000 } from './1733040038000-durable-key-runs-index';
 import { DurableKeyHoldersIndex1733040039000 } from './1733040039000-durable-key-holders-index';
+import { DurableGroupBegunIndex1733040040000 } from './1733040040000-durable-group-begun-index';
 
 export { DurableInit1733040000000, DurableKeys1733040001000, DurableWaits1733040002000 };
 export { DurableFlows1733040003000 };
@@ -70,6 +71,7 @@ export { DurableTimeoutRetriedIndex1733040036000 };
 export { DurableActivityKindIndex1733040037000 };
 export { DurableKeyRunsIndex1733040038000 };
 export { DurableKeyHoldersIndex1733040039000 };
+export { DurableGroupBegunIndex1733040040000 };
 
 /** The module's migration classes in order, for schema `durable` (TypeORM `migrations: [...]`). */
 export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[] = [
@@ -109,6 +111,7 @@ export const DURABLE_MIGRATIONS: (new (schema?: string) => MigrationInterface)[]
   DurableActivityKindIndex1733040037000,
   DurableKeyRunsIndex1733040038000,
   DurableKeyHoldersIndex1733040039000,
+  DurableGroupBegunIndex1733040040000,
 ];
 
 /**

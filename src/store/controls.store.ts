@@ -109,7 +109,7 @@ export class ControlsStore {
             SELECT * FROM (
               SELECT * FROM (SELECT id, priority, run_at, false AS woke, true AS fresh FROM ${S}.runs
                 WHERE workflow = $3 AND group_key = g.k AND status = 'pending' AND run_at <= now() AND started_at IS NULL
-                ORDER BY priority DESC, run_at LIMIT greatest(least(f.free, f.fresh_free), 0) FOR UPDATE SKIP LOCKED) p
+                ORDER BY priority DESC, run_at LIMIT greatest(least(f.free, f.fresh_free, (SELECT fresh_room FROM whole)), 0) FOR UPDATE SKIP LOCKED) p
               UNION ALL
               SELECT * FROM (SELECT id, priority, run_at, false, false FROM ${S}.runs
                 WHERE workflow = $3 AND group_key = g.k AND status = 'pending' AND run_at <= now() AND started_at IS NOT NULL
