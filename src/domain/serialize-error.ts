@@ -18,6 +18,15 @@ const storable = (s: string): string => s.replace(new RegExp(UNSTORABLE_RE.sourc
  * its fields; anything else (a string, a number, another object) as the message.
  */
 export function serializeError(err: unknown, extra: Record<string, unknown> = {}): StoredError {
+  try {
+    return serialized(err, extra);
+  } catch {
+    // a proxy whose traps throw, even for instanceof
+    return { name: 'Error', message: '[a value that cannot be read]', ...extra };
+  }
+}
+
+function serialized(err: unknown, extra: Record<string, unknown>): StoredError {
   if (err instanceof Error || isErrorLike(err)) {
     let fields: { name?: unknown; message: unknown; code?: unknown; stack?: unknown };
     try {

@@ -37,11 +37,14 @@ export function parseCron(what: string, cron: unknown, timezone: unknown): CronT
 }
 
 /**
- * A valid time zone as stored and shown: its canonical spelling (`'europe/paris'` is
- * `'Europe/Paris'`, `'utc'` is `'UTC'`); none (undefined or null) is `'UTC'`.
+ * A valid time zone as stored and shown: the IANA name in its own case when the name differs from
+ * one only in case (`'europe/paris'` is `'Europe/Paris'`, `'utc'` is `'UTC'`), else as given (a link
+ * such as `'Asia/Kolkata'` is not renamed); none (undefined or null) is `'UTC'`.
  */
 export function canonicalTimeZone(tz: string | null | undefined): string {
-  return tz == null ? 'UTC' : new Intl.DateTimeFormat('en-US', { timeZone: tz }).resolvedOptions().timeZone;
+  if (tz == null) return 'UTC';
+  const lower = tz.toLowerCase();
+  return ['UTC', ...Intl.supportedValuesOf('timeZone')].find((z) => z.toLowerCase() === lower) ?? tz;
 }
 
 function isTimeZone(tz: string): boolean {

@@ -15,6 +15,22 @@ function destroy(client: Client): void {
 }
 
 /**
+ * Ends a connection politely, or drops it past {@link CLOSE_TIMEOUT_MS}: one whose peer went silent
+ * (a network that drops everything, before keep-alive notices) never sees its end acknowledged.
+ */
+async function endWithin(client: Client): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const dropped = new Promise<void>((resolve) => {
+    timer = setTimeout(() => {
+      destroy(client);
+      resolve();
+    }, CLOSE_TIMEOUT_MS);
+  });
+  await Promise.race([client.end().catch(() => undefined), dropped]);
+  clearTimeout(timer);
+}
+
+/**
  * A connection of a node's own, outside the pool: the LISTEN connection, and the one heartbeats use
  * so that a saturated pool cannot make a live node look dead. Reconnects with back-off while open;
  * `queryable` is undefined while it is down (callers fall back to the pool).
@@ -42,27 +58,14 @@ export class DedicatedConnection {
     return this.connect(0);
   }
 
-  /**
-   * Closes the connection and stops reconnecting. A connection whose peer went silent (a network
-   * that drops everything, before keep-alive notices) would never see its end acknowledged: past
-   * {@link CLOSE_TIMEOUT_MS} its socket is dropped, so a shutdown does not wait on it.
-   */
+  /** Closes the connection ({@link endWithin}: a shutdown does not wait on a silent network) and stops reconnecting. */
   async close(): Promise<void> {
     this.closed = true;
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
     const client = this.client;
     this.client = undefined;
     this.queryable = undefined;
-    if (!client) return;
-    let timer: NodeJS.Timeout | undefined;
-    const dropped = new Promise<void>((resolve) => {
-      timer = setTimeout(() => {
-        destroy(client);
-        resolve();
-      }, CLOSE_TIMEOUT_MS);
-    });
-    await Promise.race([client.end().catch(() => undefined), dropped]);
-    clearTimeout(timer);
+    if (client) await endWithin(client);
   }
 
   private async connect(attempt: number): Promise<void> {
@@ -83,7 +86,7 @@ export class DedicatedConnection {
       return;
     }
     if (this.closed) {
-      await client.end().catch(() => undefined);
+      await endWithin(client);
       return;
     }
     client.once('end', () => {

@@ -617,8 +617,11 @@ describe('schedules', () => {
     await t.durable.schedule('sched_plain', '0 8 * * *', { name: 'paris', timezone: 'europe/paris' });
     await t.durable.schedule('sched_plain', ' 0 9 * * * ', { name: 'utc', timezone: 'utc' });
     await t.durable.schedule('sched_plain', '0 10 * * *', { name: 'none', timezone: null as never });
+    // a link is kept as given, not renamed to the zone it points to
+    await t.durable.schedule('sched_plain', '0 11 * * *', { name: 'kolkata', timezone: 'Asia/Kolkata' });
     const stored = (await t.durable.listSchedules()).map(({ name, cron, timezone }) => ({ name, cron, timezone }));
     expect(stored).toEqual([
+      { name: 'kolkata', cron: '0 11 * * *', timezone: 'Asia/Kolkata' },
       { name: 'none', cron: '0 10 * * *', timezone: 'UTC' },
       { name: 'paris', cron: '0 8 * * *', timezone: 'Europe/Paris' },
       { name: 'utc', cron: '0 9 * * *', timezone: 'UTC' },

@@ -33,6 +33,16 @@ describe('serializeError', () => {
       },
     );
     expect(serializeError(hostile).name).toBe('Error');
+    // even instanceof throws on this one
+    const opaque = new Proxy(
+      {},
+      {
+        getPrototypeOf: () => {
+          throw new Error('trap');
+        },
+      },
+    );
+    expect(serializeError(opaque)).toEqual({ name: 'Error', message: '[a value that cannot be read]' });
     expect(serializeError({ message: 'a\u0000b' })).toEqual({ name: 'Error', message: 'a\uFFFDb' });
   });
 });
