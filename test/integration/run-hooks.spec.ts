@@ -223,8 +223,14 @@ describe('run lifecycle hooks', () => {
       await client.query('BEGIN');
       await client.query(`LOCK TABLE ${hooks} IN ACCESS EXCLUSIVE MODE`);
       const idle = env.runUntilIdle({ timeout: '20s' });
-      const looking = `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%count(*)%' AND query LIKE $1`;
-      await waitFor(async () => (await sql(looking, [`%${env.schema}%flow_hooks%`])).length > 0, { message: "runUntilIdle's look waits for the table" });
+      // (pg_stat_activity shows the first 1 kB of a statement: the look is told by its beginning)
+      const looking = `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`;
+      await waitFor(
+        async () => (await sql(looking, [`%(SELECT count(*) FROM "${env.schema}".runs p WHERE status IN ('running', 'compensating')%`])).length > 0,
+        {
+          message: "runUntilIdle's look waits for the table",
+        },
+      );
       await client.query(`INSERT INTO ${hooks} (run_id, hook, reason, due_at) VALUES ($1, 'onRunCompleted', 'completed', clock_timestamp())`, [runId]);
       await client.query('COMMIT');
       await idle;
