@@ -1,13 +1,6 @@
+import type { ClaimLimits } from './controls.store';
 import type { Queryable } from './db';
 import { notPaused } from './sql';
-
-/** A workflow's rate limit as {@link TestEnvStore.going} reads it: `lim` runs begun per `ms`, per group when `grouped`. */
-export interface RateLimitRow {
-  workflow: string;
-  lim: number;
-  ms: number;
-  grouped: boolean;
-}
 
 /**
  * The statements of the testing kit (`nestjs-durable/testing`) on one schema: moving every
@@ -102,10 +95,11 @@ export class TestEnvStore {
 
   /**
    * How many runs are due, running or compensating (and flow hooks due); a due run that its
-   * workflow's pause or full rate window (`rateLimits`) holds back is not counted.
+   * workflow's pause or full rate window (`limits`, as the limited claim reads them) holds back is not counted.
    */
-  async going(q: Queryable, rateLimits: RateLimitRow[]): Promise<number> {
-    const [row] = await q.query<{ n: number }>(this.sql.going, [JSON.stringify(rateLimits)]);
+  async going(q: Queryable, limits: ClaimLimits[]): Promise<number> {
+    const rates = limits.flatMap(({ workflow, rateLimit: r }) => (r ? [{ workflow, lim: r.limit, ms: r.periodMs, grouped: r.grouped }] : []));
+    const [row] = await q.query<{ n: number }>(this.sql.going, [JSON.stringify(rates)]);
     return row.n;
   }
 

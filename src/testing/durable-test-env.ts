@@ -17,6 +17,7 @@ import { TestEnvStore } from '../store/test-env.store';
 import { nextTickAfter } from '../schedules/cron';
 import { Scheduler } from '../schedules/scheduler';
 import { WorkflowRegistry } from '../definition/workflow.registry';
+import { workerWorkflows } from '../worker/worker-workflows';
 import { DurableModule } from '../durable.module';
 import { DurableService } from '../durable.service';
 import { testDatabaseUrl } from './test-database';
@@ -151,13 +152,9 @@ export class DurableTestEnv {
     const until = Date.now() + timeoutMs;
     const { db } = this.app.get(DurableConnection, { strict: false });
     await this.store.wake(db);
-    const registry = this.app.get(WorkflowRegistry, { strict: false });
-    const rateLimits = registry.names().flatMap((name) => {
-      const limit = registry.find(name)?.controls?.rateLimit;
-      return limit ? [{ workflow: name, lim: limit.limit, ms: limit.periodMs, grouped: limit.grouped }] : [];
-    });
+    const { limited } = workerWorkflows(this.app.get(WorkflowRegistry, { strict: false }), undefined);
     for (;;) {
-      const going = await this.store.going(db, rateLimits);
+      const going = await this.store.going(db, limited);
       if (going === 0) return;
       if (Date.now() >= until) throw new TimeoutError(`runUntilIdle: ${going} run(s) still due or going after ${timeoutMs}ms`);
       await new Promise((resolve) => setTimeout(resolve, IDLE_POLL_MS));
